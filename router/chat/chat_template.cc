@@ -1,0 +1,1 @@
+#include "router/chat/chat_template.h"

@@ -1,0 +1,1 @@
+#include "router/tokenizer/tokenizer.h"

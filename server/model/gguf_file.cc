@@ -1,0 +1,1 @@
+#include "server/model/gguf_file.h"

@@ -1,0 +1,1 @@
+#include "server/model/model_config.h"

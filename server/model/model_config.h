@@ -1,0 +1,51 @@
+// The architecture hyper-parameters of a Llama-family model, independent of
+// the file format it was read from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace tandem::model {
+
+enum class RopeScaling : uint8_t { kNone, kLlama3 };
+
+// How rotary pairs are formed. HF checkpoints use rotate-half (dims i and
+// i + head_dim/2, "neox"); llama.cpp's GGUF llama layout keeps Meta's
+// interleaved pairs (2i, 2i+1, "norm"). Loading keeps the file's layout
+// (zero copy) and records which one it is here.
+enum class RopeStyle : uint8_t { kHalf, kInterleaved };
+
+struct ModelConfig {
+  std::string architecture;  // "llama", "mistral", "qwen2", "qwen3"
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int vocab_size = 0;
+  int max_position_embeddings = 0;
+  float rms_norm_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  RopeStyle rope_style = RopeStyle::kHalf;
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  // llama3 scaling parameters (used when rope_scaling == kLlama3)
+  float rope_factor = 1.0f;
+  float rope_low_freq_factor = 1.0f;
+  float rope_high_freq_factor = 4.0f;
+  int rope_original_max_position = 8192;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // qwen2: q/k/v projections have biases
+  bool qk_norm = false;         // qwen3: RMSNorm over each head of q and k
+  int bos_token_id = -1;
+  std::vector<int> eos_token_ids;
+
+  // checks that the shapes are positive and consistent (heads divide, etc).
+  absl::Status validate() const;
+  int64_t parameterCount() const;
+};
+
+}  // namespace tandem::model
