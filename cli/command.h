@@ -1,0 +1,20 @@
+// How subcommands plug into the one `tandem` binary: each registers its
+// CLI11 subcommand and a callback; errors come back as a status that main()
+// prints as "error: ..." with exit code 1.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+
+namespace tandem::cli {
+
+// runs `fn` as the subcommand's action, turning its status into the exit
+// code: throws CLI::RuntimeError(1) after printing the message on failure.
+void setAction(CLI::App* cmd, std::function<absl::Status()> fn);
+
+void registerModelCommand(CLI::App& app);
+
+}  // namespace tandem::cli
