@@ -55,6 +55,10 @@ class GgufFile {
   static absl::StatusOr<GgufFilePtr> open(const std::string& path);
 
   uint32_t version() const { return version_; }
+  // the tensor data alignment (general.alignment, default 32) and the file
+  // offset where the data section starts.
+  uint64_t alignment() const { return alignment_; }
+  uint64_t dataStart() const { return data_start_; }
   const std::string& path() const { return file_->path(); }
   const MappedFilePtr& file() const { return file_; }
 
@@ -79,6 +83,8 @@ class GgufFile {
 
   MappedFilePtr file_;
   uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_start_ = 0;
   std::map<std::string, GgufValue, std::less<>> metadata_;
   std::vector<GgufTensorInfo> tensors_;
 };

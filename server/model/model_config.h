@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace tandem::model {
+
+class GgufFile;
 
 enum class RopeScaling : uint8_t { kNone, kLlama3 };
 
@@ -43,8 +46,22 @@ struct ModelConfig {
   int bos_token_id = -1;
   std::vector<int> eos_token_ids;
 
+  // reads `dir`/config.json (and generation_config.json for extra eos ids).
+  // Errors name the file: invalid JSON, a field of the wrong type, an
+  // unsupported architecture or rope scaling. The result is validated.
+  static absl::StatusOr<ModelConfig> fromHfDir(const std::string& dir);
+  // parses the text of a config.json; `source` names it in errors.
+  static absl::StatusOr<ModelConfig> fromHfJson(const std::string& json_text,
+                                                const std::string& source);
+  // reads general.architecture and the <arch>.* keys of a GGUF file, plus the
+  // token embedding shape (vocab size) and which tensors exist (bias, tied
+  // output). The result is validated.
+  static absl::StatusOr<ModelConfig> fromGguf(const GgufFile& gguf);
+
   // checks that the shapes are positive and consistent (heads divide, etc).
   absl::Status validate() const;
+  // the number of weights the tensors of this config hold (lm_head only when
+  // untied).
   int64_t parameterCount() const;
 };
 

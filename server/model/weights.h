@@ -64,4 +64,10 @@ class ModelWeights {
   GgufFilePtr gguf_;
 };
 
+// a human-readable summary for `tandem model inspect`: architecture, format,
+// every config field, tensor counts per dtype, parameter count, total bytes,
+// and what the files say about the tokenizer and chat template (without
+// loading the tokenizer).
+std::string describeModel(const ModelWeights& weights);
+
 }  // namespace tandem::model

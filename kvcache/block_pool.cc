@@ -1,0 +1,116 @@
+#include "kvcache/block_pool.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+
+namespace tandem::kvcache {
+
+BlockPool::BlockPool(int num_blocks)
+    : blocks_(num_blocks), free_(num_blocks), lru_(num_blocks) {
+  TANDEM_CHECK(num_blocks >= 0);
+  for (BlockId id = 0; id < num_blocks; ++id) free_.pushBack(id);
+}
+
+void BlockPool::checkId(BlockId id) const {
+  TANDEM_CHECK(id >= 0 && id < numBlocks());
+}
+
+void BlockPool::emit(const KvEvent& event) {
+  if (listener_ != nullptr) listener_->onKvEvent(event);
+}
+
+BlockId BlockPool::takeOne() {
+  if (auto id = free_.popFront()) return *id;
+  auto id = lru_.popFront();
+  TANDEM_CHECK(id.has_value());
+  BlockMeta& meta = blocks_[*id];
+  TANDEM_CHECK(meta.has_hash && meta.ref_count == 0);
+  by_hash_.erase(meta.hash);
+  meta.has_hash = false;
+  emit(BlockRemoved{meta.hash});
+  return *id;
+}
+
+absl::StatusOr<std::vector<BlockId>> BlockPool::allocate(int n) {
+  TANDEM_CHECK(n >= 0);
+  if (n > numAvailable()) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "kv cache has %d blocks available, %d requested", numAvailable(), n));
+  }
+  std::vector<BlockId> out;
+  out.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const BlockId id = takeOne();
+    blocks_[id].ref_count = 1;
+    out.push_back(id);
+  }
+  return out;
+}
+
+void BlockPool::free(std::span<const BlockId> blocks) {
+  for (BlockId id : blocks) {
+    checkId(id);
+    BlockMeta& meta = blocks_[id];
+    TANDEM_CHECK(meta.ref_count > 0);
+    if (--meta.ref_count > 0) continue;
+    if (meta.has_hash) {
+      lru_.pushBack(id);
+    } else {
+      free_.pushBack(id);
+    }
+  }
+}
+
+std::optional<BlockId> BlockPool::findCached(BlockHash hash) const {
+  auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return std::nullopt;
+  return it->second;
+}
+
+void BlockPool::touch(BlockId id) {
+  checkId(id);
+  BlockMeta& meta = blocks_[id];
+  if (meta.ref_count == 0) {
+    // only hashed blocks can be found, so a block at ref 0 here is in the lru.
+    TANDEM_CHECK(meta.has_hash);
+    lru_.remove(id);
+  }
+  ++meta.ref_count;
+}
+
+bool BlockPool::commit(BlockId id, BlockHash hash, BlockHash parent_hash) {
+  checkId(id);
+  BlockMeta& meta = blocks_[id];
+  TANDEM_CHECK(meta.ref_count > 0 && !meta.has_hash);
+  if (by_hash_.contains(hash)) return false;
+  meta.has_hash = true;
+  meta.hash = hash;
+  by_hash_.emplace(hash, id);
+  emit(BlockStored{hash, parent_hash});
+  return true;
+}
+
+bool BlockPool::resetPrefixCache() {
+  if (numUsed() > 0) return false;
+  while (auto id = lru_.popFront()) {
+    blocks_[*id].has_hash = false;
+    free_.pushBack(*id);
+  }
+  by_hash_.clear();
+  emit(AllCleared{});
+  return true;
+}
+
+int BlockPool::refCount(BlockId id) const {
+  checkId(id);
+  return blocks_[id].ref_count;
+}
+
+std::optional<BlockHash> BlockPool::blockHash(BlockId id) const {
+  checkId(id);
+  if (!blocks_[id].has_hash) return std::nullopt;
+  return blocks_[id].hash;
+}
+
+}  // namespace tandem::kvcache

@@ -1,0 +1,268 @@
+#include "server/model/synth.h"
+
+#include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/mapped_file.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+#include "server/model/gguf_writer.h"
+#include "server/model/safetensors_writer.h"
+#include "server/model/synth_vocab.h"
+#include "server/model/tensor_layout.h"
+
+namespace tandem::model {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+// uniform on [-a, a) has standard deviation a / sqrt(3); 0.02 keeps
+// activations of any width sane behind the RMSNorms.
+const float kUniformScale = 0.02f * std::sqrt(3.0f);
+
+uint64_t splitmix64(uint64_t x) {
+  x += kGolden;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t tensorKey(uint64_t seed, const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // fnv-1a
+  for (unsigned char ch : name) h = (h ^ ch) * 0x100000001b3ull;
+  return splitmix64(seed) ^ h;
+}
+
+// element `i` (row-major, HF layout) of tensor `e`.
+float valueAt(const ExpectedTensor& e, uint64_t key, uint64_t i) {
+  if (e.is_norm) return 1.0f;
+  if (e.is_bias) return 0.0f;
+  uint64_t u = splitmix64(key + i * kGolden);
+  float unit = static_cast<float>(u >> 40) * (1.0f / 8388608.0f) - 1.0f;  // [-1, 1)
+  return unit * kUniformScale;
+}
+
+const char* hfClass(const std::string& arch) {
+  if (arch == "mistral") return "MistralForCausalLM";
+  if (arch == "qwen2") return "Qwen2ForCausalLM";
+  if (arch == "qwen3") return "Qwen3ForCausalLM";
+  return "LlamaForCausalLM";
+}
+
+const char* torchDtype(DType t) {
+  return t == DType::kF16 ? "float16" : t == DType::kBF16 ? "bfloat16" : "float32";
+}
+
+absl::StatusOr<ModelConfig> synthConfig(const SynthShape& s, const SynthVocab& vocab) {
+  ModelConfig c;
+  c.architecture = s.arch;
+  c.hidden_size = s.dim;
+  c.intermediate_size = s.ffn;
+  c.num_layers = s.layers;
+  c.num_heads = s.heads;
+  c.num_kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
+  c.head_dim = s.head_dim > 0 ? s.head_dim : (s.heads > 0 ? s.dim / s.heads : 0);
+  c.max_position_embeddings = s.max_pos;
+  c.rms_norm_eps = 1e-5f;
+  c.rope_theta = 10000.0f;
+  c.attention_bias = s.arch == "qwen2";
+  c.qk_norm = s.arch == "qwen3";
+  c.tie_word_embeddings = false;
+  c.vocab_size = s.vocab;
+  if (vocab.size > 0) {
+    if (s.vocab == 0) c.vocab_size = vocab.size;
+    if (c.vocab_size < vocab.size) {
+      return absl::InvalidArgumentError(absl::StrCat("vocab=", s.vocab, " is smaller than the ",
+                                                     vocab.size, " tokens of ", vocab.source));
+    }
+    c.bos_token_id = vocab.bos;
+    c.eos_token_ids = vocab.eos;
+  } else if (s.vocab == 0) {
+    return absl::InvalidArgumentError("the shape needs vocab=N when there is no --vocab-from");
+  } else if (c.vocab_size > 2) {
+    c.bos_token_id = 1;
+    c.eos_token_ids = {2};
+  }
+  if (s.dim > 0 && s.heads > 0 && s.head_dim == 0 && s.dim % s.heads != 0) {
+    return absl::InvalidArgumentError("dim must be a multiple of heads (or give head_dim)");
+  }
+  RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+absl::Status writeHf(const SynthOptions& o, const ModelConfig& c, const SynthVocab& vocab) {
+  if (vocab.kind == SynthVocab::Kind::kGguf) {
+    return absl::UnimplementedError(
+        "an HF model with a vocabulary from a GGUF file (tokenizer.json cannot be written yet); "
+        "use --vocab-from with an HF tokenizer directory");
+  }
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  if (ec) return absl::InternalError(absl::StrCat(o.out, ": ", ec.message()));
+  ordered_json cfg = {
+      {"architectures", {hfClass(c.architecture)}},
+      {"model_type", c.architecture},
+      {"hidden_size", c.hidden_size},
+      {"intermediate_size", c.intermediate_size},
+      {"num_hidden_layers", c.num_layers},
+      {"num_attention_heads", c.num_heads},
+      {"num_key_value_heads", c.num_kv_heads},
+      {"head_dim", c.head_dim},
+      {"vocab_size", c.vocab_size},
+      {"max_position_embeddings", c.max_position_embeddings},
+      {"rms_norm_eps", c.rms_norm_eps},
+      {"rope_theta", c.rope_theta},
+      {"hidden_act", "silu"},
+      {"attention_bias", c.attention_bias},
+      {"tie_word_embeddings", c.tie_word_embeddings},
+      {"torch_dtype", torchDtype(o.dtype)},
+  };
+  ordered_json gen = {{"do_sample", false}};
+  if (c.bos_token_id >= 0) cfg["bos_token_id"] = gen["bos_token_id"] = c.bos_token_id;
+  if (!c.eos_token_ids.empty()) {
+    ordered_json eos = c.eos_token_ids.size() == 1 ? ordered_json(c.eos_token_ids[0])
+                                                   : ordered_json(c.eos_token_ids);
+    cfg["eos_token_id"] = gen["eos_token_id"] = eos;
+  }
+  RETURN_IF_ERROR(writeFile((fs::path(o.out) / "config.json").string(), cfg.dump(2) + "\n"));
+  RETURN_IF_ERROR(
+      writeFile((fs::path(o.out) / "generation_config.json").string(), gen.dump(2) + "\n"));
+  if (vocab.kind == SynthVocab::Kind::kHfDir) {
+    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
+      fs::path from = fs::path(vocab.source) / name;
+      if (!fs::exists(from)) continue;
+      ASSIGN_OR_RETURN(std::string text, readFile(from.string()));
+      RETURN_IF_ERROR(writeFile((fs::path(o.out) / name).string(), text));
+    }
+  }
+  std::vector<ExpectedTensor> tensors = expectedTensors(c);
+  std::vector<uint64_t> keys;
+  SafetensorsWriter writer;
+  writer.setMetadata("format", "pt");
+  for (const ExpectedTensor& e : tensors) {
+    writer.addTensor(e.name, o.dtype, e.shape);
+    keys.push_back(tensorKey(o.seed, e.name));
+  }
+  return writer.write((fs::path(o.out) / "model.safetensors").string(),
+                      [&](size_t t, uint64_t first, size_t count, float* out) {
+                        for (size_t i = 0; i < count; ++i) {
+                          out[i] = valueAt(tensors[t], keys[t], first + i);
+                        }
+                      });
+}
+
+uint32_t ggufFileType(DType t) { return t == DType::kF16 ? 1 : t == DType::kBF16 ? 32 : 0; }
+
+absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthVocab& vocab) {
+  // llama.cpp has no "mistral" GGUF architecture: mistral is llama there.
+  const std::string arch = c.architecture == "mistral" ? "llama" : c.architecture;
+  const std::string p = arch + ".";
+  GgufWriter w;
+  w.setString("general.architecture", arch);
+  w.setString("general.name", absl::StrCat("tandem-synth-", c.architecture));
+  w.setU32("general.alignment", 32);
+  w.setU32(p + "block_count", c.num_layers);
+  w.setU32(p + "context_length", c.max_position_embeddings);
+  w.setU32(p + "embedding_length", c.hidden_size);
+  w.setU32(p + "feed_forward_length", c.intermediate_size);
+  w.setU32(p + "attention.head_count", c.num_heads);
+  w.setU32(p + "attention.head_count_kv", c.num_kv_heads);
+  w.setF32(p + "rope.freq_base", c.rope_theta);
+  w.setF32(p + "attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  w.setU32(p + "attention.key_length", c.head_dim);
+  w.setU32(p + "attention.value_length", c.head_dim);
+  w.setU32(p + "rope.dimension_count", c.head_dim);
+  w.setU32(p + "vocab_size", c.vocab_size);
+  w.setU32("general.file_type", ggufFileType(o.dtype));
+  RETURN_IF_ERROR(addGgufVocab(vocab, c, &w));
+  std::vector<ExpectedTensor> tensors = expectedTensors(c);
+  std::vector<uint64_t> keys;
+  for (const ExpectedTensor& e : tensors) {
+    w.addTensor(ggufNameFromHf(e.name), e.shape.size() == 1 ? DType::kF32 : o.dtype, e.shape);
+    keys.push_back(tensorKey(o.seed, e.name));
+  }
+  // llama.cpp's llama layout keeps q/k rows in Meta's interleaved rope order:
+  // per head, gguf row 2i is hf row i and gguf row 2i+1 is hf row hd/2 + i.
+  const bool permute = arch == "llama";
+  const uint64_t hd = c.head_dim, cols = c.hidden_size;
+  auto isQk = [](const std::string& n) {
+    return n.ends_with("q_proj.weight") || n.ends_with("k_proj.weight");
+  };
+  fs::path parent = fs::path(o.out).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  return w.write(o.out, [&](size_t t, uint64_t first, size_t count, float* out) {
+    const ExpectedTensor& e = tensors[t];
+    const bool qk = permute && isQk(e.name);
+    for (size_t i = 0; i < count; ++i) {
+      uint64_t idx = first + i;
+      if (qk) {
+        uint64_t row = idx / cols, col = idx % cols, head = row / hd, r = row % hd;
+        uint64_t hf_row = head * hd + (r % 2 == 0 ? r / 2 : hd / 2 + r / 2);
+        idx = hf_row * cols + col;
+      }
+      out[i] = valueAt(e, keys[t], idx);
+    }
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<SynthShape> parseShape(const std::string& spec) {
+  SynthShape s;
+  bool seen_kv = false;
+  for (absl::string_view part : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+    std::vector<absl::string_view> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    if (kv.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat("shape: expected key=value, got '", part, "'"));
+    }
+    if (kv[0] == "arch") {
+      s.arch = std::string(kv[1]);
+      if (s.arch != "llama" && s.arch != "mistral" && s.arch != "qwen2" && s.arch != "qwen3") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shape: unsupported arch '", kv[1], "' (llama, mistral, qwen2, qwen3)"));
+      }
+      continue;
+    }
+    int v = 0;
+    if (!absl::SimpleAtoi(kv[1], &v) || v <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape: ", kv[0], " must be a positive integer, got '", kv[1], "'"));
+    }
+    if (kv[0] == "dim") s.dim = v;
+    else if (kv[0] == "layers") s.layers = v;
+    else if (kv[0] == "heads") s.heads = v;
+    else if (kv[0] == "kv_heads") { s.kv_heads = v; seen_kv = true; }
+    else if (kv[0] == "ffn") s.ffn = v;
+    else if (kv[0] == "vocab") s.vocab = v;
+    else if (kv[0] == "head_dim") s.head_dim = v;
+    else if (kv[0] == "max_pos") s.max_pos = v;
+    else return absl::InvalidArgumentError(absl::StrCat("shape: unknown key '", kv[0], "'"));
+  }
+  for (auto [name, v] : {std::pair{"dim", s.dim}, {"layers", s.layers}, {"heads", s.heads},
+                         {"ffn", s.ffn}}) {
+    if (v == 0) return absl::InvalidArgumentError(absl::StrCat("shape: missing ", name, "="));
+  }
+  if (!seen_kv) s.kv_heads = s.heads;
+  return s;
+}
+
+absl::Status writeSynthModel(const SynthOptions& o) {
+  if (o.out.empty()) return absl::InvalidArgumentError("synth: no output path");
+  if (o.dtype != DType::kF32 && o.dtype != DType::kF16 && o.dtype != DType::kBF16) {
+    return absl::InvalidArgumentError("synth: dtype must be f32, f16 or bf16");
+  }
+  ASSIGN_OR_RETURN(SynthVocab vocab, loadSynthVocab(o.vocab_from));
+  ASSIGN_OR_RETURN(ModelConfig c, synthConfig(o.shape, vocab));
+  if (o.format == SynthOptions::Format::kHf) return writeHf(o, c, vocab);
+  return writeGguf(o, c, vocab);
+}
+
+}  // namespace tandem::model

@@ -1,0 +1,49 @@
+// `tandem model synth`: a deterministic random-weight Llama-family model of
+// any shape, as an HF directory or a GGUF file, for load tests and benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/dtype.h"
+
+namespace tandem::model {
+
+struct SynthShape {
+  int dim = 0;
+  int layers = 0;
+  int heads = 0;
+  int kv_heads = 0;  // 0: = heads
+  int ffn = 0;
+  int vocab = 0;     // 0: the tokenizer's vocabulary size (needs vocab_from)
+  int head_dim = 0;  // 0: dim / heads
+  int max_pos = 2048;
+  std::string arch = "llama";  // llama, mistral, qwen2, qwen3
+};
+
+struct SynthOptions {
+  enum class Format { kHf, kGguf };
+  std::string out;  // a directory (hf) or a .gguf file path
+  Format format = Format::kHf;
+  SynthShape shape;
+  DType dtype = DType::kF32;  // f32, f16 or bf16
+  // an HF dir with tokenizer.json or a .gguf whose tokenizer.* keys to copy.
+  std::string vocab_from;
+  uint64_t seed = 0;
+};
+
+// parses "dim=768,layers=12,heads=12,kv_heads=12,ffn=2048,vocab=32000"
+// (also head_dim=, max_pos=, arch=). InvalidArgument naming the bad part.
+absl::StatusOr<SynthShape> parseShape(const std::string& spec);
+
+// writes the model. The same options give byte-identical files. Weights are
+// uniform with standard deviation 0.02 from a counter-based PRNG keyed by
+// (seed, HF tensor name, element), so the HF and GGUF files of one seed hold
+// the same model (GGUF q/k rows permuted to llama.cpp's interleaved layout);
+// norm weights are 1 and biases 0. In GGUF, 1-D tensors are always f32, as
+// llama.cpp's converter writes them.
+absl::Status writeSynthModel(const SynthOptions& options);
+
+}  // namespace tandem::model

@@ -1,0 +1,30 @@
+// How the model writers get tensor data without holding a whole model in
+// memory: they ask for consecutive runs of elements as floats and convert
+// them to the file's dtype.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/dtype.h"
+
+namespace tandem::model {
+
+// fills out[0, count) with elements [first, first + count) (row-major) of
+// the tensor with index `tensor` in the order the writer was given them.
+using TensorFill = std::function<void(size_t tensor, uint64_t first, size_t count, float* out)>;
+
+// converts `count` floats to `dtype` (f32, f16 or bf16) and appends them to
+// `bytes`.
+void appendAs(DType dtype, const float* values, size_t count, std::string* bytes);
+
+// writes the data of one tensor of `numel` elements to `out` in chunks,
+// asking `fill` for the values; `out` is an open stdio stream.
+absl::Status streamTensor(std::FILE* out, const std::string& path, size_t tensor, uint64_t numel,
+                          DType dtype, const TensorFill& fill);
+
+}  // namespace tandem::model

@@ -1,0 +1,178 @@
+#include "server/model/synth.h"
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "common/mapped_file.h"
+#include "gtest/gtest.h"
+#include "server/model/weights.h"
+#include "tests/test_paths.h"
+
+namespace tandem::model {
+namespace {
+
+constexpr char kSmall[] = "dim=64,layers=2,heads=4,kv_heads=2,ffn=128,vocab=512";
+
+class SynthTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = tandem::testing::makeTempDir(); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  SynthOptions options(const std::string& name, SynthOptions::Format format, DType dtype,
+                       uint64_t seed = 7) {
+    SynthOptions o;
+    o.out = dir_ + "/" + name + (format == SynthOptions::Format::kGguf ? ".gguf" : "");
+    o.format = format;
+    o.shape = *parseShape(kSmall);
+    o.dtype = dtype;
+    o.seed = seed;
+    return o;
+  }
+  static std::string bytesOf(const std::string& path) { return *readFile(path); }
+
+  std::string dir_;
+};
+
+TEST_F(SynthTest, ParsesShapeSpecs) {
+  auto s = parseShape("dim=768,layers=12,heads=12,ffn=2048,vocab=32000,arch=qwen3");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->dim, 768);
+  EXPECT_EQ(s->kv_heads, 12);
+  EXPECT_EQ(s->arch, "qwen3");
+  EXPECT_EQ(s->max_pos, 2048);
+  EXPECT_FALSE(parseShape("dim=64,layers=2").ok());
+  EXPECT_FALSE(parseShape("dim=x,layers=2,heads=4,ffn=8").ok());
+  EXPECT_FALSE(parseShape("dim=64,layers=2,heads=4,ffn=8,bogus=1").ok());
+  EXPECT_FALSE(parseShape("dim=64,layers=2,heads=4,ffn=8,arch=gpt2").ok());
+}
+
+TEST_F(SynthTest, RoundTripsEveryFormatAndDtype) {
+  for (auto format : {SynthOptions::Format::kHf, SynthOptions::Format::kGguf}) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+      std::string name = std::string(format == SynthOptions::Format::kHf ? "hf-" : "gguf-") +
+                         std::string(dtypeName(dtype));
+      SynthOptions o = options(name, format, dtype);
+      ASSERT_TRUE(writeSynthModel(o).ok()) << name;
+      auto w = ModelWeights::load(o.out);
+      ASSERT_TRUE(w.ok()) << name << ": " << w.status();
+      const ModelConfig& c = (*w)->config();
+      EXPECT_EQ(c.hidden_size, 64);
+      EXPECT_EQ(c.num_layers, 2);
+      EXPECT_EQ(c.num_heads, 4);
+      EXPECT_EQ(c.num_kv_heads, 2);
+      EXPECT_EQ(c.head_dim, 16);
+      EXPECT_EQ(c.intermediate_size, 128);
+      EXPECT_EQ(c.vocab_size, 512);
+      EXPECT_EQ(c.max_position_embeddings, 2048);
+      EXPECT_FALSE(c.tie_word_embeddings);
+      EXPECT_EQ((*w)->tensors().size(), 1u + 2 * 9 + 2) << name;
+      const TensorView* q = (*w)->find("model.layers.1.self_attn.q_proj.weight");
+      ASSERT_NE(q, nullptr);
+      EXPECT_EQ(q->dtype, dtype);
+      EXPECT_EQ(q->shape, (std::vector<int64_t>{64, 64}));
+      const TensorView* k = (*w)->find("model.layers.1.self_attn.k_proj.weight");
+      EXPECT_EQ(k->shape, (std::vector<int64_t>{32, 64}));
+      // norms are ones (f32 in GGUF whatever the dtype, as llama.cpp writes them).
+      const TensorView* norm = (*w)->find("model.norm.weight");
+      ASSERT_NE(norm, nullptr);
+      if (norm->dtype == DType::kF32) {
+        EXPECT_EQ(static_cast<const float*>(norm->data)[5], 1.0f);
+      } else {
+        EXPECT_EQ(static_cast<const uint16_t*>(norm->data)[5],
+                  dtype == DType::kF16 ? f32ToF16(1.0f) : f32ToBf16(1.0f));
+      }
+      EXPECT_EQ((*w)->config().parameterCount(), 512 * 64 * 2 + 64 + 2 * (64 * 64 * 2 + 32 * 64 * 2 + 3 * 64 * 128 + 128));
+    }
+  }
+}
+
+TEST_F(SynthTest, SameSeedGivesIdenticalBytesAndAnotherSeedDiffers) {
+  for (auto format : {SynthOptions::Format::kHf, SynthOptions::Format::kGguf}) {
+    SynthOptions a = options("a", format, DType::kBF16, 1);
+    SynthOptions b = options("b", format, DType::kBF16, 1);
+    SynthOptions c = options("c", format, DType::kBF16, 2);
+    ASSERT_TRUE(writeSynthModel(a).ok());
+    ASSERT_TRUE(writeSynthModel(b).ok());
+    ASSERT_TRUE(writeSynthModel(c).ok());
+    std::string suffix = format == SynthOptions::Format::kHf ? "/model.safetensors" : "";
+    EXPECT_EQ(bytesOf(a.out + suffix), bytesOf(b.out + suffix));
+    EXPECT_NE(bytesOf(a.out + suffix), bytesOf(c.out + suffix));
+  }
+}
+
+TEST_F(SynthTest, HfAndGgufOfOneSeedHoldTheSameModel) {
+  SynthOptions h = options("same", SynthOptions::Format::kHf, DType::kF32);
+  SynthOptions g = options("same", SynthOptions::Format::kGguf, DType::kF32);
+  ASSERT_TRUE(writeSynthModel(h).ok());
+  ASSERT_TRUE(writeSynthModel(g).ok());
+  auto hw = ModelWeights::load(h.out);
+  auto gw = ModelWeights::load(g.out);
+  ASSERT_TRUE(hw.ok() && gw.ok());
+  EXPECT_EQ((*gw)->config().rope_style, RopeStyle::kInterleaved);
+  const int hd = 16;
+  for (const auto& [name, t] : (*hw)->tensors()) {
+    const TensorView* o = (*gw)->find(name);
+    ASSERT_NE(o, nullptr) << name;
+    ASSERT_EQ(o->bytes, t.bytes) << name;
+    auto* a = static_cast<const float*>(t.data);
+    auto* b = static_cast<const float*>(o->data);
+    if (name.ends_with("q_proj.weight") || name.ends_with("k_proj.weight")) {
+      for (int64_t r = 0; r < t.shape[0]; ++r) {
+        int64_t head = r / hd, i = r % hd;
+        int64_t gr = head * hd + (i < hd / 2 ? 2 * i : 2 * (i - hd / 2) + 1);
+        EXPECT_EQ(std::memcmp(a + r * 64, b + gr * 64, 64 * 4), 0) << name << " row " << r;
+      }
+    } else {
+      EXPECT_EQ(std::memcmp(a, b, t.bytes), 0) << name;
+    }
+  }
+}
+
+TEST_F(SynthTest, CopiesEveryTokenizerKeyFromAGgufVocabulary) {
+  const std::string vocab = tandem::testing::testDataDir() + "/tokenizers/ggml-vocab-llama-spm.gguf";
+  SynthOptions o = options("spm", SynthOptions::Format::kGguf, DType::kF16);
+  o.shape.vocab = 0;  // take it from the tokenizer
+  o.vocab_from = vocab;
+  ASSERT_TRUE(writeSynthModel(o).ok());
+  auto src = GgufFile::open(vocab);
+  auto w = ModelWeights::load(o.out);
+  ASSERT_TRUE(src.ok() && w.ok()) << w.status();
+  EXPECT_EQ((*w)->config().vocab_size, 32000);
+  EXPECT_EQ((*w)->config().bos_token_id, 1);
+  const GgufFile& out = *(*w)->gguf();
+  int copied = 0;
+  for (const auto& [key, value] : (*src)->metadata()) {
+    if (!key.starts_with("tokenizer.")) continue;
+    const GgufValue* v = out.find(key);
+    ASSERT_NE(v, nullptr) << key;
+    EXPECT_EQ(v->type, value.type) << key;
+    EXPECT_EQ(v->array.size(), value.array.size()) << key;
+    EXPECT_EQ(v->scalar, value.scalar) << key;
+    EXPECT_EQ(v->array, value.array) << key;
+    ++copied;
+  }
+  EXPECT_EQ(copied, 10);
+}
+
+TEST_F(SynthTest, RejectsAVocabSmallerThanTheTokenizer) {
+  SynthOptions o = options("small", SynthOptions::Format::kGguf, DType::kF32);
+  o.vocab_from = tandem::testing::testDataDir() + "/tokenizers/ggml-vocab-llama-spm.gguf";
+  auto s = writeSynthModel(o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
+TEST_F(SynthTest, CopiesTheHfTokenizerFiles) {
+  SynthOptions o = options("hfvocab", SynthOptions::Format::kHf, DType::kF32);
+  o.vocab_from = tandem::testing::storiesHfDir();
+  ASSERT_TRUE(writeSynthModel(o).ok());
+  EXPECT_EQ(bytesOf(o.out + "/tokenizer.json"), bytesOf(o.vocab_from + "/tokenizer.json"));
+  EXPECT_TRUE(std::filesystem::exists(o.out + "/tokenizer_config.json"));
+  auto w = ModelWeights::load(o.out);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ((*w)->config().bos_token_id, 1);
+  EXPECT_EQ((*w)->config().eos_token_ids, std::vector<int>{2});
+}
+
+}  // namespace
+}  // namespace tandem::model
