@@ -31,9 +31,10 @@ void printRaw(const std::string& s) {
   std::fflush(stdout);
 }
 
-absl::StatusOr<json> readJsonFile(const std::string& path) {
+// ordered: chat templates print tool schemas in the order the user wrote them.
+absl::StatusOr<nlohmann::ordered_json> readJsonFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, readFile(path));
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto value = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, ": invalid JSON"));
   return value;
 }
@@ -113,25 +114,25 @@ struct RenderArgs {
 };
 
 absl::Status runRenderChat(const RenderArgs& args) {
-  ASSIGN_OR_RETURN(json messages, readJsonFile(args.messages));
+  ASSIGN_OR_RETURN(nlohmann::ordered_json messages, readJsonFile(args.messages));
   if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
   if (!messages.is_array()) {
     return absl::InvalidArgumentError(absl::StrCat(args.messages, ": expected a JSON array of messages"));
   }
-  json tools = nullptr;
+  nlohmann::ordered_json tools = nullptr;
   if (!args.tools.empty()) {
     ASSIGN_OR_RETURN(tools, readJsonFile(args.tools));
   }
-  json extra = json::object();
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
   for (const std::string& kv : args.vars) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
       return absl::InvalidArgumentError(absl::StrCat("--var expects k=v, got '", kv, "'"));
     }
     std::string value = kv.substr(eq + 1);
-    json parsed = json::parse(value, nullptr, false);
+    auto parsed = nlohmann::ordered_json::parse(value, nullptr, false);
     // a value that is not JSON is taken as a plain string (--var name=alice)
-    extra[kv.substr(0, eq)] = parsed.is_discarded() ? json(value) : parsed;
+    extra[kv.substr(0, eq)] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
   }
   ASSIGN_OR_RETURN(auto tmpl, loadTemplate(args.model));
   ASSIGN_OR_RETURN(std::string prompt,

@@ -23,7 +23,9 @@ class ChatTemplate {
 
   // reads chat_template (a string, or the list-of-named-templates form, of
   // which "default" is taken), bos_token and eos_token from an HF
-  // tokenizer_config.json in `dir`. NotFound when there is no template.
+  // tokenizer_config.json in `dir`; a template missing there is read from
+  // chat_template.jinja. NotFound when there is no template, InvalidArgument
+  // when the config is not valid JSON or the template does not parse.
   static absl::StatusOr<ChatTemplatePtr> fromHfDir(const std::string& dir);
 
   ~ChatTemplate();
@@ -36,6 +38,16 @@ class ChatTemplate {
                                      bool add_generation_prompt,
                                      const nlohmann::json& extra = nlohmann::json::object()) const;
 
+  // as above, keeping the key order of JSON objects: tojson prints keys in
+  // the order the client sent them, as HF does, so callers that parsed the
+  // request with ordered_json should use this overload.
+  absl::StatusOr<std::string> render(
+      const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+      bool add_generation_prompt,
+      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
+
+  // bos_token and eos_token as templates see them; an empty token is left
+  // undefined, as HF leaves a null one out of the template variables.
   void setSpecialTokens(std::string bos_token, std::string eos_token);
   const std::string& source() const { return source_; }
 

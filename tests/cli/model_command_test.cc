@@ -51,7 +51,8 @@ class ModelCommandTest : public ::testing::Test {
     return r;
   }
 
-  std::string writeJson(const std::string& name, const json& j) {
+  template <class Json>
+  std::string writeJson(const std::string& name, const Json& j) {
     std::string path = dir_ + "/" + name;
     std::ofstream(path) << j.dump();
     return path;
@@ -101,7 +102,9 @@ TEST_F(ModelCommandTest, DetokenizeReproducesOracleCompletionText) {
 }
 
 TEST_F(ModelCommandTest, RenderChatMatchesTransformersForQwen3WithVariables) {
-  const json cases = json::parse(readFile(testing::testDataDir() + "/chat/chat_template_cases.json").value());
+  // ordered: the expected prompts print tool schemas in the file's key order.
+  const auto cases = nlohmann::ordered_json::parse(
+      readFile(testing::testDataDir() + "/chat/chat_template_cases.json").value());
   int checked = 0;
   for (const auto& c : cases["cases"]) {
     std::vector<std::string> args = {"model", "render-chat", "--model",
