@@ -16,5 +16,6 @@ namespace tandem::cli {
 void setAction(CLI::App* cmd, std::function<absl::Status()> fn);
 
 void registerModelCommand(CLI::App& app);
+void registerGenerateCommand(CLI::App& app);
 
 }  // namespace tandem::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "tandem 0.1.0");
   tandem::cli::registerModelCommand(app);
+  tandem::cli::registerGenerateCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,0 +1,142 @@
+// kernels::Backend: the ops of a Llama-family forward pass over device
+// buffers. The model runner is written against this interface only, so the
+// cpu backend, a hip backend and the host emulator are interchangeable.
+//
+// Conventions every implementation keeps:
+//  - activations are F32; weights may be F32, F16 or BF16.
+//  - all tensors are dense row-major 2-D views (kernels/tensor.h) into memory
+//    of this backend: buffers from allocate()/importHost(), never foreign
+//    pointers. Index tensors (token ids, positions, slots, block tables) are
+//    I32 and live in device memory too; the caller uploads them once a step.
+//  - ops are issued in order; results are visible to later ops and, after
+//    synchronize(), to download(). The cpu backend runs each op to completion.
+//  - shape or dtype mismatches are programming errors and abort
+//    (TANDEM_CHECK); only allocation reports failure as a Status.
+//  - out may alias an input only where the op says so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "kernels/tensor.h"
+#include "kvcache/kv_layout.h"
+
+namespace tandem::kernels {
+
+// how rotary pairs are formed: rotate-half pairs (i, i + d/2) as HF stores
+// q/k, or interleaved pairs (2i, 2i + 1) as llama.cpp's GGUF llama layout.
+enum class RopeStyle : uint8_t { kHalf, kInterleaved };
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::kHalf;
+  int head_dim = 0;  // rotary dimension == head dimension
+  float theta = 10000.0f;
+  // llama3 frequency scaling (Llama 3.1+): off when llama3_scaling is false.
+  bool llama3_scaling = false;
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int original_max_position = 8192;
+};
+
+// a KV storage: num_blocks blocks laid out as kvcache::KvLayout describes.
+struct KvCacheView {
+  void* data = nullptr;  // device address of block 0
+  kvcache::KvLayout layout;
+  int num_blocks = 0;
+};
+
+// which query rows of a batch belong to which sequence and where each
+// sequence's keys and values are. Sequence s owns query rows
+// [q_row, q_row + q_len) at positions [start_pos, start_pos + q_len); its
+// keys are positions [0, start_pos + q_len), position p in block
+// block_tables[table_offset + p / block_size], slot p % block_size.
+// Prefill chunks have q_len > 1 (causal inside the chunk); decode has 1.
+struct AttentionBatch {
+  static constexpr int kSeqInfoCols = 4;  // q_row, q_len, start_pos, table_offset
+  Tensor seq_info;      // [num_seqs, 4] I32
+  Tensor block_tables;  // [1, total] I32
+  int num_seqs = 0;
+  int max_q_len = 0;    // host-side bounds, for launch shapes
+  int max_context = 0;  // max over s of start_pos + q_len
+  int num_heads = 0;    // query heads; a multiple of layout.num_kv_heads
+  float scale = 0.0f;   // usually 1 / sqrt(head_dim)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+
+  // --- memory ---
+  // a new uninitialised device buffer; ResourceExhausted when it cannot be had.
+  virtual absl::StatusOr<BufferPtr> allocate(size_t bytes) = 0;
+  // device memory holding `bytes` read-only bytes of host memory (weights).
+  // The host memory must outlive the buffer: host backends alias it without
+  // copying; device backends copy it.
+  virtual absl::StatusOr<BufferPtr> importHost(const void* host, size_t bytes) = 0;
+  virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
+  // waits until every op issued so far has finished.
+  virtual void synchronize() = 0;
+
+  // --- ops ---
+  // out[i, :] = table[ids[i], :] converted to F32. table [V, D] F32/F16/BF16,
+  // ids [n, 1] I32 (each in [0, V)), out [n, D] F32.
+  virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
+
+  // out[i, :] = x[i, :] / sqrt(mean(x[i, :]^2) + eps) * weight. x, out [R, D]
+  // F32 (may alias), weight [1, D] F32/F16/BF16. Per-head norm (Qwen3 q/k
+  // norm) is the same op on x reshaped to [tokens * heads, head_dim].
+  virtual void rmsNorm(const Tensor& x, const Tensor& weight, float eps,
+                       const Tensor& out) = 0;
+
+  // y = x * w^T (+ bias). x [M, K] F32, w [N, K] F32/F16/BF16, bias [1, N]
+  // F32 or null, y [M, N] F32 (must not alias x).
+  virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias,
+                      const Tensor& y) = 0;
+
+  // rotates x [T, heads * head_dim] F32 in place; token t at positions[t]
+  // (positions [T, 1] I32).
+  virtual void rope(const Tensor& x, const Tensor& positions, const RopeParams& params) = 0;
+
+  // stores k and v ([T, kv_heads * head_dim] F32) of `layer` into cache
+  // slots: token t goes to block slots[t] / block_size, slot
+  // slots[t] % block_size (slots [T, 1] I32), converted to the cache dtype.
+  virtual void writeKv(const Tensor& k, const Tensor& v, const Tensor& slots,
+                       const KvCacheView& cache, int layer) = 0;
+
+  // causal scaled-dot-product attention of q [T, num_heads * head_dim] F32
+  // against the cached keys and values of `layer` (written by writeKv before
+  // this call, for the batch's own tokens too). Query head h reads kv head
+  // h / (num_heads / num_kv_heads). out [T, num_heads * head_dim] F32.
+  virtual void pagedAttention(const Tensor& q, const KvCacheView& cache, int layer,
+                              const AttentionBatch& batch, const Tensor& out) = 0;
+
+  // out = silu(gate) * up, all [R, F] F32; out may alias either input.
+  virtual void siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+
+  // out = a + b, all [R, D] F32; out may alias either input.
+  virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // out[i, :] = x[rows[i], :]. x [T, D] F32, rows [n, 1] I32, out [n, D] F32.
+  virtual void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
+
+  // copies whole blocks: block src_ids[i] of src to block dst_ids[i] of dst
+  // (same layout; storages may be the same when the id sets are disjoint).
+  // Ids are host-side: they are transfer descriptors, not per-token data.
+  virtual void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids,
+                          const KvCacheView& dst, std::span<const int32_t> dst_ids) = 0;
+
+  // gathers blocks `ids` of cache into `staging` (ids.size() contiguous
+  // blocks), e.g. before a transfer or a spill to a lower tier.
+  void gatherBlocks(const KvCacheView& cache, std::span<const int32_t> ids, void* staging);
+  // the inverse: scatters contiguous blocks in `staging` into blocks `ids`.
+  void scatterBlocks(const void* staging, std::span<const int32_t> ids, const KvCacheView& cache);
+};
+
+}  // namespace tandem::kernels

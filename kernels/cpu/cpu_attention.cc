@@ -1,0 +1,112 @@
+// CpuBackend's KV cache ops: storing new keys and values into their slots,
+// and paged attention over them.
+#include <algorithm>
+#include <vector>
+
+#include "common/status.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/kernel_templates.h"
+
+namespace tandem::kernels::cpu {
+
+namespace {
+
+// queries of one prefill chunk per attention task: enough to amortise the
+// task, few enough that long chunks still spread over every thread.
+constexpr int kQueriesPerTask = 16;
+
+void storeRow(const float* src, void* dst, DType dtype, int64_t n) {
+  switch (dtype) {
+    case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32ToF16(src[i]);
+      return;
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32ToBf16(src[i]);
+      return;
+    default: TANDEM_CHECK(false && "kv cache dtype must be f32, f16 or bf16");
+  }
+}
+
+}  // namespace
+
+void CpuBackend::writeKv(const Tensor& k, const Tensor& v, const Tensor& slots,
+                         const KvCacheView& cache, int layer) {
+  const kvcache::KvLayout& l = cache.layout;
+  const int64_t width = static_cast<int64_t>(l.num_kv_heads) * l.head_dim;
+  TANDEM_CHECK(k.dtype == DType::kF32 && v.dtype == DType::kF32 && slots.dtype == DType::kI32);
+  TANDEM_CHECK(k.cols == width && v.cols == width && k.rows == v.rows && slots.rows == k.rows);
+  TANDEM_CHECK(layer >= 0 && layer < l.num_layers);
+  for (int64_t t = 0; t < k.rows; ++t) {
+    const int32_t slot = slots.as<int32_t>()[t];
+    const int block = slot / l.block_size;
+    TANDEM_CHECK(slot >= 0 && block < cache.num_blocks);
+    char* base = static_cast<char*>(cache.data) + static_cast<size_t>(block) * l.blockBytes();
+    const size_t offset = static_cast<size_t>(slot % l.block_size) * width * l.elemBytes();
+    storeRow(k.as<float>() + t * width, base + l.sliceOffset(layer, 0) + offset, l.dtype, width);
+    storeRow(v.as<float>() + t * width, base + l.sliceOffset(layer, 1) + offset, l.dtype, width);
+  }
+}
+
+void CpuBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int layer,
+                                const AttentionBatch& batch, const Tensor& out) {
+  const kvcache::KvLayout& l = cache.layout;
+  TANDEM_CHECK(l.num_kv_heads > 0 && batch.num_heads % l.num_kv_heads == 0);
+  TANDEM_CHECK(q.cols == static_cast<int64_t>(batch.num_heads) * l.head_dim);
+  TANDEM_CHECK(out.rows == q.rows && out.cols == q.cols && out.data != q.data);
+  TANDEM_CHECK(l.head_dim <= impl::kMaxHeadDim && l.block_size <= impl::kMaxBlockSize);
+  TANDEM_CHECK(layer >= 0 && layer < l.num_layers);
+  const int group = batch.num_heads / l.num_kv_heads;
+
+  // one task per (sequence, kv head, query tile); decode sequences give one
+  // tile each, so a batch of decodes spreads over sequences and heads.
+  std::vector<AttendArgs> tasks;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int32_t* info = batch.seq_info.as<int32_t>() + s * AttentionBatch::kSeqInfoCols;
+    const int q_row = info[0], q_len = info[1], start = info[2], table_offset = info[3];
+    TANDEM_CHECK(q_row >= 0 && q_len >= 0 && q_row + q_len <= q.rows && start >= 0);
+    const int32_t* table = batch.block_tables.as<int32_t>() + table_offset;
+    const int last_block = (start + q_len - 1) / l.block_size;
+    for (int b = 0; q_len > 0 && b <= last_block; ++b) {
+      TANDEM_CHECK(table[b] >= 0 && table[b] < cache.num_blocks);
+    }
+    for (int kvh = 0; kvh < l.num_kv_heads; ++kvh) {
+      for (int i0 = 0; i0 < q_len; i0 += kQueriesPerTask) {
+        AttendArgs a;
+        a.q = q.as<float>() + static_cast<int64_t>(q_row) * q.cols;
+        a.out = out.as<float>() + static_cast<int64_t>(q_row) * out.cols;
+        a.row_stride = q.cols;
+        a.first_head = kvh * group;
+        a.group = group;
+        a.head_dim = l.head_dim;
+        a.q_begin = i0;
+        a.q_end = std::min(q_len, i0 + kQueriesPerTask);
+        a.start_pos = start;
+        a.table = table;
+        a.cache = static_cast<const char*>(cache.data);
+        a.block_bytes = l.blockBytes();
+        a.k_offset = l.sliceOffset(layer, 0);
+        a.v_offset = l.sliceOffset(layer, 1);
+        a.block_size = l.block_size;
+        a.kv_row = static_cast<int64_t>(l.num_kv_heads) * l.head_dim;
+        a.kv_head = kvh;
+        a.kv_dtype = l.dtype;
+        a.scale = batch.scale;
+        tasks.push_back(a);
+      }
+    }
+  }
+  // later tiles of a chunk see more keys; hand them out first so the long
+  // tasks do not end up last on one thread.
+  std::stable_sort(tasks.begin(), tasks.end(), [](const AttendArgs& x, const AttendArgs& y) {
+    return x.start_pos + x.q_end > y.start_pos + y.q_end;
+  });
+  if (tasks.size() == 1 || pool_.size() == 1) {
+    for (const AttendArgs& a : tasks) kernels_.attend(a);
+    return;
+  }
+  pool_.parallelFor(static_cast<int>(tasks.size()),
+                    [&](int task, int) { kernels_.attend(tasks[task]); });
+}
+
+}  // namespace tandem::kernels::cpu

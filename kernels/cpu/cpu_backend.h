@@ -1,0 +1,73 @@
+// The cpu backend: the ops of kernels::Backend on host memory, vectorized
+// with the best instruction set the processor has (chosen at run time) and
+// spread over a persistent thread pool. Every op runs to completion before
+// it returns, so synchronize() is free.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/simd_level.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tandem::kernels::cpu {
+
+struct CpuBackendOptions {
+  // threads that run ops, the caller included; 0 means one per hardware
+  // thread. 1 runs everything on the calling thread.
+  int num_threads = 0;
+  // the instruction set to use; unset means the best one detected, or
+  // TANDEM_CPU_SIMD (scalar|avx2|avx512) when that is set. Tests force lower
+  // levels to cover every path.
+  std::optional<SimdLevel> simd_level;
+};
+
+class CpuBackend;
+using CpuBackendPtr = std::unique_ptr<CpuBackend>;
+
+class CpuBackend : public Backend {
+ public:
+  // InvalidArgument when the requested level is not supported here or the
+  // thread count is negative.
+  static absl::StatusOr<CpuBackendPtr> create(const CpuBackendOptions& options = {});
+
+  SimdLevel simdLevel() const { return kernels_.level; }
+  int numThreads() const { return pool_.size(); }
+
+  // Backend
+  std::string_view name() const override { return "cpu"; }
+  absl::StatusOr<BufferPtr> allocate(size_t bytes) override;
+  absl::StatusOr<BufferPtr> importHost(const void* host, size_t bytes) override;
+  void upload(void* device_dst, const void* host_src, size_t bytes) override;
+  void download(void* host_dst, const void* device_src, size_t bytes) override;
+  void synchronize() override {}
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override;
+  void rmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void rope(const Tensor& x, const Tensor& positions, const RopeParams& params) override;
+  void writeKv(const Tensor& k, const Tensor& v, const Tensor& slots, const KvCacheView& cache,
+               int layer) override;
+  void pagedAttention(const Tensor& q, const KvCacheView& cache, int layer,
+                      const AttentionBatch& batch, const Tensor& out) override;
+  void siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
+  void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
+  void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
+                  std::span<const int32_t> dst_ids) override;
+
+ private:
+  CpuBackend(const KernelTable& kernels, int num_threads)
+      : kernels_(kernels), pool_(num_threads) {}
+
+  // runs fn(begin, end) over [0, n) in about num_threads * 4 pieces of at
+  // least `grain` items; inline when there is only one piece.
+  template <class Fn>
+  void parallelRanges(int64_t n, int64_t grain, Fn&& fn);
+
+  const KernelTable& kernels_;
+  ThreadPool pool_;
+};
+
+}  // namespace tandem::kernels::cpu

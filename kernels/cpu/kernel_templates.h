@@ -1,0 +1,197 @@
+// The cpu kernels, written once over a vector type V and instantiated by
+// kernels_{scalar,avx2,avx512}.cc with theirs. V provides:
+//   F; kWidth; zero(); set1(f); load(p); loadN(p, n); store(p, v);
+//   storeN(p, v, n); loadF16(p); loadF16N(p, n); loadBf16(p); loadBf16N(p, n);
+//   add, sub, mul, div, max, fma(a, b, c) = a * b + c; hsum(v); exp(v);
+//   kGemmRows, kGemmVecs: the prefill micro-kernel's register tile.
+// Every function here is a template over V, and each V lives in its file's
+// anonymous namespace, so instantiations compiled with different -m flags
+// never merge at link time.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "common/dtype.h"
+#include "common/status.h"
+#include "kernels/cpu/kernel_table.h"
+
+namespace tandem::kernels::cpu::impl {
+
+constexpr int kMaxHeadDim = 512;
+constexpr int kMaxBlockSize = 1024;
+
+template <class V, DType T>
+inline typename V::F loadAs(const void* base, int64_t i) {
+  if constexpr (T == DType::kF32) return V::load(static_cast<const float*>(base) + i);
+  if constexpr (T == DType::kF16) return V::loadF16(static_cast<const uint16_t*>(base) + i);
+  if constexpr (T == DType::kBF16) return V::loadBf16(static_cast<const uint16_t*>(base) + i);
+}
+
+template <class V, DType T>
+inline typename V::F loadAsN(const void* base, int64_t i, int n) {
+  if constexpr (T == DType::kF32) return V::loadN(static_cast<const float*>(base) + i, n);
+  if constexpr (T == DType::kF16) return V::loadF16N(static_cast<const uint16_t*>(base) + i, n);
+  if constexpr (T == DType::kBF16) return V::loadBf16N(static_cast<const uint16_t*>(base) + i, n);
+}
+
+// calls fn.template operator()<T>() for the runtime dtype t.
+template <class Fn>
+inline void dispatchDType(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kF32: fn.template operator()<DType::kF32>(); return;
+    case DType::kF16: fn.template operator()<DType::kF16>(); return;
+    case DType::kBF16: fn.template operator()<DType::kBF16>(); return;
+    default: TANDEM_CHECK(false && "dtype not supported by the cpu kernels");
+  }
+}
+
+// one MR x NR tile of y: MR rows of x against NR rows of w, accumulated in
+// registers over the whole of k, so each loaded w vector feeds MR fmas and
+// each x vector NR fmas.
+template <class V, DType WT, int MR, int NR>
+inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
+  using F = typename V::F;
+  F acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int r = 0; r < NR; ++r) acc[i][r] = V::zero();
+  const int64_t K = a.k;
+  const float* x = a.x + m0 * K;
+  int64_t k = 0;
+  for (; k + V::kWidth <= K; k += V::kWidth) {
+    F wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = loadAs<V, WT>(a.w, (n0 + r) * K + k);
+    for (int i = 0; i < MR; ++i) {
+      const F xv = V::load(x + i * K + k);
+      for (int r = 0; r < NR; ++r) acc[i][r] = V::fma(xv, wv[r], acc[i][r]);
+    }
+  }
+  if (k < K) {
+    const int n = static_cast<int>(K - k);
+    F wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = loadAsN<V, WT>(a.w, (n0 + r) * K + k, n);
+    for (int i = 0; i < MR; ++i) {
+      const F xv = V::loadN(x + i * K + k, n);
+      for (int r = 0; r < NR; ++r) acc[i][r] = V::fma(xv, wv[r], acc[i][r]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    float* y = a.y + (m0 + i) * a.n + n0;
+    for (int r = 0; r < NR; ++r) {
+      y[r] = V::hsum(acc[i][r]) + (a.bias != nullptr ? a.bias[n0 + r] : 0.0f);
+    }
+  }
+}
+
+// rows [m0, m1) of x against rows [n, n + NR) of w.
+template <class V, DType WT, int NR>
+inline void matmulColumn(const MatmulArgs& a, int64_t m0, int64_t m1, int64_t n) {
+  int64_t m = m0;
+  for (; m + 4 <= m1; m += 4) matmulTile<V, WT, 4, NR>(a, m, n);
+  switch (m1 - m) {
+    case 3: matmulTile<V, WT, 3, NR>(a, m, n); break;
+    case 2: matmulTile<V, WT, 2, NR>(a, m, n); break;
+    case 1: matmulTile<V, WT, 1, NR>(a, m, n); break;
+    default: break;
+  }
+}
+
+template <class V, DType WT>
+void matmulTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  // a chunk of x rows stays in L2 while the panel of w rows it meets stays
+  // in L1; for decode (m of 1..4) this is a plain stream over w.
+  constexpr int64_t kRowChunk = 64;
+  for (int64_t mc = 0; mc < a.m; mc += kRowChunk) {
+    const int64_t me = std::min(a.m, mc + kRowChunk);
+    int64_t n = n_begin;
+    // decode of one or two rows: more w rows in flight hide fma latency
+    if (me - mc <= 2) {
+      for (; n + 8 <= n_end; n += 8) matmulColumn<V, WT, 8>(a, mc, me, n);
+    }
+    for (; n + 4 <= n_end; n += 4) matmulColumn<V, WT, 4>(a, mc, me, n);
+    for (; n < n_end; ++n) matmulColumn<V, WT, 1>(a, mc, me, n);
+  }
+}
+
+template <class V>
+inline float sumSquares(const float* x, int64_t d) {
+  typename V::F s = V::zero();
+  int64_t k = 0;
+  for (; k + V::kWidth <= d; k += V::kWidth) {
+    const auto v = V::load(x + k);
+    s = V::fma(v, v, s);
+  }
+  if (k < d) {
+    const auto v = V::loadN(x + k, static_cast<int>(d - k));
+    s = V::fma(v, v, s);
+  }
+  return V::hsum(s);
+}
+
+template <class V>
+void rmsNorm(const float* x, const void* w, DType w_dtype, int64_t d, float eps, float* out,
+             int64_t rows) {
+  dispatchDType(w_dtype, [&]<DType WT>() {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * d;
+      float* o = out + r * d;
+      const auto inv = V::set1(1.0f / std::sqrt(sumSquares<V>(xr, d) / d + eps));
+      int64_t k = 0;
+      for (; k + V::kWidth <= d; k += V::kWidth) {
+        V::store(o + k, V::mul(V::mul(V::load(xr + k), inv), loadAs<V, WT>(w, k)));
+      }
+      if (k < d) {
+        const int n = static_cast<int>(d - k);
+        V::storeN(o + k, V::mul(V::mul(V::loadN(xr + k, n), inv), loadAsN<V, WT>(w, k, n)), n);
+      }
+    }
+  });
+}
+
+template <class V>
+inline typename V::F silu(typename V::F g) {
+  const auto one = V::set1(1.0f);
+  return V::div(g, V::add(one, V::exp(V::sub(V::zero(), g))));
+}
+
+template <class V>
+void siluMul(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    V::store(out + i, V::mul(silu<V>(V::load(gate + i)), V::load(up + i)));
+  }
+  if (i < n) {
+    const int r = static_cast<int>(n - i);
+    V::storeN(out + i, V::mul(silu<V>(V::loadN(gate + i, r)), V::loadN(up + i, r)), r);
+  }
+}
+
+template <class V>
+void add(const float* a, const float* b, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) V::store(out + i, V::add(V::load(a + i), V::load(b + i)));
+  if (i < n) {
+    const int r = static_cast<int>(n - i);
+    V::storeN(out + i, V::add(V::loadN(a + i, r), V::loadN(b + i, r)), r);
+  }
+}
+
+template <class V>
+void toF32(const void* src, DType dtype, float* dst, int64_t n) {
+  dispatchDType(dtype, [&]<DType T>() {
+    int64_t i = 0;
+    for (; i + V::kWidth <= n; i += V::kWidth) V::store(dst + i, loadAs<V, T>(src, i));
+    if (i < n) {
+      const int r = static_cast<int>(n - i);
+      V::storeN(dst + i, loadAsN<V, T>(src, i, r), r);
+    }
+  });
+}
+
+}  // namespace tandem::kernels::cpu::impl
+
+#include "kernels/cpu/gemm_template.h"
+#include "kernels/cpu/attention_template.h"

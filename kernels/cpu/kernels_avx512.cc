@@ -1,0 +1,80 @@
+// The AVX-512 kernels (F, BW, VL). Compiled with -mavx512f -mavx512bw
+// -mavx512vl -mfma -mf16c (see kernels/CMakeLists.txt) and only called when
+// the processor has them.
+#include "kernels/cpu/kernel_templates.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+namespace tandem::kernels::cpu {
+
+namespace {
+
+struct Avx512Vec {
+  using F = __m512;
+  static constexpr int kWidth = 16;
+  static constexpr int kGemmRows = 12;
+  static constexpr int kGemmVecs = 2;
+
+  static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1); }
+  static F bf16x16(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+
+  static F zero() { return _mm512_setzero_ps(); }
+  static F set1(float f) { return _mm512_set1_ps(f); }
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static F loadN(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static void storeN(float* p, F v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static F loadF16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static F loadF16N(const uint16_t* p, int n) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p));
+  }
+  static F loadBf16(const uint16_t* p) {
+    return bf16x16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static F loadBf16N(const uint16_t* p, int n) { return bf16x16(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static float hsum(F v) { return _mm512_reduce_add_ps(v); }
+  // cephes expf: 2^n * p(r) with r = x - n ln2, |r| <= ln2 / 2.
+  static F exp(F x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, set1(-87.3f)), set1(88.7f));
+    const F n = _mm512_roundscale_ps(_mm512_mul_ps(x, set1(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    x = fma(n, set1(-0.693359375f), x);
+    x = fma(n, set1(2.12194440e-4f), x);
+    F p = set1(1.9875691500e-4f);
+    p = fma(p, x, set1(1.3981999507e-3f));
+    p = fma(p, x, set1(8.3334519073e-3f));
+    p = fma(p, x, set1(4.1665795894e-2f));
+    p = fma(p, x, set1(1.6666665459e-1f));
+    p = fma(p, x, set1(5.0000001201e-1f));
+    p = fma(p, _mm512_mul_ps(x, x), _mm512_add_ps(x, set1(1.0f)));
+    return _mm512_scalef_ps(p, n);
+  }
+};
+
+}  // namespace
+
+const KernelTable& avx512Kernels() {
+  static const KernelTable table = impl::makeKernelTable<Avx512Vec>(SimdLevel::kAvx512);
+  return table;
+}
+
+}  // namespace tandem::kernels::cpu
+
+#else  // not x86-64: detectSimdLevel() never picks this level
+
+namespace tandem::kernels::cpu {
+const KernelTable& avx512Kernels() { return scalarKernels(); }
+}  // namespace tandem::kernels::cpu
+
+#endif

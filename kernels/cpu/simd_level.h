@@ -1,0 +1,25 @@
+// Which vector instruction set the cpu backend's kernels use. Chosen at run
+// time from what the processor reports, so one binary runs everywhere; tests
+// force lower levels to cover every path on one machine.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace tandem::kernels::cpu {
+
+enum class SimdLevel : uint8_t {
+  kScalar,  // portable C++; the compiler's baseline flags only
+  kAvx2,    // AVX2 + FMA + F16C
+  kAvx512,  // AVX-512 F/BW/VL (+ FMA, F16C)
+};
+
+// the best level this processor supports.
+SimdLevel detectSimdLevel();
+std::string_view simdLevelName(SimdLevel level);
+// "scalar", "avx2" or "avx512"; InvalidArgument otherwise.
+absl::StatusOr<SimdLevel> parseSimdLevel(std::string_view name);
+
+}  // namespace tandem::kernels::cpu

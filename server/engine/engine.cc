@@ -1,0 +1,84 @@
+#include "server/engine/engine.h"
+
+#include <algorithm>
+
+#include "common/status.h"
+
+namespace tandem::engine {
+
+Engine::Engine(const EngineConfig& config, StepModel& model)
+    : model_(model),
+      kv_(config.num_blocks, config.block_size, config.enable_prefix_caching),
+      scheduler_(config.scheduler, kv_) {}
+
+absl::Status Engine::addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params) {
+  return scheduler_.addRequest(id, std::move(prompt), std::move(params));
+}
+
+absl::Status Engine::abort(SeqId id) { return scheduler_.abort(id); }
+
+std::vector<EngineOutput> Engine::step() {
+  const Batch batch = scheduler_.schedule();
+  if (batch.seqs.empty()) {
+    scheduler_.onStepResult({});
+    return {};
+  }
+  const int rows = batch.numLogitRows();
+  if (!model_.forward(batch, &logits_).ok() ||
+      (rows > 0 && (logits_.empty() || logits_.size() % rows != 0))) {
+    return failStep(batch);
+  }
+
+  // sample each logit row with its request's params and generator.
+  std::vector<int32_t> tokens;
+  std::vector<SampleResult> samples;
+  tokens.reserve(rows);
+  samples.reserve(rows);
+  const size_t vocab = rows > 0 ? logits_.size() / rows : 0;
+  size_t row = 0;
+  for (const SequenceChunk& chunk : batch.seqs) {
+    if (!chunk.needs_logits) continue;
+    Request* req = scheduler_.findRequest(chunk.seq_id);
+    TANDEM_CHECK(req != nullptr);
+    const std::span<const float> logits(logits_.data() + row * vocab, vocab);
+    samples.push_back(sampler_.sample(logits, req->params, {req->prompt(), req->output()},
+                                      req->rng));
+    tokens.push_back(samples.back().token);
+    ++row;
+  }
+
+  const std::vector<RequestOutput> results = scheduler_.onStepResult(tokens);
+  // no abort can happen between schedule and onStepResult here, so every
+  // sampled row has its output, in the same order.
+  TANDEM_CHECK(results.size() == samples.size());
+  std::vector<EngineOutput> outputs;
+  outputs.reserve(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    const RequestOutput& r = results[i];
+    outputs.push_back({r.id, r.token, samples[i].logprob, std::move(samples[i].top_logprobs),
+                       r.finish_reason, r.num_prompt_tokens, r.num_output_tokens,
+                       r.num_cached_tokens});
+  }
+  return outputs;
+}
+
+std::vector<EngineOutput> Engine::failStep(const Batch& batch) {
+  std::vector<EngineOutput> outputs;
+  for (const SequenceChunk& chunk : batch.seqs) {
+    const Request* req = scheduler_.findRequest(chunk.seq_id);
+    EngineOutput out;
+    out.id = chunk.seq_id;
+    out.token = -1;
+    out.finish_reason = FinishReason::kError;
+    out.num_prompt_tokens = req->num_prompt_tokens;
+    out.num_output_tokens = req->numOutputTokens();
+    out.num_cached_tokens = std::max(req->num_cached_tokens, 0);
+    outputs.push_back(std::move(out));
+    // frees the request's blocks; its row of this step is dropped.
+    TANDEM_CHECK(scheduler_.abort(chunk.seq_id).ok());
+  }
+  scheduler_.onStepResult(std::vector<int32_t>(batch.numLogitRows(), 0));
+  return outputs;
+}
+
+}  // namespace tandem::engine

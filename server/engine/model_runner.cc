@@ -1,0 +1,247 @@
+#include "server/engine/model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace tandem::engine {
+
+namespace {
+
+using kernels::Tensor;
+
+kernels::RopeParams ropeParamsOf(const model::ModelConfig& c) {
+  kernels::RopeParams p;
+  p.style = c.rope_style == model::RopeStyle::kInterleaved ? kernels::RopeStyle::kInterleaved
+                                                           : kernels::RopeStyle::kHalf;
+  p.head_dim = c.head_dim;
+  p.theta = c.rope_theta;
+  p.llama3_scaling = c.rope_scaling == model::RopeScaling::kLlama3;
+  p.factor = c.rope_factor;
+  p.low_freq_factor = c.rope_low_freq_factor;
+  p.high_freq_factor = c.rope_high_freq_factor;
+  p.original_max_position = c.rope_original_max_position;
+  return p;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelRunnerPtr> ModelRunner::create(const model::ModelWeights& weights,
+                                                   kernels::Backend& backend, int num_blocks,
+                                                   int block_size) {
+  if (num_blocks <= 0 || block_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad kv cache size: ", num_blocks, " blocks of ", block_size, " tokens"));
+  }
+  ModelRunnerPtr r(new ModelRunner(weights, backend));
+  ASSIGN_OR_RETURN(r->tensors_, bindModelTensors(weights, backend));
+  const model::ModelConfig& c = r->config_;
+  r->cache_.layout = kvcache::KvLayout{c.num_layers, c.num_kv_heads, c.head_dim, block_size,
+                                       DType::kF32};
+  r->cache_.num_blocks = num_blocks;
+  ASSIGN_OR_RETURN(r->cache_buffer_,
+                   backend.allocate(r->cache_.layout.blockBytes() * static_cast<size_t>(num_blocks)));
+  r->cache_.data = r->cache_buffer_->data();
+  r->rope_ = ropeParamsOf(c);
+  r->attention_.num_heads = c.num_heads;
+  r->attention_.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return r;
+}
+
+void* ModelRunner::blockData(int id) const {
+  TANDEM_CHECK(id >= 0 && id < cache_.num_blocks);
+  return static_cast<char*>(cache_.data) + static_cast<size_t>(id) * cache_.layout.blockBytes();
+}
+
+absl::Status ModelRunner::validate(const Batch& batch) const {
+  const int bs = cache_.layout.block_size;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const SequenceChunk& c = batch.seqs[s];
+    if (c.tokens.empty() && c.needs_logits) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", s, " asks for logits of no tokens"));
+    }
+    if (c.start_pos < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", s, " starts at ", c.start_pos));
+    }
+    for (int32_t t : c.tokens) {
+      if (t < 0 || t >= config_.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("token id ", t, " of chunk ", s,
+                                                       " is outside the vocabulary of ",
+                                                       config_.vocab_size));
+      }
+    }
+    const int64_t end = static_cast<int64_t>(c.start_pos) + static_cast<int64_t>(c.tokens.size());
+    const int64_t blocks_needed = (end + bs - 1) / bs;
+    if (static_cast<int64_t>(c.block_table.size()) < blocks_needed) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk ", s, " covers positions up to ", end,
+                                                     " but its block table has ",
+                                                     c.block_table.size(), " blocks of ", bs));
+    }
+    for (int64_t b = 0; b < blocks_needed; ++b) {
+      if (c.block_table[b] < 0 || c.block_table[b] >= cache_.num_blocks) {
+        return absl::InvalidArgumentError(absl::StrCat("chunk ", s, " names block ",
+                                                       c.block_table[b], " of ",
+                                                       cache_.num_blocks));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelRunner::reserve(int tokens, int logit_rows) {
+  const model::ModelConfig& c = config_;
+  if (tokens > capacity_tokens_) {
+    // round up so a run of slightly growing batches does not reallocate each step
+    const int cap = std::max(tokens, (tokens + 63) / 64 * 64);
+    const int64_t q_width = static_cast<int64_t>(c.num_heads) * c.head_dim;
+    const int64_t kv_width = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
+    struct Want {
+      Tensor* t;
+      int64_t cols;
+    };
+    const Want wants[] = {{&x_, c.hidden_size}, {&h_, c.hidden_size}, {&q_, q_width},
+                          {&k_, kv_width},      {&v_, kv_width},      {&attn_, q_width},
+                          {&gate_, c.intermediate_size},              {&up_, c.intermediate_size}};
+    scratch_.clear();
+    for (const Want& w : wants) {
+      ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(cap * w.cols * sizeof(float)));
+      *w.t = Tensor::of(*buf, DType::kF32, cap, w.cols);
+      scratch_.push_back(std::move(buf));
+    }
+    capacity_tokens_ = cap;
+    capacity_logit_rows_ = 0;  // its buffers went with scratch_
+  }
+  if (logit_rows > capacity_logit_rows_) {
+    const int cap = std::max(logit_rows, 8);
+    ASSIGN_OR_RETURN(kernels::BufferPtr last, backend_.allocate(cap * c.hidden_size * sizeof(float)));
+    ASSIGN_OR_RETURN(kernels::BufferPtr logits,
+                     backend_.allocate(static_cast<size_t>(cap) * c.vocab_size * sizeof(float)));
+    last_ = Tensor::of(*last, DType::kF32, cap, c.hidden_size);
+    logits_ = Tensor::of(*logits, DType::kF32, cap, c.vocab_size);
+    scratch_.push_back(std::move(last));
+    scratch_.push_back(std::move(logits));
+    capacity_logit_rows_ = cap;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelRunner::uploadStepData(const Batch& batch) {
+  const int tokens = batch.numTokens();
+  const int bs = cache_.layout.block_size;
+  std::vector<int32_t> ids, positions, slots, seq_info, tables, logit_rows;
+  ids.reserve(tokens);
+  positions.reserve(tokens);
+  slots.reserve(tokens);
+  int row = 0, max_q = 0, max_ctx = 0;
+  for (const SequenceChunk& c : batch.seqs) {
+    const int n = static_cast<int>(c.tokens.size());
+    if (n == 0) continue;
+    seq_info.insert(seq_info.end(), {row, n, c.start_pos, static_cast<int32_t>(tables.size())});
+    const int blocks = (c.start_pos + n + bs - 1) / bs;
+    tables.insert(tables.end(), c.block_table.begin(), c.block_table.begin() + blocks);
+    for (int i = 0; i < n; ++i) {
+      const int pos = c.start_pos + i;
+      ids.push_back(c.tokens[i]);
+      positions.push_back(pos);
+      slots.push_back(c.block_table[pos / bs] * bs + pos % bs);
+    }
+    if (c.needs_logits) logit_rows.push_back(row + n - 1);
+    row += n;
+    max_q = std::max(max_q, n);
+    max_ctx = std::max(max_ctx, c.start_pos + n);
+  }
+  // one upload of everything: [ids | positions | slots | seq_info | tables | logit rows]
+  step_host_.clear();
+  for (const auto* part : {&ids, &positions, &slots, &seq_info, &tables, &logit_rows}) {
+    step_host_.insert(step_host_.end(), part->begin(), part->end());
+  }
+  const size_t bytes = step_host_.size() * sizeof(int32_t);
+  if (step_buffer_ == nullptr || step_buffer_->bytes() < bytes) {
+    ASSIGN_OR_RETURN(step_buffer_, backend_.allocate(std::max<size_t>(bytes * 2, 4096)));
+  }
+  backend_.upload(step_buffer_->data(), step_host_.data(), bytes);
+  int32_t* base = static_cast<int32_t*>(step_buffer_->data());
+  auto take = [&base](size_t n, int64_t rows, int64_t cols) {
+    Tensor t = Tensor::of(base, DType::kI32, rows, cols);
+    base += n;
+    return t;
+  };
+  ids_ = take(ids.size(), tokens, 1);
+  positions_ = take(positions.size(), tokens, 1);
+  slots_ = take(slots.size(), tokens, 1);
+  const int num_seqs = static_cast<int>(seq_info.size() / 4);
+  attention_.seq_info = take(seq_info.size(), num_seqs, kernels::AttentionBatch::kSeqInfoCols);
+  attention_.block_tables = take(tables.size(), 1, static_cast<int64_t>(tables.size()));
+  logit_rows_ = take(logit_rows.size(), static_cast<int64_t>(logit_rows.size()), 1);
+  attention_.num_seqs = num_seqs;
+  attention_.max_q_len = max_q;
+  attention_.max_context = max_ctx;
+  return absl::OkStatus();
+}
+
+void ModelRunner::runLayer(int layer, int tokens) {
+  const model::ModelConfig& c = config_;
+  const LayerTensors& w = tensors_.layers[layer];
+  const float eps = c.rms_norm_eps;
+  const Tensor x = x_.rowRange(0, tokens), h = h_.rowRange(0, tokens);
+  const Tensor q = q_.rowRange(0, tokens), k = k_.rowRange(0, tokens), v = v_.rowRange(0, tokens);
+  const Tensor attn = attn_.rowRange(0, tokens);
+  const Tensor gate = gate_.rowRange(0, tokens), up = up_.rowRange(0, tokens);
+
+  // attention block: x += o_proj(attention(rope(q), rope(k), v))
+  backend_.rmsNorm(x, w.attn_norm, eps, h);
+  backend_.matmul(h, w.q, w.q_bias ? &*w.q_bias : nullptr, q);
+  backend_.matmul(h, w.k, w.k_bias ? &*w.k_bias : nullptr, k);
+  backend_.matmul(h, w.v, w.v_bias ? &*w.v_bias : nullptr, v);
+  if (w.q_norm.has_value()) {
+    const Tensor qh = q.reshaped(static_cast<int64_t>(tokens) * c.num_heads, c.head_dim);
+    const Tensor kh = k.reshaped(static_cast<int64_t>(tokens) * c.num_kv_heads, c.head_dim);
+    backend_.rmsNorm(qh, *w.q_norm, eps, qh);
+    backend_.rmsNorm(kh, *w.k_norm, eps, kh);
+  }
+  backend_.rope(q, positions_, rope_);
+  backend_.rope(k, positions_, rope_);
+  backend_.writeKv(k, v, slots_, cache_, layer);
+  backend_.pagedAttention(q, cache_, layer, attention_, attn);
+  backend_.matmul(attn, w.o, nullptr, h);
+  backend_.add(x, h, x);
+
+  // mlp block: x += down(silu(gate(x')) * up(x'))
+  backend_.rmsNorm(x, w.ffn_norm, eps, h);
+  backend_.matmul(h, w.gate, nullptr, gate);
+  backend_.matmul(h, w.up, nullptr, up);
+  backend_.siluMul(gate, up, gate);
+  backend_.matmul(gate, w.down, nullptr, h);
+  backend_.add(x, h, x);
+}
+
+absl::Status ModelRunner::forward(const Batch& batch, std::vector<float>* logits) {
+  RETURN_IF_ERROR(validate(batch));
+  const int tokens = batch.numTokens();
+  const int rows = batch.numLogitRows();
+  logits->clear();
+  if (tokens == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(reserve(tokens, rows));
+  RETURN_IF_ERROR(uploadStepData(batch));
+
+  backend_.embedding(tensors_.embed, ids_, x_.rowRange(0, tokens));
+  for (int layer = 0; layer < config_.num_layers; ++layer) runLayer(layer, tokens);
+  if (rows == 0) {
+    backend_.synchronize();
+    return absl::OkStatus();
+  }
+  // only the rows that need logits go through the final norm and lm head
+  const Tensor last = last_.rowRange(0, rows);
+  const Tensor out = logits_.rowRange(0, rows);
+  backend_.gatherRows(x_.rowRange(0, tokens), logit_rows_, last);
+  backend_.rmsNorm(last, tensors_.final_norm, config_.rms_norm_eps, last);
+  backend_.matmul(last, tensors_.lm_head, nullptr, out);
+  backend_.synchronize();
+  logits->resize(static_cast<size_t>(rows) * config_.vocab_size);
+  backend_.download(logits->data(), out.data, out.bytes());
+  return absl::OkStatus();
+}
+
+}  // namespace tandem::engine

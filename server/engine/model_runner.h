@@ -1,0 +1,85 @@
+// ModelRunner: the Llama-family forward pass over a paged KV cache, written
+// against kernels::Backend. One forward() computes one scheduler step: every
+// token of every chunk of the Batch (prefill chunks and decode tokens alike)
+// goes through the matmuls together, attention reads each sequence's blocks
+// through its block table, and logits come back for the chunks that ask.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "kvcache/kv_layout.h"
+#include "server/engine/batch.h"
+#include "server/engine/model_runner_weights.h"
+#include "server/engine/step_model.h"
+#include "server/model/weights.h"
+
+namespace tandem::engine {
+
+class ModelRunner;
+using ModelRunnerPtr = std::unique_ptr<ModelRunner>;
+
+class ModelRunner : public StepModel {
+ public:
+  // binds `weights` to `backend` and allocates the KV storage: num_blocks
+  // blocks of block_size token slots (F32). `weights` and `backend` must
+  // outlive the runner. InvalidArgument when the weights do not match their
+  // config or use an unsupported dtype, or the sizes are not positive;
+  // ResourceExhausted when the KV storage cannot be allocated.
+  static absl::StatusOr<ModelRunnerPtr> create(const model::ModelWeights& weights,
+                                               kernels::Backend& backend, int num_blocks,
+                                               int block_size);
+
+  // computes one step. Writes the K/V of every token of `batch` into its
+  // slots, and sets *logits to [batch.numLogitRows(), vocab] F32: the last
+  // token's logits of each chunk with needs_logits, in batch order.
+  // InvalidArgument (and no cache change) when a token id is out of the
+  // vocabulary, a block table does not cover its chunk, or a block id is out
+  // of range.
+  absl::Status forward(const Batch& batch, std::vector<float>* logits) override;  // StepModel
+
+  const model::ModelConfig& config() const { return config_; }
+  const kvcache::KvLayout& kvLayout() const { return cache_.layout; }
+  int numBlocks() const { return cache_.num_blocks; }
+  // the whole KV storage (device memory of the backend), e.g. for
+  // Backend::copyBlocks / gatherBlocks when blocks move between workers or tiers.
+  const kernels::KvCacheView& kvCache() const { return cache_; }
+  // device address of block `id`: kvLayout().blockBytes() bytes.
+  void* blockData(int id) const;
+
+ private:
+  ModelRunner(const model::ModelWeights& weights, kernels::Backend& backend)
+      : config_(weights.config()), backend_(backend) {}
+
+  absl::Status validate(const Batch& batch) const;
+  // grows the activation buffers to hold `tokens` rows and `logit_rows` rows.
+  absl::Status reserve(int tokens, int logit_rows);
+  // builds and uploads ids, positions, slots, attention metadata and logit rows.
+  absl::Status uploadStepData(const Batch& batch);
+  void runLayer(int layer, int tokens);
+
+  model::ModelConfig config_;
+  kernels::Backend& backend_;
+  ModelTensors tensors_;
+  kernels::BufferPtr cache_buffer_;
+  kernels::KvCacheView cache_;
+  kernels::RopeParams rope_;
+
+  // step scratch, reused across steps; sized for capacity_tokens_ rows.
+  int capacity_tokens_ = 0;
+  int capacity_logit_rows_ = 0;
+  std::vector<kernels::BufferPtr> scratch_;
+  kernels::Tensor x_, h_, q_, k_, v_, attn_, gate_, up_;
+  kernels::Tensor last_, logits_;
+  // per-step index data: one host staging vector, one device buffer.
+  std::vector<int32_t> step_host_;
+  kernels::BufferPtr step_buffer_;
+  kernels::Tensor ids_, positions_, slots_, logit_rows_;
+  kernels::AttentionBatch attention_;
+};
+
+}  // namespace tandem::engine

@@ -1,0 +1,114 @@
+#include "server/engine/model_runner_weights.h"
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+
+namespace tandem::engine {
+
+namespace {
+
+using kernels::Tensor;
+
+class Binder {
+ public:
+  Binder(const model::ModelWeights& weights, kernels::Backend& backend, ModelTensors* out)
+      : weights_(weights), backend_(backend), out_(out) {}
+
+  // the tensor `name` as a [rows, cols] backend tensor.
+  absl::StatusOr<Tensor> bind(const std::string& name, int64_t rows, int64_t cols) {
+    ASSIGN_OR_RETURN(const model::TensorView* t, check(name, rows, cols));
+    ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.importHost(t->data, t->bytes));
+    Tensor out = Tensor::of(*buf, t->dtype, rows, cols);
+    out_->buffers.push_back(std::move(buf));
+    return out;
+  }
+
+  // a bias, converted to F32 (the matmul adds F32 biases only).
+  absl::StatusOr<Tensor> bindBias(const std::string& name, int64_t n) {
+    ASSIGN_OR_RETURN(const model::TensorView* t, check(name, 1, n));
+    std::vector<float> values(n);
+    const auto* half = static_cast<const uint16_t*>(t->data);
+    for (int64_t i = 0; i < n; ++i) {
+      values[i] = t->dtype == DType::kF32   ? static_cast<const float*>(t->data)[i]
+                  : t->dtype == DType::kF16 ? f16ToF32(half[i])
+                                            : bf16ToF32(half[i]);
+    }
+    ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(n * sizeof(float)));
+    backend_.upload(buf->data(), values.data(), n * sizeof(float));
+    Tensor out = Tensor::of(*buf, DType::kF32, 1, n);
+    out_->buffers.push_back(std::move(buf));
+    return out;
+  }
+
+ private:
+  absl::StatusOr<const model::TensorView*> check(const std::string& name, int64_t rows,
+                                                 int64_t cols) {
+    ASSIGN_OR_RETURN(const model::TensorView* t, weights_.tensor(name));
+    if (t->numel() != rows * cols || t->shape.empty() || t->shape.back() != cols) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " has shape [",
+                                                     absl::StrJoin(t->shape, ", "), "], want [",
+                                                     rows, ", ", cols, "]"));
+    }
+    if (t->dtype != DType::kF32 && t->dtype != DType::kF16 && t->dtype != DType::kBF16) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " has dtype ",
+                                                     std::string(dtypeName(t->dtype)),
+                                                     "; only f32, f16 and bf16 are supported"));
+    }
+    return t;
+  }
+
+  const model::ModelWeights& weights_;
+  kernels::Backend& backend_;
+  ModelTensors* out_;
+};
+
+}  // namespace
+
+absl::StatusOr<ModelTensors> bindModelTensors(const model::ModelWeights& weights,
+                                              kernels::Backend& backend) {
+  const model::ModelConfig& c = weights.config();
+  RETURN_IF_ERROR(c.validate());
+  ModelTensors m;
+  Binder b(weights, backend, &m);
+  const int64_t hidden = c.hidden_size, ffn = c.intermediate_size, hd = c.head_dim;
+  const int64_t q_out = c.num_heads * hd, kv_out = c.num_kv_heads * hd;
+  ASSIGN_OR_RETURN(m.embed, b.bind("model.embed_tokens.weight", c.vocab_size, hidden));
+  ASSIGN_OR_RETURN(m.final_norm, b.bind("model.norm.weight", 1, hidden));
+  if (weights.find("lm_head.weight") != nullptr) {
+    ASSIGN_OR_RETURN(m.lm_head, b.bind("lm_head.weight", c.vocab_size, hidden));
+  } else if (c.tie_word_embeddings) {
+    m.lm_head = m.embed;
+  } else {
+    return absl::InvalidArgumentError("model has no lm_head.weight and untied embeddings");
+  }
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    LayerTensors l;
+    ASSIGN_OR_RETURN(l.attn_norm, b.bind(p + "input_layernorm.weight", 1, hidden));
+    ASSIGN_OR_RETURN(l.ffn_norm, b.bind(p + "post_attention_layernorm.weight", 1, hidden));
+    ASSIGN_OR_RETURN(l.q, b.bind(p + "self_attn.q_proj.weight", q_out, hidden));
+    ASSIGN_OR_RETURN(l.k, b.bind(p + "self_attn.k_proj.weight", kv_out, hidden));
+    ASSIGN_OR_RETURN(l.v, b.bind(p + "self_attn.v_proj.weight", kv_out, hidden));
+    ASSIGN_OR_RETURN(l.o, b.bind(p + "self_attn.o_proj.weight", hidden, q_out));
+    ASSIGN_OR_RETURN(l.gate, b.bind(p + "mlp.gate_proj.weight", ffn, hidden));
+    ASSIGN_OR_RETURN(l.up, b.bind(p + "mlp.up_proj.weight", ffn, hidden));
+    ASSIGN_OR_RETURN(l.down, b.bind(p + "mlp.down_proj.weight", hidden, ffn));
+    if (c.attention_bias) {
+      ASSIGN_OR_RETURN(l.q_bias, b.bindBias(p + "self_attn.q_proj.bias", q_out));
+      ASSIGN_OR_RETURN(l.k_bias, b.bindBias(p + "self_attn.k_proj.bias", kv_out));
+      ASSIGN_OR_RETURN(l.v_bias, b.bindBias(p + "self_attn.v_proj.bias", kv_out));
+    }
+    if (c.qk_norm) {
+      ASSIGN_OR_RETURN(l.q_norm, b.bind(p + "self_attn.q_norm.weight", 1, hd));
+      ASSIGN_OR_RETURN(l.k_norm, b.bind(p + "self_attn.k_norm.weight", 1, hd));
+    }
+    m.layers.push_back(std::move(l));
+  }
+  return m;
+}
+
+}  // namespace tandem::engine

@@ -1,0 +1,67 @@
+// The state of one sequence in the scheduler: its tokens, how far its KV has
+// been computed, its sampling parameters and generator, and why it finished.
+//
+// tokens = prompt ‖ output. After a preemption by recompute the sequence
+// simply has num_computed_tokens = 0 again: its whole token list (prompt and
+// the output so far) is prefilled anew, and generation continues where it
+// stopped, so a preempted request's output equals an uninterrupted run's.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "server/engine/batch.h"
+#include "server/engine/sampler_rng.h"
+#include "server/engine/sampling_params.h"
+
+namespace tandem::engine {
+
+enum class RequestState { kWaiting, kRunning, kFinished };
+
+enum class FinishReason {
+  kNone,    // still generating.
+  kStop,    // sampled an EOS token (unless ignore_eos) or a stop_token_ids entry.
+  kLength,  // reached max_tokens or the model's context length.
+  kAbort,   // cancelled by abort().
+  kError,   // the model failed on a step holding this request.
+};
+
+struct Request {
+  Request(SeqId id_in, std::vector<int32_t> prompt, SamplingParams params_in, uint64_t seed)
+      : id(id_in),
+        tokens(std::move(prompt)),
+        num_prompt_tokens(static_cast<int>(tokens.size())),
+        params(std::move(params_in)),
+        rng(seed) {}
+
+  SeqId id;
+  // prompt ‖ output.
+  std::vector<int32_t> tokens;
+  int num_prompt_tokens;
+  SamplingParams params;
+  // the request's own generator, seeded from params.seed when set.
+  SamplerRng rng;
+
+  RequestState state = RequestState::kWaiting;
+  FinishReason finish_reason = FinishReason::kNone;
+  // leading tokens whose KV is in the cache (computed or found cached).
+  int num_computed_tokens = 0;
+  // prompt tokens found in the prefix cache at first admission, for usage
+  // reporting (OpenAI's prompt_tokens_details.cached_tokens); -1 until then.
+  int num_cached_tokens = -1;
+  int num_preemptions = 0;
+
+  int numTokens() const { return static_cast<int>(tokens.size()); }
+  int numOutputTokens() const { return numTokens() - num_prompt_tokens; }
+  std::span<const int32_t> prompt() const {
+    return std::span<const int32_t>(tokens).first(num_prompt_tokens);
+  }
+  std::span<const int32_t> output() const {
+    return std::span<const int32_t>(tokens).subspan(num_prompt_tokens);
+  }
+  // tokens not yet computed: 1 for a decode, more while (re)prefilling.
+  int numUncomputedTokens() const { return numTokens() - num_computed_tokens; }
+};
+
+}  // namespace tandem::engine

@@ -1,0 +1,162 @@
+#include "server/engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/status.h"
+
+namespace tandem::engine {
+namespace {
+
+// candidates are ranked by logit, then by lower token id, so every sort and
+// cutoff is deterministic.
+struct ByLogitDesc {
+  const float* logits;
+  bool operator()(int32_t a, int32_t b) const {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  }
+};
+
+double logSumExp(std::span<const float> logits) {
+  const float m = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x) - m);
+  return m + std::log(sum);
+}
+
+}  // namespace
+
+SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
+                             const TokenHistory& history, SamplerRng& rng) {
+  TANDEM_CHECK(!logits.empty());
+  work_.assign(logits.begin(), logits.end());
+  applyPenalties(work_, params, history);
+
+  SampleResult result;
+  result.token = params.isGreedy() ? argmax() : draw(params, rng);
+  const double lse = logSumExp(logits);
+  result.logprob = static_cast<float>(logits[result.token] - lse);
+  if (params.logprobs) result.top_logprobs = topLogprobs(logits, *params.logprobs, lse);
+  return result;
+}
+
+void Sampler::applyPenalties(std::span<float> logits, const SamplingParams& params,
+                             const TokenHistory& history) {
+  const auto vocab = static_cast<int32_t>(logits.size());
+  const bool repetition = params.repetition_penalty != 1.0f;
+  const bool additive = params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f;
+  if (!repetition && !additive) return;
+  auto in_vocab = [vocab](int32_t t) { return t >= 0 && t < vocab; };
+  // scratch entries are reset after use, so each call costs O(history).
+  counts_.resize(logits.size(), 0);
+  seen_.resize(logits.size(), 0);
+  if (additive) {
+    for (int32_t t : history.output) {
+      if (in_vocab(t)) ++counts_[t];
+    }
+    for (int32_t t : history.output) {
+      if (!in_vocab(t) || counts_[t] == 0) continue;
+      logits[t] -= params.frequency_penalty * static_cast<float>(counts_[t]) +
+                  params.presence_penalty;
+      counts_[t] = 0;  // each distinct token is penalized once.
+    }
+  }
+  if (repetition) {
+    for (auto tokens : {history.prompt, history.output}) {
+      for (int32_t t : tokens) {
+        if (!in_vocab(t) || seen_[t]) continue;
+        seen_[t] = 1;
+        float& x = logits[t];
+        x = x > 0 ? x / params.repetition_penalty : x * params.repetition_penalty;
+      }
+    }
+    for (auto tokens : {history.prompt, history.output}) {
+      for (int32_t t : tokens) {
+        if (in_vocab(t)) seen_[t] = 0;
+      }
+    }
+  }
+}
+
+int32_t Sampler::argmax() const {
+  // the first maximum, so ties go to the lowest id.
+  return static_cast<int32_t>(std::max_element(work_.begin(), work_.end()) - work_.begin());
+}
+
+int32_t Sampler::draw(const SamplingParams& params, SamplerRng& rng) {
+  const float inv_t = 1.0f / params.temperature;
+  for (float& x : work_) x *= inv_t;
+  const float max_logit = *std::max_element(work_.begin(), work_.end());
+
+  // min_p: p / p_max = exp(x - max) >= min_p  <=>  x >= max + log(min_p).
+  const float min_logit = params.min_p > 0.0f
+                              ? max_logit + std::log(params.min_p)
+                              : -std::numeric_limits<float>::infinity();
+  candidates_.clear();
+  for (int32_t t = 0; t < static_cast<int32_t>(work_.size()); ++t) {
+    if (work_[t] >= min_logit && work_[t] > -std::numeric_limits<float>::infinity()) {
+      candidates_.push_back(t);
+    }
+  }
+  if (candidates_.empty()) return argmax();  // every logit is -inf.
+  const ByLogitDesc order{work_.data()};
+  bool sorted = false;
+  if (params.top_k > 0 && static_cast<size_t>(params.top_k) < candidates_.size()) {
+    std::partial_sort(candidates_.begin(), candidates_.begin() + params.top_k,
+                      candidates_.end(), order);
+    candidates_.resize(params.top_k);
+    sorted = true;
+  }
+
+  probs_.resize(candidates_.size());
+  double total = 0.0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    probs_[i] = std::exp(static_cast<double>(work_[candidates_[i]]) - max_logit);
+    total += probs_[i];
+  }
+  if (params.top_p < 1.0f) {
+    if (!sorted) {
+      std::sort(candidates_.begin(), candidates_.end(), order);
+      for (size_t i = 0; i < candidates_.size(); ++i) {
+        probs_[i] = std::exp(static_cast<double>(work_[candidates_[i]]) - max_logit);
+      }
+    }
+    // keep the shortest most-likely prefix reaching top_p of the mass.
+    const double target = params.top_p * total;
+    double cum = 0.0;
+    size_t keep = 0;
+    while (keep < candidates_.size()) {
+      cum += probs_[keep++];
+      if (cum >= target) break;
+    }
+    candidates_.resize(keep);
+    probs_.resize(keep);
+    total = cum;
+  }
+
+  const double u = rng.uniform() * total;
+  double cum = 0.0;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    cum += probs_[i];
+    if (u < cum) return candidates_[i];
+  }
+  return candidates_.back();  // rounding left u at the very top.
+}
+
+std::vector<TokenLogprob> Sampler::topLogprobs(std::span<const float> logits, int n,
+                                               double log_sum_exp) {
+  const auto vocab = static_cast<int32_t>(logits.size());
+  n = std::min(n, static_cast<int>(vocab));
+  std::vector<int32_t> ids(vocab);
+  for (int32_t t = 0; t < vocab; ++t) ids[t] = t;
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), ByLogitDesc{logits.data()});
+  std::vector<TokenLogprob> out;
+  out.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    out.push_back({ids[i], static_cast<float>(logits[ids[i]] - log_sum_exp)});
+  }
+  return out;
+}
+
+}  // namespace tandem::engine

@@ -1,0 +1,69 @@
+// Turns one row of logits into one token under a request's SamplingParams.
+//
+// Order of operations (as vLLM v1): repetition penalty (prompt + output),
+// presence/frequency penalties (output), then greedy argmax, or temperature,
+// min_p, top_k, top_p and a draw from the request's SamplerRng. Logprobs are
+// taken from the raw logits, before any of these (vLLM's default
+// "raw_logprobs"), so they describe the model, not the sampling settings.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "server/engine/sampler_rng.h"
+#include "server/engine/sampling_params.h"
+
+namespace tandem::engine {
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  bool operator==(const TokenLogprob&) const = default;
+};
+
+struct SampleResult {
+  int32_t token = 0;
+  // log-probability of `token` under the raw logits.
+  float logprob = 0.0f;
+  // the params.logprobs most likely tokens, most likely first (lower id
+  // first on ties); empty when logprobs were not asked for.
+  std::vector<TokenLogprob> top_logprobs;
+};
+
+// the tokens a request has seen, for the penalties. ids outside the vocab
+// are ignored.
+struct TokenHistory {
+  std::span<const int32_t> prompt;
+  std::span<const int32_t> output;
+};
+
+class Sampler {
+ public:
+  // samples one token from `logits` (one per vocab entry, not empty).
+  // `params` must be valid (SamplingParams::validate). a greedy request does
+  // not consume randomness; any other consumes exactly one draw of `rng`, so
+  // a request's tokens depend only on its seed and its logits.
+  SampleResult sample(std::span<const float> logits, const SamplingParams& params,
+                      const TokenHistory& history, SamplerRng& rng);
+
+  // applies the repetition, presence and frequency penalties of `params` to
+  // `logits` in place (the first step of sample()).
+  void applyPenalties(std::span<float> logits, const SamplingParams& params,
+                      const TokenHistory& history);
+
+ private:
+  int32_t argmax() const;
+  int32_t draw(const SamplingParams& params, SamplerRng& rng);
+  static std::vector<TokenLogprob> topLogprobs(std::span<const float> logits, int n,
+                                               double log_sum_exp);
+
+  // scratch reused across calls to avoid a vocab-sized allocation per token.
+  std::vector<float> work_;
+  std::vector<int32_t> counts_;
+  std::vector<uint8_t> seen_;
+  std::vector<int32_t> candidates_;
+  std::vector<double> probs_;
+};
+
+}  // namespace tandem::engine

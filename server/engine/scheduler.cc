@@ -1,0 +1,215 @@
+#include "server/engine/scheduler.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+
+namespace tandem::engine {
+
+Scheduler::Scheduler(SchedulerConfig config, kvcache::KvCacheManager& kv)
+    : config_(std::move(config)), kv_(kv), seed_source_(std::random_device{}()) {
+  TANDEM_CHECK(config_.max_num_seqs > 0 && config_.max_num_batched_tokens > 0);
+  TANDEM_CHECK(config_.chunk_size > 0 && config_.max_model_len > 1);
+}
+
+absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
+                                   SamplingParams params) {
+  if (requests_.contains(id)) {
+    return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
+  }
+  RETURN_IF_ERROR(params.validate());
+  const auto prompt_len = static_cast<int64_t>(prompt.size());
+  if (prompt_len == 0) return absl::InvalidArgumentError("the prompt is empty");
+  if (prompt_len >= config_.max_model_len) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the prompt has %d tokens but the model's context length is %d, leaving no "
+        "room to generate",
+        prompt_len, config_.max_model_len));
+  }
+  // the last token's KV is never computed, so a request at its longest
+  // stores final_len - 1 tokens; it must fit in the cache when alone.
+  const int64_t final_len =
+      std::min<int64_t>(prompt_len + params.max_tokens, config_.max_model_len);
+  const int blocks = kv_.blocksForTokens(final_len - 1);
+  if (blocks > kv_.numBlocks()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "prompt (%d tokens) plus max_tokens (%d) needs %d kv cache blocks but the "
+        "cache holds only %d (%d tokens); lower max_tokens or shorten the prompt",
+        prompt_len, params.max_tokens, blocks, kv_.numBlocks(),
+        static_cast<int64_t>(kv_.numBlocks()) * kv_.blockSize()));
+  }
+  const uint64_t seed = params.seed.value_or(seed_source_.next());
+  auto req = std::make_unique<Request>(id, std::move(prompt), std::move(params), seed);
+  waiting_.push_back(req.get());
+  requests_.emplace(id, std::move(req));
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::abort(SeqId id) {
+  Request* req = findRequest(id);
+  if (req == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("no live request %d", id));
+  }
+  // a row of the step in flight stays (the model computes it) but is skipped.
+  for (Scheduled& s : scheduled_) {
+    if (s.id == id) s.dropped = true;
+  }
+  finish(*req, FinishReason::kAbort);
+  return absl::OkStatus();
+}
+
+Request* Scheduler::findRequest(SeqId id) {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+Batch Scheduler::schedule() {
+  TANDEM_CHECK(!step_in_flight_);
+  scheduled_.clear();
+  int budget = config_.max_num_batched_tokens;
+  const int64_t preemptions_before = num_preemptions_;
+
+  // decodes first: they are cheap and keep streams flowing.
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Request& req = *running_[i];
+    if (req.numUncomputedTokens() == 1) scheduleRunning(req, 1, budget);
+  }
+  // then prefills already under way, oldest first. preemption only pops the
+  // back of running_, so indices before i stay valid.
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Request& req = *running_[i];
+    if (req.numUncomputedTokens() > 1) {
+      scheduleRunning(req, std::min(req.numUncomputedTokens(), config_.chunk_size), budget);
+    }
+  }
+  // no new admissions in a step that had to preempt: the cache is full.
+  if (num_preemptions_ == preemptions_before) admitWaiting(budget);
+
+  step_in_flight_ = true;
+  return buildBatch();
+}
+
+bool Scheduler::scheduleRunning(Request& req, int max_new, int& budget) {
+  const int n = std::min(max_new, budget);
+  while (!kv_.appendSlots(req.id, n).ok()) {
+    // every request fits alone (addRequest checks), so running_ is never
+    // empty here: at worst req itself is the victim.
+    TANDEM_CHECK(!running_.empty());
+    Request& victim = *running_.back();
+    preempt(victim, budget);
+    if (&victim == &req) return false;
+  }
+  scheduled_.push_back({req.id, n, req.num_computed_tokens + n == req.numTokens()});
+  budget -= n;
+  return true;
+}
+
+void Scheduler::preempt(Request& victim, int& budget) {
+  TANDEM_CHECK(!running_.empty() && running_.back() == &victim);
+  running_.pop_back();
+  // a victim already scheduled this step gives its tokens back.
+  auto it = std::find_if(scheduled_.begin(), scheduled_.end(),
+                         [&](const Scheduled& s) { return s.id == victim.id; });
+  if (it != scheduled_.end()) {
+    budget += it->num_new_tokens;
+    scheduled_.erase(it);
+  }
+  kv_.freeSequence(victim.id);
+  victim.num_computed_tokens = 0;
+  victim.state = RequestState::kWaiting;
+  ++victim.num_preemptions;
+  ++num_preemptions_;
+  waiting_.push_front(&victim);
+}
+
+void Scheduler::admitWaiting(int& budget) {
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int>(running_.size()) < config_.max_num_seqs) {
+    Request& req = *waiting_.front();
+    const int cached = kv_.allocatePrompt(req.id, req.tokens);
+    if (req.num_cached_tokens < 0) req.num_cached_tokens = cached;
+    const int n = std::min({req.numTokens() - cached, config_.chunk_size, budget});
+    if (!kv_.appendSlots(req.id, n).ok()) {
+      // FCFS: nobody jumps the queue; retry when blocks come back.
+      kv_.freeSequence(req.id);
+      break;
+    }
+    waiting_.pop_front();
+    req.num_computed_tokens = cached;
+    req.state = RequestState::kRunning;
+    running_.push_back(&req);
+    scheduled_.push_back({req.id, n, cached + n == req.numTokens()});
+    budget -= n;
+  }
+}
+
+Batch Scheduler::buildBatch() const {
+  Batch batch;
+  batch.seqs.reserve(scheduled_.size());
+  for (const Scheduled& s : scheduled_) {
+    const Request& req = *requests_.at(s.id);
+    SequenceChunk chunk;
+    chunk.seq_id = s.id;
+    chunk.start_pos = req.num_computed_tokens;
+    chunk.tokens.assign(req.tokens.begin() + chunk.start_pos,
+                        req.tokens.begin() + chunk.start_pos + s.num_new_tokens);
+    const auto table = kv_.blockTable(s.id);
+    chunk.block_table.assign(table.begin(), table.end());
+    chunk.needs_logits = s.needs_logits;
+    batch.seqs.push_back(std::move(chunk));
+  }
+  return batch;
+}
+
+std::vector<RequestOutput> Scheduler::onStepResult(std::span<const int32_t> sampled) {
+  TANDEM_CHECK(step_in_flight_);
+  step_in_flight_ = false;
+  std::vector<RequestOutput> outputs;
+  size_t row = 0;
+  for (const Scheduled& s : scheduled_) {
+    const bool has_row = s.needs_logits;
+    if (has_row) TANDEM_CHECK(row < sampled.size());
+    const int32_t token = has_row ? sampled[row++] : 0;
+    if (s.dropped) continue;
+    Request& req = *requests_.at(s.id);
+    req.num_computed_tokens += s.num_new_tokens;
+    kv_.commitFullBlocks(
+        req.id, std::span<const int32_t>(req.tokens).first(req.num_computed_tokens));
+    if (!has_row) continue;
+    req.tokens.push_back(token);
+    const FinishReason reason = checkStop(req, token);
+    outputs.push_back({req.id, token, reason, req.num_prompt_tokens, req.numOutputTokens(),
+                       std::max(req.num_cached_tokens, 0)});
+    if (reason != FinishReason::kNone) finish(req, reason);
+  }
+  TANDEM_CHECK(row == sampled.size());
+  scheduled_.clear();
+  return outputs;
+}
+
+FinishReason Scheduler::checkStop(const Request& req, int32_t token) const {
+  const auto contains = [token](const std::vector<int32_t>& ids) {
+    return std::find(ids.begin(), ids.end(), token) != ids.end();
+  };
+  if (!req.params.ignore_eos && contains(config_.eos_token_ids)) return FinishReason::kStop;
+  if (contains(req.params.stop_token_ids)) return FinishReason::kStop;
+  if (req.numOutputTokens() >= req.params.max_tokens) return FinishReason::kLength;
+  if (req.numTokens() >= config_.max_model_len) return FinishReason::kLength;
+  return FinishReason::kNone;
+}
+
+void Scheduler::finish(Request& req, FinishReason reason) {
+  kv_.freeSequence(req.id);
+  if (req.state == RequestState::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), &req));
+  } else if (req.state == RequestState::kWaiting) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &req));
+  }
+  req.state = RequestState::kFinished;
+  req.finish_reason = reason;
+  requests_.erase(req.id);  // destroys req.
+}
+
+}  // namespace tandem::engine

@@ -1,0 +1,129 @@
+// Continuous batching with chunked prefill (as vLLM v1's scheduler), over a
+// KvCacheManager and independent of the model.
+//
+// Each step shares a token budget (max_num_batched_tokens) between:
+//   1. running decodes, one token each, in admission order;
+//   2. running prefills still in progress, up to chunk_size tokens each;
+//   3. waiting requests, first come first served, while sequences, budget
+//      and KV blocks last. cached prompt prefix tokens cost nothing.
+// When the cache runs out of blocks for a running sequence, the most
+// recently admitted running sequence is preempted by recompute: its blocks
+// are freed and it goes back to the front of the waiting queue, to prefill
+// its prompt and output so far again later. So no request fails because the
+// cache is full; one that cannot fit even alone is refused by addRequest.
+//
+// Usage per step: batch = schedule(); run the model on it; sample one token
+// for each of batch's logit rows; onStepResult(tokens).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "kvcache/kv_cache_manager.h"
+#include "server/engine/batch.h"
+#include "server/engine/request.h"
+#include "server/engine/sampler_rng.h"
+#include "server/engine/sampling_params.h"
+
+namespace tandem::engine {
+
+struct SchedulerConfig {
+  // most sequences in one batch.
+  int max_num_seqs = 256;
+  // most tokens computed in one step, decodes and prefill chunks together.
+  int max_num_batched_tokens = 2048;
+  // most prompt tokens of one request computed in one step.
+  int chunk_size = 512;
+  // the model's context length: prompt plus output never exceed it.
+  int max_model_len = 4096;
+  // tokens that end generation unless a request sets ignore_eos.
+  std::vector<int32_t> eos_token_ids;
+};
+
+// what one step did to one request.
+struct RequestOutput {
+  SeqId id = 0;
+  // the token sampled this step, now the request's last output token.
+  int32_t token = 0;
+  FinishReason finish_reason = FinishReason::kNone;
+  int num_prompt_tokens = 0;
+  int num_output_tokens = 0;
+  int num_cached_tokens = 0;
+
+  bool finished() const { return finish_reason != FinishReason::kNone; }
+};
+
+class Scheduler {
+ public:
+  // `kv` is not owned and must outlive the scheduler; the scheduler is its
+  // only user. config values must be positive.
+  Scheduler(SchedulerConfig config, kvcache::KvCacheManager& kv);
+
+  // queues a request. fails, queuing nothing, with AlreadyExists for an id
+  // in use, InvalidArgument for invalid params, an empty prompt, a prompt
+  // with no room left in max_model_len, or a request whose prompt plus
+  // max_tokens needs more KV blocks than the whole cache holds.
+  absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params);
+
+  // cancels a waiting or running request and frees its blocks. when it is
+  // in the step in flight, onStepResult skips its row. NotFound when unknown
+  // or already finished.
+  absl::Status abort(SeqId id);
+
+  // the next step's batch (empty when nothing can run). the previous
+  // batch's onStepResult must have been called.
+  Batch schedule();
+
+  // takes the sampled tokens for the last batch's logit rows, in row order,
+  // appends them, commits newly full blocks to the prefix cache, finishes
+  // requests that stopped (freeing their blocks) and returns one output per
+  // sampled token of a live request, in row order.
+  std::vector<RequestOutput> onStepResult(std::span<const int32_t> sampled);
+
+  // the live request, or null. the engine reads its params, tokens and rng
+  // to sample its logit row.
+  Request* findRequest(SeqId id);
+
+  int numWaiting() const { return static_cast<int>(waiting_.size()); }
+  int numRunning() const { return static_cast<int>(running_.size()); }
+  bool hasUnfinished() const { return !requests_.empty(); }
+  int64_t numPreemptions() const { return num_preemptions_; }
+
+ private:
+  struct Scheduled {
+    SeqId id;
+    int num_new_tokens;
+    bool needs_logits;
+    // aborted while in flight: its row is skipped.
+    bool dropped = false;
+  };
+
+  // schedules up to `max_new` tokens of a running request, preempting from
+  // the back of running_ until its slots fit. false when it was preempted.
+  bool scheduleRunning(Request& req, int max_new, int& budget);
+  void preempt(Request& victim, int& budget);
+  // admits waiting requests while sequences, budget and blocks last.
+  void admitWaiting(int& budget);
+  void finish(Request& req, FinishReason reason);
+  FinishReason checkStop(const Request& req, int32_t token) const;
+  Batch buildBatch() const;
+
+  const SchedulerConfig config_;
+  kvcache::KvCacheManager& kv_;
+  absl::flat_hash_map<SeqId, std::unique_ptr<Request>> requests_;
+  std::deque<Request*> waiting_;
+  // admission order: the back is the next preemption victim.
+  std::vector<Request*> running_;
+  std::vector<Scheduled> scheduled_;
+  bool step_in_flight_ = false;
+  int64_t num_preemptions_ = 0;
+  // seeds requests that bring no seed of their own.
+  SamplerRng seed_source_;
+};
+
+}  // namespace tandem::engine

@@ -1,0 +1,167 @@
+// The model runner reproduces llama.cpp's greedy continuations of
+// stories260K token for token: from the GGUF and the HF directory, with 1
+// and 2 threads, with whole and chunked prefill, one sequence at a time and
+// all eight batched together.
+#include "server/engine/model_runner.h"
+
+#include <algorithm>
+#include <fstream>
+#include <tuple>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "nlohmann/json.hpp"
+#include "tests/test_paths.h"
+
+namespace tandem::engine {
+namespace {
+
+constexpr int kBlockSize = 16;
+constexpr int kBlocksPerSeq = 8;
+constexpr int kNumSeqs = 8;
+
+struct OracleCase {
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> completion;
+};
+
+std::vector<OracleCase> loadOracle() {
+  std::ifstream in(testing::sourceDir() + "/models/stories260K/greedy_oracle.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::vector<OracleCase> out;
+  for (const auto& c : j.at("cases")) {
+    out.push_back({c.at("prompt_ids").get<std::vector<int32_t>>(),
+                   c.at("completion_ids").get<std::vector<int32_t>>()});
+  }
+  return out;
+}
+
+int32_t argmax(const float* row, int n) {
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
+
+std::vector<int32_t> blocksOf(int seq) {
+  std::vector<int32_t> table(kBlocksPerSeq);
+  for (int b = 0; b < kBlocksPerSeq; ++b) table[b] = seq * kBlocksPerSeq + b;
+  return table;
+}
+
+// (model path, threads, prefill chunk size; 0 = whole prompt)
+using RunnerParam = std::tuple<std::string, int, int>;
+
+class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
+ protected:
+  void SetUp() override {
+    const auto& [path, threads, chunk] = GetParam();
+    auto weights = model::ModelWeights::load(path == "gguf" ? testing::storiesGguf()
+                                                            : testing::storiesHfDir());
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    weights_ = std::move(*weights);
+    auto backend = kernels::cpu::CpuBackend::create({.num_threads = threads});
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+    auto runner = ModelRunner::create(*weights_, *backend_, kNumSeqs * kBlocksPerSeq, kBlockSize);
+    ASSERT_TRUE(runner.ok()) << runner.status();
+    runner_ = std::move(*runner);
+    chunk_ = chunk;
+    oracle_ = loadOracle();
+    ASSERT_EQ(oracle_.size(), static_cast<size_t>(kNumSeqs));
+  }
+
+  // the prefill of every sequence in `seqs` as chunks; one batch per round,
+  // holding the next chunk of each sequence that has prompt left.
+  std::vector<Batch> prefillBatches(const std::vector<int>& seqs) const {
+    std::vector<Batch> batches;
+    for (int start = 0;; start += (chunk_ == 0 ? 1 << 30 : chunk_)) {
+      Batch b;
+      for (int s : seqs) {
+        const std::vector<int32_t>& p = oracle_[s].prompt;
+        if (start >= static_cast<int>(p.size())) continue;
+        const int end = chunk_ == 0 ? static_cast<int>(p.size())
+                                    : std::min<int>(p.size(), start + chunk_);
+        b.seqs.push_back({static_cast<SeqId>(s), {p.begin() + start, p.begin() + end}, start,
+                          blocksOf(s), end == static_cast<int>(p.size())});
+      }
+      if (b.seqs.empty()) break;
+      batches.push_back(std::move(b));
+    }
+    return batches;
+  }
+
+  // greedy-decodes the sequences in `seqs` together and checks every token.
+  void expectOracle(const std::vector<int>& seqs) {
+    const int vocab = runner_->config().vocab_size;
+    std::vector<std::vector<int32_t>> generated(kNumSeqs);
+    std::vector<float> logits;
+    for (const Batch& b : prefillBatches(seqs)) {
+      ASSERT_TRUE(runner_->forward(b, &logits).ok());
+      int row = 0;
+      for (const SequenceChunk& c : b.seqs) {
+        if (c.needs_logits) generated[c.seq_id].push_back(argmax(&logits[row++ * vocab], vocab));
+      }
+    }
+    const size_t want = oracle_[seqs[0]].completion.size();
+    while (generated[seqs[0]].size() < want) {
+      Batch b;
+      for (int s : seqs) {
+        const int pos = static_cast<int>(oracle_[s].prompt.size() + generated[s].size()) - 1;
+        b.seqs.push_back({static_cast<SeqId>(s), {generated[s].back()}, pos, blocksOf(s), true});
+      }
+      ASSERT_TRUE(runner_->forward(b, &logits).ok());
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        generated[seqs[i]].push_back(argmax(&logits[i * vocab], vocab));
+      }
+    }
+    for (int s : seqs) EXPECT_EQ(generated[s], oracle_[s].completion) << "prompt " << s;
+  }
+
+  model::ModelWeightsPtr weights_;
+  kernels::cpu::CpuBackendPtr backend_;
+  ModelRunnerPtr runner_;
+  int chunk_ = 0;
+  std::vector<OracleCase> oracle_;
+};
+
+TEST_P(ModelRunnerTest, ReproducesGreedyOracleOneSequenceAtATime) {
+  for (int s = 0; s < kNumSeqs; ++s) expectOracle({s});
+}
+
+TEST_P(ModelRunnerTest, ReproducesGreedyOracleWithAllSequencesBatched) {
+  std::vector<int> all(kNumSeqs);
+  for (int s = 0; s < kNumSeqs; ++s) all[s] = s;
+  expectOracle(all);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stories, ModelRunnerTest,
+    ::testing::Combine(::testing::Values("gguf", "hf"), ::testing::Values(1, 2),
+                       ::testing::Values(0, 7)),
+    [](const ::testing::TestParamInfo<RunnerParam>& info) {
+      return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) +
+             "threads_" +
+             (std::get<2>(info.param) == 0 ? std::string("whole")
+                                           : "chunk" + std::to_string(std::get<2>(info.param)));
+    });
+
+TEST(ModelRunnerValidationTest, RejectsBadTokensAndShortBlockTables) {
+  auto weights = model::ModelWeights::load(testing::storiesGguf());
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  auto backend = kernels::cpu::CpuBackend::create({.num_threads = 1});
+  ASSERT_TRUE(backend.ok());
+  auto runner = ModelRunner::create(**weights, **backend, 4, kBlockSize);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  std::vector<float> logits;
+  Batch bad_token{{{1, {1, 100000}, 0, {0}, true}}};
+  EXPECT_EQ((*runner)->forward(bad_token, &logits).code(), absl::StatusCode::kInvalidArgument);
+  Batch short_table{{{1, std::vector<int32_t>(20, 5), 0, {0}, true}}};
+  EXPECT_EQ((*runner)->forward(short_table, &logits).code(), absl::StatusCode::kInvalidArgument);
+  Batch bad_block{{{1, {1, 2}, 0, {4}, true}}};
+  EXPECT_EQ((*runner)->forward(bad_block, &logits).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ModelRunner::create(**weights, **backend, 0, kBlockSize).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*runner)->kvLayout().blockBytes(),
+            static_cast<size_t>(kBlockSize) * 4 * 8 * 2 * 5 * sizeof(float));
+}
+
+}  // namespace
+}  // namespace tandem::engine
