@@ -137,6 +137,7 @@ absl::Status runGenerate(GenerateArgs args) {
     }
     if (jobs.empty()) return absl::InvalidArgumentError(absl::StrCat(args.batch_file, ": no prompts"));
   } else {
+    if (args.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty: give --prompt, --prompt-ids or --batch");
     Job job;
     job.prompt = tok->encode(args.prompt, true);
     jobs.push_back(std::move(job));

@@ -1,7 +1,4 @@
 // `tandem model ...` run as a subprocess, checked on its exact output.
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -10,6 +7,7 @@
 #include "common/mapped_file.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/cli/cli_runner.h"
 #include "tests/test_paths.h"
 
 namespace tandem {
@@ -17,39 +15,14 @@ namespace {
 
 using nlohmann::json;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string shellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using testing::CommandResult;
 
 class ModelCommandTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = testing::makeTempDir(); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  CommandResult tandem(const std::vector<std::string>& args) {
-    std::string cmd = shellQuote(testing::tandemBinary());
-    for (const auto& a : args) cmd += " " + shellQuote(a);
-    std::string err_path = dir_ + "/stderr";
-    cmd += " 2>" + shellQuote(err_path) + " </dev/null";
-    CommandResult r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = readFile(err_path).value_or("");
-    return r;
-  }
+  CommandResult tandem(const std::vector<std::string>& args) { return testing::runTandem(args, dir_); }
 
   template <class Json>
   std::string writeJson(const std::string& name, const Json& j) {
@@ -66,8 +39,10 @@ class ModelCommandTest : public ::testing::Test {
 };
 
 TEST_F(ModelCommandTest, TokenizeReproducesOraclePromptIdsFromBothFormats) {
+  const json cases = oracle()["cases"];
+  ASSERT_EQ(cases.size(), 8u);
   for (const std::string& model : {testing::storiesGguf(), testing::storiesHfDir()}) {
-    for (const auto& c : oracle()["cases"]) {
+    for (const auto& c : cases) {
       CommandResult r = tandem({"model", "tokenize", "--model", model, "--text", c["prompt"]});
       ASSERT_EQ(r.exit_code, 0) << r.err;
       EXPECT_EQ(json::parse(r.out), c["prompt_ids"]) << model << ": " << c["prompt"];
