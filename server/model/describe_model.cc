@@ -45,6 +45,9 @@ void describeConfig(const ModelConfig& c, std::string* out) {
         "original_max_position_embeddings %d)\n",
         c.rope_factor, c.rope_low_freq_factor, c.rope_high_freq_factor,
         c.rope_original_max_position));
+  } else if (c.rope_scaling == RopeScaling::kFreqFactors) {
+    absl::StrAppend(out, "rope_scaling: per-pair frequency factors from rope_freqs.weight [",
+                    absl::StrJoin(c.rope_freq_factors, ", "), "]\n");
   } else {
     absl::StrAppend(out, "rope_scaling: none\n");
   }

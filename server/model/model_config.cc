@@ -1,6 +1,8 @@
 #include "server/model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <string_view>
 
@@ -9,6 +11,7 @@
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 #include "server/model/gguf_file.h"
+#include "server/model/tensor_layout.h"
 
 namespace tandem::model {
 
@@ -157,8 +160,25 @@ absl::StatusOr<ModelConfig> parseHf(const json& j, const std::string& source) {
   RETURN_IF_ERROR(f.readBool("attention_bias", &c.attention_bias));
   RETURN_IF_ERROR(f.readInt("bos_token_id", &c.bos_token_id));
   RETURN_IF_ERROR(f.readIds("eos_token_id", &c.eos_token_ids));
+  if (c.rope_scaling == RopeScaling::kLlama3 && c.head_dim > 0) {
+    c.rope_freq_factors = c.llama3RopeFreqFactors();
+  }
   c.rope_style = RopeStyle::kHalf;
   return c;
+}
+
+// llama.cpp's rope_freqs.weight: F32 [rope dims / 2] per-pair factors.
+absl::Status readRopeFreqs(const GgufTensorInfo& t, int head_dim, const std::string& source,
+                           ModelConfig* c) {
+  if (t.dtype != DType::kF32 || t.shape != std::vector<int64_t>{head_dim / 2}) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": rope_freqs.weight must be f32 [", head_dim / 2, "], got ",
+        std::string(dtypeName(t.dtype)), " ", shapeString(t.shape)));
+  }
+  c->rope_freq_factors.resize(head_dim / 2);
+  std::memcpy(c->rope_freq_factors.data(), t.data, c->rope_freq_factors.size() * sizeof(float));
+  c->rope_scaling = RopeScaling::kFreqFactors;
+  return absl::OkStatus();
 }
 
 absl::Status validateAs(const ModelConfig& c, const std::string& source) {
@@ -250,9 +270,8 @@ absl::StatusOr<ModelConfig> ModelConfig::fromGguf(const GgufFile& g) {
     return absl::UnimplementedError(absl::StrCat(source, ": partial rotary embedding (",
                                                  rope_dims, " of ", c.head_dim, " dims)"));
   }
-  if (g.findTensor("rope_freqs.weight") != nullptr) {
-    return absl::UnimplementedError(
-        absl::StrCat(source, ": rope_freqs.weight (llama3 rope scaling in GGUF) is not supported"));
+  if (const GgufTensorInfo* t = g.findTensor("rope_freqs.weight"); t != nullptr) {
+    RETURN_IF_ERROR(readRopeFreqs(*t, c.head_dim, source, &c));
   }
   // vocab: the embedding rows, else the declared size, else the token list.
   if (const GgufTensorInfo* emb = g.findTensor("token_embd.weight");
@@ -310,11 +329,46 @@ absl::Status ModelConfig::validate() const {
     return bad("llama3 rope_scaling needs factor >= 1, high_freq_factor > low_freq_factor "
                "and original_max_position_embeddings > 0");
   }
+  if (rope_scaling != RopeScaling::kNone || !rope_freq_factors.empty()) {
+    if (rope_freq_factors.size() != static_cast<size_t>(head_dim / 2)) {
+      return bad("rope scaling needs ", head_dim / 2, " frequency factors, got ",
+                 rope_freq_factors.size());
+    }
+    for (float f : rope_freq_factors) {
+      if (!(f > 0.0f) || !std::isfinite(f)) return bad("a rope frequency factor is not positive");
+    }
+  }
   if (bos_token_id >= vocab_size) return bad("bos_token_id ", bos_token_id, " >= vocab_size");
   for (int id : eos_token_ids) {
     if (id < 0 || id >= vocab_size) return bad("eos_token_id ", id, " outside the vocabulary");
   }
   return absl::OkStatus();
+}
+
+std::vector<float> ModelConfig::llama3RopeFreqFactors() const {
+  const int half = head_dim / 2;
+  const double old_len = rope_original_max_position;
+  const double low_wavelen = old_len / rope_low_freq_factor;
+  const double high_wavelen = old_len / rope_high_freq_factor;
+  std::vector<float> factors(half);
+  for (int i = 0; i < half; ++i) {
+    // the inverse frequency rounded to f32 first, as the kernels and the
+    // converter (torch f32) hold it
+    const float inv = static_cast<float>(1.0 / std::pow(static_cast<double>(rope_theta), 2.0 * i / head_dim));
+    const double wavelen = 2.0 * M_PI / inv;
+    double factor;
+    if (wavelen < high_wavelen) {
+      factor = 1.0;
+    } else if (wavelen > low_wavelen) {
+      factor = rope_factor;
+    } else {
+      const double smooth = (old_len / wavelen - rope_low_freq_factor) /
+                            (rope_high_freq_factor - rope_low_freq_factor);
+      factor = 1.0 / ((1.0 - smooth) / rope_factor + smooth);
+    }
+    factors[i] = static_cast<float>(factor);
+  }
+  return factors;
 }
 
 int64_t ModelConfig::parameterCount() const {

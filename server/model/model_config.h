@@ -13,7 +13,11 @@ namespace tandem::model {
 
 class GgufFile;
 
-enum class RopeScaling : uint8_t { kNone, kLlama3 };
+// kLlama3: an HF config's llama3 rope_scaling (parameters below, and the
+// per-pair factors they imply); kFreqFactors: a GGUF rope_freqs.weight
+// tensor, which holds the per-pair factors alone (llama.cpp's converter
+// bakes llama3 scaling into it and keeps no parameters).
+enum class RopeScaling : uint8_t { kNone, kLlama3, kFreqFactors };
 
 // How rotary pairs are formed. HF checkpoints use rotate-half (dims i and
 // i + head_dim/2, "neox"); llama.cpp's GGUF llama layout keeps Meta's
@@ -40,6 +44,11 @@ struct ModelConfig {
   float rope_low_freq_factor = 1.0f;
   float rope_high_freq_factor = 4.0f;
   int rope_original_max_position = 8192;
+  // head_dim / 2 divisors of the rotary inverse frequencies: pair i rotates
+  // by position * base_inv_freq[i] / rope_freq_factors[i]. Set whenever
+  // rope_scaling is not kNone, so a runner needs nothing else; empty
+  // otherwise.
+  std::vector<float> rope_freq_factors;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // qwen2: q/k/v projections have biases
   bool qk_norm = false;         // qwen3: RMSNorm over each head of q and k
@@ -57,6 +66,12 @@ struct ModelConfig {
   // token embedding shape (vocab size) and which tensors exist (bias, tied
   // output). The result is validated.
   static absl::StatusOr<ModelConfig> fromGguf(const GgufFile& gguf);
+
+  // the llama3 per-pair factors for this config's theta, head_dim and llama3
+  // parameters, computed as llama.cpp's convert_hf_to_gguf.py writes them
+  // into rope_freqs.weight: 1 for short wavelengths, rope_factor for long
+  // ones, 1 / ((1 - s) / factor + s) between.
+  std::vector<float> llama3RopeFreqFactors() const;
 
   // checks that the shapes are positive and consistent (heads divide, etc).
   absl::Status validate() const;

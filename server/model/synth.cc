@@ -1,5 +1,6 @@
 #include "server/model/synth.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 #include "server/model/gguf_writer.h"
+#include "server/model/hf_tokenizer_from_gguf.h"
 #include "server/model/safetensors_writer.h"
 #include "server/model/synth_vocab.h"
 #include "server/model/tensor_layout.h"
@@ -76,6 +78,17 @@ absl::StatusOr<ModelConfig> synthConfig(const SynthShape& s, const SynthVocab& v
   c.qk_norm = s.arch == "qwen3";
   c.tie_word_embeddings = false;
   c.vocab_size = s.vocab;
+  if (s.rope_scaling == "llama3") {
+    if (s.arch != "llama" && s.arch != "mistral") {
+      return absl::InvalidArgumentError("rope_scaling=llama3 needs arch=llama or arch=mistral");
+    }
+    c.rope_scaling = RopeScaling::kLlama3;
+    c.rope_factor = 8.0f;
+    c.rope_low_freq_factor = 1.0f;
+    c.rope_high_freq_factor = 4.0f;
+    c.rope_original_max_position = 8192;
+    c.rope_freq_factors = c.llama3RopeFreqFactors();
+  }
   if (vocab.size > 0) {
     if (s.vocab == 0) c.vocab_size = vocab.size;
     if (c.vocab_size < vocab.size) {
@@ -98,11 +111,6 @@ absl::StatusOr<ModelConfig> synthConfig(const SynthShape& s, const SynthVocab& v
 }
 
 absl::Status writeHf(const SynthOptions& o, const ModelConfig& c, const SynthVocab& vocab) {
-  if (vocab.kind == SynthVocab::Kind::kGguf) {
-    return absl::UnimplementedError(
-        "an HF model with a vocabulary from a GGUF file (tokenizer.json cannot be written yet); "
-        "use --vocab-from with an HF tokenizer directory");
-  }
   std::error_code ec;
   fs::create_directories(o.out, ec);
   if (ec) return absl::InternalError(absl::StrCat(o.out, ": ", ec.message()));
@@ -124,6 +132,13 @@ absl::Status writeHf(const SynthOptions& o, const ModelConfig& c, const SynthVoc
       {"tie_word_embeddings", c.tie_word_embeddings},
       {"torch_dtype", torchDtype(o.dtype)},
   };
+  if (c.rope_scaling == RopeScaling::kLlama3) {
+    cfg["rope_scaling"] = {{"rope_type", "llama3"},
+                           {"factor", c.rope_factor},
+                           {"low_freq_factor", c.rope_low_freq_factor},
+                           {"high_freq_factor", c.rope_high_freq_factor},
+                           {"original_max_position_embeddings", c.rope_original_max_position}};
+  }
   ordered_json gen = {{"do_sample", false}};
   if (c.bos_token_id >= 0) cfg["bos_token_id"] = gen["bos_token_id"] = c.bos_token_id;
   if (!c.eos_token_ids.empty()) {
@@ -141,6 +156,8 @@ absl::Status writeHf(const SynthOptions& o, const ModelConfig& c, const SynthVoc
       ASSIGN_OR_RETURN(std::string text, readFile(from.string()));
       RETURN_IF_ERROR(writeFile((fs::path(o.out) / name).string(), text));
     }
+  } else if (vocab.kind == SynthVocab::Kind::kGguf) {
+    RETURN_IF_ERROR(writeHfTokenizerFromGguf(*vocab.gguf, o.out));
   }
   std::vector<ExpectedTensor> tensors = expectedTensors(c);
   std::vector<uint64_t> keys;
@@ -182,6 +199,11 @@ absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthV
   w.setU32(p + "vocab_size", c.vocab_size);
   w.setU32("general.file_type", ggufFileType(o.dtype));
   RETURN_IF_ERROR(addGgufVocab(vocab, c, &w));
+  // llama3 scaling is the rope_freqs tensor, first as llama.cpp writes it.
+  const size_t extra = c.rope_freq_factors.empty() ? 0 : 1;
+  if (extra > 0) {
+    w.addTensor("rope_freqs.weight", DType::kF32, {static_cast<int64_t>(c.rope_freq_factors.size())});
+  }
   std::vector<ExpectedTensor> tensors = expectedTensors(c);
   std::vector<uint64_t> keys;
   for (const ExpectedTensor& e : tensors) {
@@ -199,6 +221,11 @@ absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthV
   std::error_code ec;
   if (!parent.empty()) fs::create_directories(parent, ec);
   return w.write(o.out, [&](size_t t, uint64_t first, size_t count, float* out) {
+    if (t < extra) {
+      std::copy_n(c.rope_freq_factors.begin() + first, count, out);
+      return;
+    }
+    t -= extra;
     const ExpectedTensor& e = tensors[t];
     const bool qk = permute && isQk(e.name);
     for (size_t i = 0; i < count; ++i) {
@@ -222,6 +249,14 @@ absl::StatusOr<SynthShape> parseShape(const std::string& spec) {
     std::vector<absl::string_view> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
     if (kv.size() != 2) {
       return absl::InvalidArgumentError(absl::StrCat("shape: expected key=value, got '", part, "'"));
+    }
+    if (kv[0] == "rope_scaling") {
+      if (kv[1] != "llama3" && kv[1] != "none") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("shape: unsupported rope_scaling '", kv[1], "' (llama3, none)"));
+      }
+      s.rope_scaling = kv[1] == "none" ? "" : std::string(kv[1]);
+      continue;
     }
     if (kv[0] == "arch") {
       s.arch = std::string(kv[1]);

@@ -21,6 +21,11 @@ struct SynthShape {
   int head_dim = 0;  // 0: dim / heads
   int max_pos = 2048;
   std::string arch = "llama";  // llama, mistral, qwen2, qwen3
+  // "llama3": Llama 3.1's rope scaling (factor 8, low_freq_factor 1,
+  // high_freq_factor 4, original_max_position_embeddings 8192), as an HF
+  // rope_scaling object or a GGUF rope_freqs.weight tensor; llama and
+  // mistral only (llama.cpp reads rope_freqs for those). Empty: none.
+  std::string rope_scaling;
 };
 
 struct SynthOptions {
@@ -35,7 +40,8 @@ struct SynthOptions {
 };
 
 // parses "dim=768,layers=12,heads=12,kv_heads=12,ffn=2048,vocab=32000"
-// (also head_dim=, max_pos=, arch=). InvalidArgument naming the bad part.
+// (also head_dim=, max_pos=, arch=, rope_scaling=llama3). InvalidArgument
+// naming the bad part.
 absl::StatusOr<SynthShape> parseShape(const std::string& spec);
 
 // writes the model. The same options give byte-identical files. Weights are
@@ -43,7 +49,9 @@ absl::StatusOr<SynthShape> parseShape(const std::string& spec);
 // (seed, HF tensor name, element), so the HF and GGUF files of one seed hold
 // the same model (GGUF q/k rows permuted to llama.cpp's interleaved layout);
 // norm weights are 1 and biases 0. In GGUF, 1-D tensors are always f32, as
-// llama.cpp's converter writes them.
+// llama.cpp's converter writes them. With --vocab-from, the tokenizer is
+// copied when the formats match and converted when they do not (an HF
+// tokenizer.json into GGUF keys, a GGUF vocabulary into tokenizer.json).
 absl::Status writeSynthModel(const SynthOptions& options);
 
 }  // namespace tandem::model

@@ -7,6 +7,7 @@
 #include "common/mapped_file.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
+#include "server/model/gguf_vocab_from_hf.h"
 #include "server/model/gguf_writer.h"
 
 namespace tandem::model {
@@ -17,29 +18,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr int kUnusedTokenType = 5;  // llama.cpp's LLAMA_TOKEN_TYPE_UNUSED
-
-// the id of a special token given as "<s>" or {"content": "<s>"}; -1 if unknown.
-int specialId(const json& cfg, const char* key, const json& vocab, const json& added) {
-  auto it = cfg.find(key);
-  if (it == cfg.end()) return -1;
-  std::string text;
-  if (it->is_string()) text = it->get<std::string>();
-  else if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
-    text = (*it)["content"].get<std::string>();
-  if (text.empty()) return -1;
-  if (added.is_array()) {
-    for (const json& t : added) {
-      if (t.is_object() && t.value("content", "") == text && t.contains("id") &&
-          t["id"].is_number_integer()) {
-        return t["id"].get<int>();
-      }
-    }
-  }
-  if (vocab.is_object() && vocab.contains(text) && vocab[text].is_number_integer()) {
-    return vocab[text].get<int>();
-  }
-  return -1;
-}
 
 absl::StatusOr<SynthVocab> loadHfVocab(const std::string& dir) {
   SynthVocab v;
@@ -74,8 +52,8 @@ absl::StatusOr<SynthVocab> loadHfVocab(const std::string& dir) {
     ASSIGN_OR_RETURN(std::string cfg_text, readFile(cfg_path));
     json cfg = json::parse(cfg_text, nullptr, false);
     if (cfg.is_object()) {
-      v.bos = specialId(cfg, "bos_token", vocab, added);
-      if (int eos = specialId(cfg, "eos_token", vocab, added); eos >= 0) v.eos.push_back(eos);
+      v.bos = hfSpecialTokenId(cfg, "bos_token", vocab, added);
+      if (int eos = hfSpecialTokenId(cfg, "eos_token", vocab, added); eos >= 0) v.eos.push_back(eos);
     }
   }
   return v;
@@ -113,9 +91,7 @@ absl::Status addGgufVocab(const SynthVocab& vocab, const ModelConfig& config, Gg
       w->setString("tokenizer.ggml.model", "no_vocab");
       return absl::OkStatus();
     case SynthVocab::Kind::kHfDir:
-      return absl::UnimplementedError(absl::StrCat(
-          "converting the HF tokenizer.json of ", vocab.source,
-          " into GGUF tokenizer keys is not implemented; use --vocab-from with a .gguf"));
+      return addGgufVocabFromHf(vocab.source, config.vocab_size, w);
     case SynthVocab::Kind::kGguf:
       break;
   }

@@ -31,8 +31,8 @@ absl::StatusOr<SynthVocab> loadSynthVocab(const std::string& path);
 // adds the tokenizer.* keys for `vocab` to a GGUF being written: every
 // tokenizer.* key of a GGUF source (token arrays padded with unused
 // "[PAD<i>]" tokens up to config.vocab_size, as llama.cpp's converter does),
-// or tokenizer.ggml.model = "no_vocab" without one. An HF tokenizer.json
-// source is Unimplemented.
+// the keys converted from an HF tokenizer directory (gguf_vocab_from_hf.h),
+// or tokenizer.ggml.model = "no_vocab" without one.
 absl::Status addGgufVocab(const SynthVocab& vocab, const ModelConfig& config, GgufWriter* writer);
 
 }  // namespace tandem::model

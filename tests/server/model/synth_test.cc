@@ -1,5 +1,6 @@
 #include "server/model/synth.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -172,6 +173,46 @@ TEST_F(SynthTest, CopiesTheHfTokenizerFiles) {
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ((*w)->config().bos_token_id, 1);
   EXPECT_EQ((*w)->config().eos_token_ids, std::vector<int>{2});
+}
+
+TEST_F(SynthTest, WritesLlama3RopeScalingThatBothLoadersRead) {
+  // head_dim 16, theta 1e4: pairs 0-5 have wavelengths under 8192 / 4 (kept),
+  // pair 7 over 8192 (divided by 8), pair 6 (2 pi 1000) in between.
+  const double smooth = (8192.0 / (2 * M_PI * 1000.0) - 1.0) / 3.0;
+  const float middle = static_cast<float>(1.0 / ((1.0 - smooth) / 8.0 + smooth));
+  std::vector<float> factors;
+  for (auto format : {SynthOptions::Format::kHf, SynthOptions::Format::kGguf}) {
+    SynthOptions o = options("rope", format, DType::kF32);
+    o.shape.rope_scaling = "llama3";
+    ASSERT_TRUE(writeSynthModel(o).ok());
+    auto w = ModelWeights::load(o.out);
+    ASSERT_TRUE(w.ok()) << w.status();
+    const ModelConfig& c = (*w)->config();
+    ASSERT_EQ(c.rope_freq_factors.size(), 8u);
+    EXPECT_EQ(c.rope_freq_factors[0], 1.0f);
+    EXPECT_EQ(c.rope_freq_factors[5], 1.0f);
+    EXPECT_NEAR(c.rope_freq_factors[6], middle, 1e-6f);
+    EXPECT_EQ(c.rope_freq_factors[7], 8.0f);
+    if (format == SynthOptions::Format::kHf) {
+      EXPECT_EQ(c.rope_scaling, RopeScaling::kLlama3);
+      EXPECT_EQ(c.rope_factor, 8.0f);
+      EXPECT_EQ(c.rope_original_max_position, 8192);
+      factors = c.rope_freq_factors;
+    } else {
+      EXPECT_EQ(c.rope_scaling, RopeScaling::kFreqFactors);
+      EXPECT_EQ(c.rope_freq_factors, factors);  // the same floats, bit for bit
+      EXPECT_NE((*w)->find("rope_freqs.weight"), nullptr);
+    }
+  }
+}
+
+TEST_F(SynthTest, RejectsLlama3RopeScalingForQwen) {
+  auto shape = parseShape("dim=64,layers=1,heads=4,ffn=128,vocab=64,arch=qwen3,rope_scaling=llama3");
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  SynthOptions o = options("qwen-rope", SynthOptions::Format::kGguf, DType::kF32);
+  o.shape = *shape;
+  EXPECT_EQ(writeSynthModel(o).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(parseShape("dim=64,layers=1,heads=4,ffn=128,rope_scaling=yarn").ok());
 }
 
 }  // namespace
