@@ -225,9 +225,10 @@ void registerModelCommand(CLI::App& app) {
   synth->add_option("--out", sargs->out, "output directory (hf) or .gguf file")->required();
   synth->add_option("--format", sargs->format, "hf or gguf")->required();
   synth->add_option("--shape", sargs->shape,
-                    "e.g. dim=768,layers=12,heads=12,kv_heads=12,ffn=2048,vocab=32000")->required();
+                    "e.g. dim=768,layers=12,heads=12,kv_heads=12,ffn=2048,vocab=32000 "
+                    "(also head_dim=, max_pos=, arch=llama|mistral|qwen2|qwen3, rope_scaling=llama3)")->required();
   synth->add_option("--dtype", sargs->dtype, "f32, f16 or bf16")->capture_default_str();
-  synth->add_option("--vocab-from", sargs->vocab_from, "copy the tokenizer of an HF dir or .gguf");
+  synth->add_option("--vocab-from", sargs->vocab_from, "take the tokenizer of an HF dir (tokenizer.json) or a .gguf, converting between formats as needed");
   synth->add_option("--seed", sargs->seed, "random seed")->capture_default_str();
   setAction(synth, [sargs] { return runSynth(*sargs); });
 }

@@ -87,7 +87,10 @@ TEST_P(StoriesTokenizerTest, EncodesEveryOraclePromptWithBos) {
 TEST_P(StoriesTokenizerTest, DecodesEveryOracleCompletion) {
   TokenizerPtr tok = load();
   ASSERT_NE(tok, nullptr);
-  for (const auto& c : oracle()["cases"]) {
+  // a local: a range-for over a member of a temporary would dangle.
+  const nlohmann::json cases = oracle()["cases"];
+  ASSERT_EQ(cases.size(), 8u);
+  for (const auto& c : cases) {
     std::string prompt = c["prompt"], completion = c["completion_text"];
     auto prompt_ids = c["prompt_ids"].get<std::vector<TokenId>>();
     auto completion_ids = c["completion_ids"].get<std::vector<TokenId>>();
