@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include <span>
 #include <string_view>
 
@@ -40,6 +41,10 @@ struct RopeParams {
   float low_freq_factor = 1.0f;
   float high_freq_factor = 4.0f;
   int original_max_position = 8192;
+  // per-pair divisors of the inverse frequencies (llama.cpp's rope_freqs
+  // tensor, as GGUF stores llama3 scaling); when set, they replace the
+  // llama3 formula above. Empty = none.
+  std::vector<float> freq_factors;
 };
 
 // a KV storage: num_blocks blocks laid out as kvcache::KvLayout describes.

@@ -16,6 +16,11 @@ std::vector<float> ropeInverseFrequencies(const RopeParams& params) {
     inv[i] = static_cast<float>(1.0 / std::pow(static_cast<double>(params.theta),
                                                2.0 * i / params.head_dim));
   }
+  if (!params.freq_factors.empty()) {
+    TANDEM_CHECK(static_cast<int>(params.freq_factors.size()) == half);
+    for (int i = 0; i < half; ++i) inv[i] /= params.freq_factors[i];
+    return inv;
+  }
   if (!params.llama3_scaling) return inv;
   const double old_len = params.original_max_position;
   const double low_wavelen = old_len / params.low_freq_factor;

@@ -1,17 +1,24 @@
-// Measures the model runner on the cpu backend: prefill tokens/s for one
-// prompt and decode tokens/s at batch 1 (and a larger decode batch), on a
-// synthesized random-weight model of a given shape and dtype.
+// Measures the model runner on the cpu backend the way llama-bench does, so
+// the two can be compared run for run (bench/engine_vs_llamacpp.sh):
+//   pp<N>      prefill tok/s of one N-token prompt into an empty cache;
+//   tg<N>      decode tok/s at batch 1, N steps from an empty cache;
+//   tg<N>x<B>  aggregate decode tok/s of B sequences stepping together.
+// Each is repeated --repeats times after one warm-up pass; the median is
+// printed on a "RESULT <test> <tok/s>" line for scripts, every run beside it.
 //
-//   model_runner_bench [--shape dim=768,layers=12,heads=12,ffn=2048,vocab=32000]
-//                      [--dtype f32|f16|bf16] [--threads 2] [--prompt 512]
-//                      [--decode 64] [--batch 8] [--simd avx512|avx2|scalar]
+//   model_runner_bench [--model PATH.gguf | --shape dim=768,...,vocab=32000 --dtype f32|f16|bf16]
+//                      [--threads 2] [--repeats 5] [--prompt 512] [--decode 128]
+//                      [--batch 16] [--batch-decode 32] [--tests pp,tg,batch]
+//                      [--simd avx512|avx2|scalar]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "server/engine/model_runner.h"
 #include "server/model/synth.h"
@@ -20,104 +27,146 @@
 namespace tandem {
 namespace {
 
-double seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
+struct Flags {
+  std::string model, shape = "dim=768,layers=12,heads=12,ffn=2048,vocab=32000", dtype = "f32";
+  std::string simd, tests = "pp,tg,batch";
+  int threads = 2, repeats = 5, prompt = 512, decode = 128, batch = 16, batch_decode = 32;
+};
 
 int fail(const absl::Status& s) {
   std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
   return 1;
 }
 
-int run(int argc, char** argv) {
-  std::string shape_spec = "dim=768,layers=12,heads=12,ffn=2048,vocab=32000";
-  std::string dtype_name = "f32", simd;
-  int threads = 2, prompt = 512, decode = 64, batch = 8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--shape") shape_spec = value;
-    else if (flag == "--dtype") dtype_name = value;
-    else if (flag == "--threads") threads = std::stoi(value);
-    else if (flag == "--prompt") prompt = std::stoi(value);
-    else if (flag == "--decode") decode = std::stoi(value);
-    else if (flag == "--batch") batch = std::stoi(value);
-    else if (flag == "--simd") simd = value;
-    else return fail(absl::InvalidArgumentError("unknown flag " + flag));
-  }
-  model::SynthOptions o;
-  auto shape = model::parseShape(shape_spec);
-  if (!shape.ok()) return fail(shape.status());
-  o.shape = *shape;
-  o.dtype = dtype_name == "f16" ? DType::kF16 : dtype_name == "bf16" ? DType::kBF16 : DType::kF32;
-  o.format = model::SynthOptions::Format::kGguf;
-  const std::string dir = std::filesystem::temp_directory_path() / "tandem-runner-bench";
-  std::filesystem::create_directories(dir);
-  o.out = dir + "/model-" + dtype_name + ".gguf";
-  if (auto s = model::writeSynthModel(o); !s.ok()) return fail(s);
-  auto weights = model::ModelWeights::load(o.out);
-  if (!weights.ok()) return fail(weights.status());
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
+// runs fn() (which returns tokens computed) repeats times; prints every rate
+// and the median, and returns the median tok/s.
+double measure(const std::string& test, int repeats, const std::function<int()>& fn) {
+  std::vector<double> rates;
+  std::printf("%-10s runs:", test.c_str());
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int tokens = fn();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(tokens / s);
+    std::printf(" %.1f", rates.back());
+    std::fflush(stdout);
+  }
+  const double m = median(rates);
+  std::printf("\nRESULT %s %.2f\n", test.c_str(), m);
+  return m;
+}
+
+// the model to bench: the file named by --model, or a synthesized one.
+absl::StatusOr<model::ModelWeightsPtr> loadModel(const Flags& f, std::string* synth_path) {
+  if (!f.model.empty()) return model::ModelWeights::load(f.model);
+  model::SynthOptions o;
+  ASSIGN_OR_RETURN(o.shape, model::parseShape(f.shape));
+  o.dtype = f.dtype == "f16" ? DType::kF16 : f.dtype == "bf16" ? DType::kBF16 : DType::kF32;
+  o.format = model::SynthOptions::Format::kGguf;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "tandem-runner-bench";
+  std::filesystem::create_directories(dir);
+  o.out = (dir / ("model-" + f.dtype + ".gguf")).string();
+  RETURN_IF_ERROR(model::writeSynthModel(o));
+  *synth_path = o.out;
+  return model::ModelWeights::load(o.out);
+}
+
+int run(const Flags& f) {
+  std::string synth_path;
+  auto weights = loadModel(f, &synth_path);
+  if (!weights.ok()) return fail(weights.status());
   kernels::cpu::CpuBackendOptions bo;
-  bo.num_threads = threads;
-  if (!simd.empty()) {
-    auto level = kernels::cpu::parseSimdLevel(simd);
+  bo.num_threads = f.threads;
+  if (!f.simd.empty()) {
+    auto level = kernels::cpu::parseSimdLevel(f.simd);
     if (!level.ok()) return fail(level.status());
     bo.simd_level = *level;
   }
   auto backend = kernels::cpu::CpuBackend::create(bo);
   if (!backend.ok()) return fail(backend.status());
+
   constexpr int kBlockSize = 16;
-  const int blocks_per_seq = (prompt + decode + kBlockSize) / kBlockSize;
-  const int seqs = std::max(batch, 1);
+  const int max_len = std::max({f.prompt, f.decode, f.batch_decode}) + 1;
+  const int blocks_per_seq = (max_len + kBlockSize - 1) / kBlockSize;
+  const int seqs = std::max(f.batch, 1);
   auto runner = engine::ModelRunner::create(**weights, **backend, blocks_per_seq * seqs, kBlockSize);
   if (!runner.ok()) return fail(runner.status());
-  auto table = [&](int s) {
-    std::vector<int32_t> t(blocks_per_seq);
-    for (int b = 0; b < blocks_per_seq; ++b) t[b] = s * blocks_per_seq + b;
-    return t;
-  };
-  const int vocab = (*weights)->config().vocab_size;
-  std::vector<int32_t> tokens(prompt);
-  for (int i = 0; i < prompt; ++i) tokens[i] = (i * 7919 + 13) % vocab;
+  std::vector<std::vector<int32_t>> tables(seqs, std::vector<int32_t>(blocks_per_seq));
+  for (int s = 0; s < seqs; ++s)
+    for (int b = 0; b < blocks_per_seq; ++b) tables[s][b] = s * blocks_per_seq + b;
+  const model::ModelConfig& config = (*weights)->config();
+  auto tokenAt = [&](int i) { return static_cast<int32_t>((i * 7919 + 13) % config.vocab_size); };
   std::vector<float> logits;
+  bool ok = true;
 
-  // prefill every sequence (timed on the first), then decode
-  double prefill_s = 0.0;
-  for (int s = 0; s < seqs; ++s) {
-    engine::Batch b{{{static_cast<engine::SeqId>(s), tokens, 0, table(s), true}}};
-    const auto t0 = std::chrono::steady_clock::now();
-    if (auto st = (*runner)->forward(b, &logits); !st.ok()) return fail(st);
-    if (s == 0) prefill_s = seconds(t0);
-  }
-  auto decodeRate = [&](int n_seqs) -> double {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int step = 0; step < decode; ++step) {
-      engine::Batch b;
-      for (int s = 0; s < n_seqs; ++s) {
-        b.seqs.push_back({static_cast<engine::SeqId>(s), {tokens[step % prompt]}, prompt + step,
-                          table(s), true});
-      }
-      if (auto st = (*runner)->forward(b, &logits); !st.ok()) return -1.0;
-    }
-    return decode * n_seqs / seconds(t0);
+  auto prefill = [&]() -> int {
+    std::vector<int32_t> tokens(f.prompt);
+    for (int i = 0; i < f.prompt; ++i) tokens[i] = tokenAt(i);
+    engine::Batch b{{{0, tokens, 0, tables[0], true}}};
+    ok = ok && (*runner)->forward(b, &logits).ok();
+    return f.prompt;
   };
-  const double decode1 = decodeRate(1);
-  const double decodeN = batch > 1 ? decodeRate(batch) : 0.0;
-  uint64_t weight_bytes = 0;
+  // `steps` decode steps of sequences [0, n), each from an empty cache.
+  auto decode = [&](int n, int steps) -> int {
+    for (int step = 0; step < steps; ++step) {
+      engine::Batch b;
+      for (int s = 0; s < n; ++s) b.seqs.push_back({static_cast<engine::SeqId>(s), {tokenAt(step + s)}, step, tables[s], true});
+      ok = ok && (*runner)->forward(b, &logits).ok();
+    }
+    return n * steps;
+  };
+
+  uint64_t weight_bytes = 0;  // what one decode step streams: all but the embedding table
   for (const auto& [name, t] : (*weights)->tensors()) {
-    if (name != "model.embed_tokens.weight" || (*weights)->config().tie_word_embeddings) weight_bytes += t.bytes;
+    if (name != "model.embed_tokens.weight" || config.tie_word_embeddings) weight_bytes += t.bytes;
   }
-  std::printf("shape %s dtype %s threads %d simd %s\n", shape_spec.c_str(), dtype_name.c_str(),
-              threads, std::string(kernels::cpu::simdLevelName((*backend)->simdLevel())).c_str());
-  std::printf("prefill %d tokens: %.3f s, %.1f tok/s\n", prompt, prefill_s, prompt / prefill_s);
-  std::printf("decode batch 1 (context %d..%d): %.1f tok/s, %.1f GB/s of weights\n", prompt,
-              prompt + decode, decode1, decode1 * weight_bytes / 1e9);
-  if (batch > 1) std::printf("decode batch %d: %.1f tok/s\n", batch, decodeN);
-  std::filesystem::remove(o.out);
+  std::printf("model %s threads %d simd %s weights streamed per token %.1f MB\n",
+              f.model.empty() ? (f.shape + " " + f.dtype).c_str() : f.model.c_str(), f.threads,
+              std::string(kernels::cpu::simdLevelName((*backend)->simdLevel())).c_str(),
+              weight_bytes / 1e6);
+  // warm-up: fault in the mapped weights and grow the step buffers
+  prefill();
+  decode(seqs, 2);
+  const auto wants = [&](const char* t) { return f.tests.find(t) != std::string::npos; };
+  if (wants("pp")) measure("pp" + std::to_string(f.prompt), f.repeats, prefill);
+  if (wants("tg")) {
+    const double r = measure("tg" + std::to_string(f.decode), f.repeats, [&] { return decode(1, f.decode); });
+    std::printf("decode batch 1 streams %.2f GB/s of weights\n", r * weight_bytes / 1e9);
+  }
+  if (wants("batch") && f.batch > 1) {
+    measure("tg" + std::to_string(f.batch_decode) + "x" + std::to_string(f.batch), f.repeats,
+            [&] { return decode(f.batch, f.batch_decode); });
+  }
+  if (!synth_path.empty()) std::filesystem::remove(synth_path);
+  if (!ok) return fail(absl::InternalError("a forward pass failed"));
   return 0;
 }
 
 }  // namespace
 }  // namespace tandem
 
-int main(int argc, char** argv) { return tandem::run(argc, argv); }
+int main(int argc, char** argv) {
+  tandem::Flags f;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--model") f.model = value;
+    else if (flag == "--shape") f.shape = value;
+    else if (flag == "--dtype") f.dtype = value;
+    else if (flag == "--simd") f.simd = value;
+    else if (flag == "--tests") f.tests = value;
+    else if (flag == "--threads") f.threads = std::stoi(value);
+    else if (flag == "--repeats") f.repeats = std::stoi(value);
+    else if (flag == "--prompt") f.prompt = std::stoi(value);
+    else if (flag == "--decode") f.decode = std::stoi(value);
+    else if (flag == "--batch") f.batch = std::stoi(value);
+    else if (flag == "--batch-decode") f.batch_decode = std::stoi(value);
+    else return tandem::fail(absl::InvalidArgumentError("unknown flag " + flag));
+  }
+  return tandem::run(f);
+}

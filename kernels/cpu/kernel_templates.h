@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "common/dtype.h"
 #include "common/status.h"
@@ -99,15 +100,58 @@ inline void matmulColumn(const MatmulArgs& a, int64_t m0, int64_t m1, int64_t n)
   }
 }
 
+// decode's gemv (one row of x): w is read as one sequential stream, row
+// after row, with four accumulators per row so fma (and f16 conversion)
+// latency hides without interleaving the streams of several rows; a
+// software prefetch kPrefetchBytes ahead also covers the step into the next
+// row, which the hardware prefetcher sees late.
+template <class V, DType WT>
+void gemvTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  using F = typename V::F;
+  using Elem = std::conditional_t<WT == DType::kF32, float, uint16_t>;
+  constexpr int W = V::kWidth;
+  constexpr int64_t kPrefetchBytes = 2048;
+  constexpr int kStepBytes = 4 * W * static_cast<int>(sizeof(Elem));
+  const int64_t K = a.k;
+  const float* x = a.x;
+  const Elem* w = static_cast<const Elem*>(a.w);
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    const Elem* row = w + n * K;
+    F s0 = V::zero(), s1 = V::zero(), s2 = V::zero(), s3 = V::zero();
+    int64_t k = 0;
+    for (; k + 4 * W <= K; k += 4 * W) {
+      if constexpr (W > 1) {
+        const char* ahead = reinterpret_cast<const char*>(row + k) + kPrefetchBytes;
+        for (int b = 0; b < kStepBytes; b += 64) __builtin_prefetch(ahead + b);
+      }
+      s0 = V::fma(V::load(x + k), loadAs<V, WT>(row, k), s0);
+      s1 = V::fma(V::load(x + k + W), loadAs<V, WT>(row, k + W), s1);
+      s2 = V::fma(V::load(x + k + 2 * W), loadAs<V, WT>(row, k + 2 * W), s2);
+      s3 = V::fma(V::load(x + k + 3 * W), loadAs<V, WT>(row, k + 3 * W), s3);
+    }
+    for (; k + W <= K; k += W) s0 = V::fma(V::load(x + k), loadAs<V, WT>(row, k), s0);
+    if (k < K) {
+      const int r = static_cast<int>(K - k);
+      s1 = V::fma(V::loadN(x + k, r), loadAsN<V, WT>(row, k, r), s1);
+    }
+    a.y[n] = V::hsum(V::add(V::add(s0, s1), V::add(s2, s3))) +
+             (a.bias != nullptr ? a.bias[n] : 0.0f);
+  }
+}
+
 template <class V, DType WT>
 void matmulTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  if (a.m == 1) {
+    gemvTyped<V, WT>(a, n_begin, n_end);
+    return;
+  }
   // a chunk of x rows stays in L2 while the panel of w rows it meets stays
   // in L1; for decode (m of 1..4) this is a plain stream over w.
   constexpr int64_t kRowChunk = 64;
   for (int64_t mc = 0; mc < a.m; mc += kRowChunk) {
     const int64_t me = std::min(a.m, mc + kRowChunk);
     int64_t n = n_begin;
-    // decode of one or two rows: more w rows in flight hide fma latency
+    // two rows of x: more w rows in flight hide fma latency
     if (me - mc <= 2) {
       for (; n + 8 <= n_end; n += 8) matmulColumn<V, WT, 8>(a, mc, me, n);
     }

@@ -12,7 +12,9 @@ namespace {
 
 using kernels::Tensor;
 
-kernels::RopeParams ropeParamsOf(const model::ModelConfig& c) {
+}  // namespace
+
+kernels::RopeParams ropeParamsFor(const model::ModelConfig& c) {
   kernels::RopeParams p;
   p.style = c.rope_style == model::RopeStyle::kInterleaved ? kernels::RopeStyle::kInterleaved
                                                            : kernels::RopeStyle::kHalf;
@@ -23,10 +25,10 @@ kernels::RopeParams ropeParamsOf(const model::ModelConfig& c) {
   p.low_freq_factor = c.rope_low_freq_factor;
   p.high_freq_factor = c.rope_high_freq_factor;
   p.original_max_position = c.rope_original_max_position;
+  // a GGUF carries llama3 scaling as per-pair factors (rope_freqs.weight)
+  if (c.rope_scaling == model::RopeScaling::kFreqFactors) p.freq_factors = c.rope_freq_factors;
   return p;
 }
-
-}  // namespace
 
 absl::StatusOr<ModelRunnerPtr> ModelRunner::create(const model::ModelWeights& weights,
                                                    kernels::Backend& backend, int num_blocks,
@@ -44,7 +46,7 @@ absl::StatusOr<ModelRunnerPtr> ModelRunner::create(const model::ModelWeights& we
   ASSIGN_OR_RETURN(r->cache_buffer_,
                    backend.allocate(r->cache_.layout.blockBytes() * static_cast<size_t>(num_blocks)));
   r->cache_.data = r->cache_buffer_->data();
-  r->rope_ = ropeParamsOf(c);
+  r->rope_ = ropeParamsFor(c);
   r->attention_.num_heads = c.num_heads;
   r->attention_.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return r;

@@ -20,6 +20,10 @@
 
 namespace tandem::engine {
 
+// the rotary embedding of a model: its style, base and scaling, whether the
+// scaling came as llama3 parameters (HF) or per-pair factors (GGUF).
+kernels::RopeParams ropeParamsFor(const model::ModelConfig& config);
+
 class ModelRunner;
 using ModelRunnerPtr = std::unique_ptr<ModelRunner>;
 
