@@ -4,32 +4,17 @@
 // preemption under memory pressure.
 #include "server/engine/local_engine.h"
 
-#include <fstream>
 #include <map>
 #include <tuple>
 
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
+#include "tests/stories_oracle.h"
 #include "tests/test_paths.h"
 
 namespace tandem::engine {
 namespace {
 
-struct OracleCase {
-  std::vector<int32_t> prompt;
-  std::vector<int32_t> completion;
-};
-
-std::vector<OracleCase> loadOracle() {
-  std::ifstream in(testing::sourceDir() + "/models/stories260K/greedy_oracle.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::vector<OracleCase> out;
-  for (const auto& c : j.at("cases")) {
-    out.push_back({c.at("prompt_ids").get<std::vector<int32_t>>(),
-                   c.at("completion_ids").get<std::vector<int32_t>>()});
-  }
-  return out;
-}
+using testing::storiesOracle;
 
 SamplingParams greedy(int max_tokens) {
   SamplingParams p;
@@ -75,14 +60,14 @@ TEST_P(LocalEngineOracleTest, EightConcurrentPromptsMatchLlamaCppWithChunkedPref
   opts.enable_prefix_caching = true;
   auto local = LocalEngine::create(modelPath(format), opts);
   ASSERT_TRUE(local.ok()) << local.status();
-  const auto oracle = loadOracle();
+  const auto& oracle = storiesOracle();
   for (size_t i = 0; i < oracle.size(); ++i) {
-    ASSERT_TRUE((*local)->engine().addRequest(i, oracle[i].prompt, greedy(48)).ok());
+    ASSERT_TRUE((*local)->engine().addRequest(i, oracle[i].prompt_ids, greedy(48)).ok());
   }
   auto results = runAll((*local)->engine());
   ASSERT_EQ(results.size(), oracle.size());
   for (size_t i = 0; i < oracle.size(); ++i) {
-    EXPECT_EQ(results[i].tokens, oracle[i].completion) << "prompt " << i;
+    EXPECT_EQ(results[i].tokens, oracle[i].completion_ids) << "prompt " << i;
     EXPECT_EQ(results[i].finish, FinishReason::kLength);
   }
 }
@@ -100,10 +85,10 @@ class LocalEngineTest : public ::testing::Test {
 };
 
 TEST_F(LocalEngineTest, SecondRequestReusesTheSharedPrefixAndProducesIdenticalTokens) {
-  const auto oracle = loadOracle();
+  const auto& oracle = storiesOracle();
   // a 53-token prompt: case 0's prompt followed by its own continuation.
-  std::vector<int32_t> prompt = oracle[0].prompt;
-  prompt.insert(prompt.end(), oracle[0].completion.begin(), oracle[0].completion.end());
+  std::vector<int32_t> prompt = oracle[0].prompt_ids;
+  prompt.insert(prompt.end(), oracle[0].completion_ids.begin(), oracle[0].completion_ids.end());
 
   auto cold = make({.num_threads = 1, .enable_prefix_caching = false});
   ASSERT_TRUE(cold->engine().addRequest(1, prompt, greedy(16)).ok());
@@ -123,13 +108,13 @@ TEST_F(LocalEngineTest, SecondRequestReusesTheSharedPrefixAndProducesIdenticalTo
 }
 
 TEST_F(LocalEngineTest, ThirtyTwoPromptsUnderMemoryPressureMatchRunningAlone) {
-  const auto oracle = loadOracle();
+  const auto& oracle = storiesOracle();
   // 32 distinct prompts: each oracle prompt, extended by 0..3 of its own tokens.
   std::vector<std::vector<int32_t>> prompts;
   for (int v = 0; v < 4; ++v) {
     for (const auto& c : oracle) {
-      std::vector<int32_t> p = c.prompt;
-      p.insert(p.end(), c.completion.begin(), c.completion.begin() + v);
+      std::vector<int32_t> p = c.prompt_ids;
+      p.insert(p.end(), c.completion_ids.begin(), c.completion_ids.begin() + v);
       prompts.push_back(p);
     }
   }

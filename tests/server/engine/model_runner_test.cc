@@ -5,12 +5,11 @@
 #include "server/engine/model_runner.h"
 
 #include <algorithm>
-#include <fstream>
 #include <tuple>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "nlohmann/json.hpp"
+#include "tests/stories_oracle.h"
 #include "tests/test_paths.h"
 
 namespace tandem::engine {
@@ -19,22 +18,6 @@ namespace {
 constexpr int kBlockSize = 16;
 constexpr int kBlocksPerSeq = 8;
 constexpr int kNumSeqs = 8;
-
-struct OracleCase {
-  std::vector<int32_t> prompt;
-  std::vector<int32_t> completion;
-};
-
-std::vector<OracleCase> loadOracle() {
-  std::ifstream in(testing::sourceDir() + "/models/stories260K/greedy_oracle.json");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  std::vector<OracleCase> out;
-  for (const auto& c : j.at("cases")) {
-    out.push_back({c.at("prompt_ids").get<std::vector<int32_t>>(),
-                   c.at("completion_ids").get<std::vector<int32_t>>()});
-  }
-  return out;
-}
 
 int32_t argmax(const float* row, int n) {
   return static_cast<int32_t>(std::max_element(row, row + n) - row);
@@ -64,7 +47,7 @@ class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);
     chunk_ = chunk;
-    oracle_ = loadOracle();
+    oracle_ = testing::storiesOracle();
     ASSERT_EQ(oracle_.size(), static_cast<size_t>(kNumSeqs));
   }
 
@@ -75,7 +58,7 @@ class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
     for (int start = 0;; start += (chunk_ == 0 ? 1 << 30 : chunk_)) {
       Batch b;
       for (int s : seqs) {
-        const std::vector<int32_t>& p = oracle_[s].prompt;
+        const std::vector<int32_t>& p = oracle_[s].prompt_ids;
         if (start >= static_cast<int>(p.size())) continue;
         const int end = chunk_ == 0 ? static_cast<int>(p.size())
                                     : std::min<int>(p.size(), start + chunk_);
@@ -100,11 +83,11 @@ class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
         if (c.needs_logits) generated[c.seq_id].push_back(argmax(&logits[row++ * vocab], vocab));
       }
     }
-    const size_t want = oracle_[seqs[0]].completion.size();
+    const size_t want = oracle_[seqs[0]].completion_ids.size();
     while (generated[seqs[0]].size() < want) {
       Batch b;
       for (int s : seqs) {
-        const int pos = static_cast<int>(oracle_[s].prompt.size() + generated[s].size()) - 1;
+        const int pos = static_cast<int>(oracle_[s].prompt_ids.size() + generated[s].size()) - 1;
         b.seqs.push_back({static_cast<SeqId>(s), {generated[s].back()}, pos, blocksOf(s), true});
       }
       ASSERT_TRUE(runner_->forward(b, &logits).ok());
@@ -112,14 +95,14 @@ class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
         generated[seqs[i]].push_back(argmax(&logits[i * vocab], vocab));
       }
     }
-    for (int s : seqs) EXPECT_EQ(generated[s], oracle_[s].completion) << "prompt " << s;
+    for (int s : seqs) EXPECT_EQ(generated[s], oracle_[s].completion_ids) << "prompt " << s;
   }
 
   model::ModelWeightsPtr weights_;
   kernels::cpu::CpuBackendPtr backend_;
   ModelRunnerPtr runner_;
   int chunk_ = 0;
-  std::vector<OracleCase> oracle_;
+  std::vector<testing::OracleCase> oracle_;
 };
 
 TEST_P(ModelRunnerTest, ReproducesGreedyOracleOneSequenceAtATime) {
