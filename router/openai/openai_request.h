@@ -1,0 +1,94 @@
+// Parses and validates the bodies of POST /v1/completions and
+// POST /v1/chat/completions into one GenerationRequest, with OpenAI's
+// semantics (and the vLLM extensions users rely on: top_k, min_p,
+// repetition_penalty, ignore_eos, stop_token_ids, skip_special_tokens,
+// include_stop_str_in_output, chat_template_kwargs).
+//
+// Unknown fields are ignored; a known field of the wrong type or out of
+// range is a 400 naming the field in `param`. Nothing here tokenizes: prompt
+// length limits are checked by the caller once the prompt is tokenized.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "router/http/http_error.h"
+#include "server/engine/sampling_params.h"
+
+namespace tandem::openai {
+
+enum class Endpoint { kCompletions, kChatCompletions };
+
+// one prompt of a completions request: text, or token ids.
+struct Prompt {
+  std::string text;
+  std::vector<int32_t> token_ids;
+  bool is_tokens = false;
+};
+
+struct GenerationRequest {
+  // limits on what one request may ask for.
+  static constexpr int kMaxStopStrings = 32;
+  static constexpr int kMaxN = 128;
+  static constexpr int kMaxPrompts = 1024;
+
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;
+
+  // completions: one or more prompts ("prompt": string | [string] | [int] |
+  // [[int]]); prompt i's choices have indexes i*n .. i*n+n-1.
+  std::vector<Prompt> prompts;
+
+  // chat: "messages" as sent (key order kept for the template), "tools"
+  // (null when absent), "chat_template_kwargs" (an object, may be empty),
+  // add_generation_prompt (default true), continue_final_message (false).
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools;
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+
+  // temperature, top_p, top_k, min_p, penalties, seed, ignore_eos,
+  // stop_token_ids, max_tokens, logprobs (the number of top logprobs).
+  // validate() has passed. max_tokens: "max_completion_tokens" wins over
+  // "max_tokens"; when neither is sent, max_tokens_set is false and the
+  // caller fills in the default (completions: 16; chat: the rest of the
+  // context).
+  engine::SamplingParams sampling;
+  bool max_tokens_set = false;
+
+  // "stop": a string or up to kMaxStopStrings strings (empty ones dropped).
+  std::vector<std::string> stop;
+  int n = 1;
+
+  // completions: "logprobs": int 0..5 (we allow up to 20) -> want_logprobs,
+  //   top_logprobs = that int.
+  // chat: "logprobs": bool, "top_logprobs": int 0..20 (needs logprobs=true).
+  bool want_logprobs = false;
+  int top_logprobs = 0;
+
+  // completions only: "echo" prepends the prompt to the text (non-streaming
+  // and streaming). "suffix" is rejected (400) when non-empty.
+  bool echo = false;
+
+  bool stream = false;
+  // "stream_options": {"include_usage": bool} (only valid with stream).
+  bool include_usage = false;
+  std::string user;
+  bool skip_special_tokens = true;
+  bool include_stop_str_in_output = false;
+};
+
+// the request, or the error to answer with (status 400 with param set).
+using ParseResult = std::variant<GenerationRequest, http::ApiError>;
+
+// parses a JSON body. Invalid JSON, a body that is not an object, missing
+// "model"/"prompt"/"messages", wrong types and out-of-range values are 400s.
+ParseResult parseGenerationRequest(std::string_view body, Endpoint endpoint);
+
+}  // namespace tandem::openai
