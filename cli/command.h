@@ -17,5 +17,7 @@ void setAction(CLI::App* cmd, std::function<absl::Status()> fn);
 
 void registerModelCommand(CLI::App& app);
 void registerGenerateCommand(CLI::App& app);
+void registerServeCommand(CLI::App& app);
+void registerBenchCommand(CLI::App& app);
 
 }  // namespace tandem::cli

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tandem 0.1.0");
   tandem::cli::registerModelCommand(app);
   tandem::cli::registerGenerateCommand(app);
+  tandem::cli::registerServeCommand(app);
+  tandem::cli::registerBenchCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

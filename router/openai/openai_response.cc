@@ -1,0 +1,1 @@
+#include "router/openai/openai_response.h"
