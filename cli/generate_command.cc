@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
+#include "cli/engine_flags.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
@@ -32,11 +33,8 @@ struct GenerateArgs {
   engine::SamplingParams params;
   float temperature = 0.0f;
   std::optional<uint64_t> seed;
-  int threads = 0;
   bool json_output = false;
-  std::string kv_budget;
-  engine::LocalEngineOptions engine;
-  bool no_prefix_cache = false;
+  EngineFlags engine;
 };
 
 struct Job {
@@ -57,33 +55,6 @@ absl::StatusOr<std::vector<int32_t>> parseIds(const std::string& text) {
     ids.push_back(id);
   }
   return ids;
-}
-
-// "0.25" is a fraction of available memory; "268435456", "256M", "2G" bytes.
-absl::Status parseKvBudget(const std::string& text, engine::LocalEngineOptions* opts) {
-  if (text.empty()) return absl::OkStatus();
-  double fraction;
-  if (text.find('.') != std::string::npos && absl::SimpleAtod(text, &fraction)) {
-    if (!(fraction > 0 && fraction <= 1)) {
-      return absl::InvalidArgumentError("--kv-budget fraction must be in (0, 1]");
-    }
-    opts->kv_fraction = fraction;
-    return absl::OkStatus();
-  }
-  uint64_t mult = 1;
-  std::string digits = text;
-  switch (text.back()) {
-    case 'K': case 'k': mult = 1ull << 10; digits.pop_back(); break;
-    case 'M': case 'm': mult = 1ull << 20; digits.pop_back(); break;
-    case 'G': case 'g': mult = 1ull << 30; digits.pop_back(); break;
-    default: break;
-  }
-  uint64_t n;
-  if (!absl::SimpleAtoi(digits, &n) || n == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--kv-budget: cannot read '", text, "'"));
-  }
-  opts->kv_budget_bytes = n * mult;
-  return absl::OkStatus();
 }
 
 const char* finishName(engine::FinishReason r) {
@@ -118,9 +89,7 @@ absl::Status runGenerate(GenerateArgs args) {
   args.params.temperature = args.temperature;
   args.params.seed = args.seed;
   RETURN_IF_ERROR(args.params.validate());
-  RETURN_IF_ERROR(parseKvBudget(args.kv_budget, &args.engine));
-  args.engine.num_threads = args.threads;
-  args.engine.enable_prefix_caching = !args.no_prefix_cache;
+  ASSIGN_OR_RETURN(engine::LocalEngineOptions engine_options, engineOptions(args.engine));
 
   ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load(args.model));
   std::vector<Job> jobs;
@@ -151,7 +120,7 @@ absl::Status runGenerate(GenerateArgs args) {
     }
   }
 
-  ASSIGN_OR_RETURN(auto local, engine::LocalEngine::create(args.model, args.engine));
+  ASSIGN_OR_RETURN(auto local, engine::LocalEngine::create(args.model, engine_options));
   engine::Engine& eng = local->engine();
   Clock::time_point t0 = Clock::now();
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -222,15 +191,8 @@ void registerGenerateCommand(CLI::App& app) {
   cmd->add_option("--frequency-penalty", args->params.frequency_penalty)->capture_default_str();
   cmd->add_option("--seed", args->seed, "per-request seed");
   cmd->add_flag("--ignore-eos", args->params.ignore_eos, "keep generating after EOS");
-  cmd->add_option("--threads", args->threads, "compute threads (0 = all cores)")->capture_default_str();
   cmd->add_flag("--json", args->json_output, "one JSON object per prompt");
-  cmd->add_option("--kv-budget", args->kv_budget, "KV cache: bytes (256M, 2G) or a fraction of free memory (0.2)");
-  cmd->add_option("--block-size", args->engine.block_size, "tokens per KV block")->capture_default_str();
-  cmd->add_option("--max-num-seqs", args->engine.max_num_seqs)->capture_default_str();
-  cmd->add_option("--max-batched-tokens", args->engine.max_num_batched_tokens)->capture_default_str();
-  cmd->add_option("--chunk-size", args->engine.chunk_size, "prefill chunk size")->capture_default_str();
-  cmd->add_option("--max-model-len", args->engine.max_model_len, "0 = the model's context")->capture_default_str();
-  cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "disable prefix caching");
+  addEngineFlags(cmd, &args->engine);
   setAction(cmd, [args] { return runGenerate(*args); });
 }
 

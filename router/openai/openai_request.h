@@ -46,7 +46,9 @@ struct GenerationRequest {
 
   // chat: "messages" as sent (key order kept for the template), "tools"
   // (null when absent), "chat_template_kwargs" (an object, may be empty),
-  // add_generation_prompt (default true), continue_final_message (false).
+  // add_generation_prompt (default true; false when continue_final_message
+  // is true and add_generation_prompt is not sent; both true is a 400),
+  // continue_final_message (false).
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();

@@ -42,11 +42,16 @@ struct Usage {
 // a whole choice (non-streaming).
 struct ChoiceResult {
   int index = 0;
+  // rendered as is: with echo, the caller has put the prompt in front.
   std::string text;
   std::vector<TokenLogprobEntry> logprobs;  // used when the request wanted logprobs
   std::string finish_reason;                // "stop" | "length" | "abort"
   // the stop string or token id that ended it (vLLM's "stop_reason"); "" = null
   std::string stop_reason;
+  // completions logprobs: where the first token of `logprobs` starts in
+  // `text`, in bytes (the length of an echoed prompt; 0 without echo). Each
+  // later token's "text_offset" adds the byte length of the ones before it.
+  int logprobs_text_offset = 0;
 };
 
 // a streaming delta of one choice.
@@ -57,15 +62,25 @@ struct ChoiceDelta {
   std::string finish_reason;  // "" = null (not finished)
   // chat: the first chunk of each choice carries "role":"assistant".
   bool first = false;
+  // set with finish_reason: the stop string or token id; "" = null.
+  std::string stop_reason;
+  // completions logprobs: bytes of this choice's text sent in earlier chunks
+  // (echo included), where this delta's first token starts.
+  int logprobs_text_offset = 0;
 };
+
+// In every render function meta.endpoint picks the shape (text vs message
+// or delta, completions- vs chat-style logprobs) and the object name; the
+// request supplies want_logprobs and include_usage.
 
 // the full response body. `usage` is always included.
 std::string renderResponse(const ResponseMeta& meta, const GenerationRequest& request,
                            const std::vector<ChoiceResult>& choices, const Usage& usage);
 
 // one chunk ("object": "text_completion" or "chat.completion.chunk") with
-// one choice; `usage` is null unless given (OpenAI sends null on every
-// chunk when include_usage is on).
+// one choice. With include_usage every chunk has "usage": null (as OpenAI
+// sends it) and renderUsageChunk ends the stream; without it there is no
+// "usage" key. "logprobs" is null when the delta has no logprob entries.
 std::string renderChunk(const ResponseMeta& meta, const GenerationRequest& request,
                         const ChoiceDelta& delta);
 

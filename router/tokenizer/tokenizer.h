@@ -63,8 +63,12 @@ class Tokenizer {
 // bytes of a character split across tokens are held until it completes.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tok, bool skip_special = true)
-      : tok_(tok), skip_special_(skip_special) {}
+  // `continuation`: the tokens continue earlier text (a completion after
+  // its prompt), so the first one keeps its leading space; otherwise the
+  // text starts with them and the space is dropped as decode() drops it.
+  explicit StreamDecoder(const Tokenizer& tok, bool skip_special = true,
+                         bool continuation = false)
+      : tok_(tok), skip_special_(skip_special), first_(!continuation) {}
 
   // appends one token; returns the newly completed text (maybe empty).
   std::string push(TokenId id);
@@ -74,7 +78,7 @@ class StreamDecoder {
  private:
   const Tokenizer& tok_;
   bool skip_special_;
-  bool first_ = true;
+  bool first_;
   std::string pending_;
 };
 

@@ -49,6 +49,10 @@ class Engine {
 
   // see Scheduler::addRequest.
   absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params);
+  // see Scheduler::checkRequest (thread-safe).
+  absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const {
+    return scheduler_.checkRequest(prompt_len, params);
+  }
   // see Scheduler::abort.
   absl::Status abort(SeqId id);
   bool hasUnfinished() const { return scheduler_.hasUnfinished(); }

@@ -14,13 +14,17 @@ Scheduler::Scheduler(SchedulerConfig config, kvcache::KvCacheManager& kv)
   TANDEM_CHECK(config_.chunk_size > 0 && config_.max_model_len > 1);
 }
 
-absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
-                                   SamplingParams params) {
-  if (requests_.contains(id)) {
-    return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
+int64_t Scheduler::numPrefillTokensQueued() const {
+  int64_t total = 0;
+  for (const auto& [id, req] : requests_) {
+    // a decoding request has exactly one uncomputed token: its last.
+    if (req->numUncomputedTokens() > 1) total += req->numUncomputedTokens();
   }
+  return total;
+}
+
+absl::Status Scheduler::checkRequest(int64_t prompt_len, const SamplingParams& params) const {
   RETURN_IF_ERROR(params.validate());
-  const auto prompt_len = static_cast<int64_t>(prompt.size());
   if (prompt_len == 0) return absl::InvalidArgumentError("the prompt is empty");
   if (prompt_len >= config_.max_model_len) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -40,6 +44,15 @@ absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
         prompt_len, params.max_tokens, blocks, kv_.numBlocks(),
         static_cast<int64_t>(kv_.numBlocks()) * kv_.blockSize()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
+                                   SamplingParams params) {
+  if (requests_.contains(id)) {
+    return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
+  }
+  RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
   const uint64_t seed = params.seed.value_or(seed_source_.next());
   auto req = std::make_unique<Request>(id, std::move(prompt), std::move(params), seed);
   waiting_.push_back(req.get());

@@ -70,6 +70,12 @@ class Scheduler {
   // max_tokens needs more KV blocks than the whole cache holds.
   absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params);
 
+  // the checks of addRequest that do not depend on the scheduler's state
+  // (params, prompt length, cache capacity): ok when addRequest would accept
+  // the request. reads only immutable configuration, so any thread may call
+  // it while another runs the scheduler.
+  absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const;
+
   // cancels a waiting or running request and frees its blocks. when it is
   // in the step in flight, onStepResult skips its row. NotFound when unknown
   // or already finished.
@@ -93,6 +99,9 @@ class Scheduler {
   int numRunning() const { return static_cast<int>(running_.size()); }
   bool hasUnfinished() const { return !requests_.empty(); }
   int64_t numPreemptions() const { return num_preemptions_; }
+  // tokens (prompt, or prompt and output after a preemption) that live
+  // requests still have to prefill.
+  int64_t numPrefillTokensQueued() const;
 
  private:
   struct Scheduled {

@@ -1,0 +1,62 @@
+// The router's front door: the OpenAI HTTP server and the tandem gRPC
+// server over one model and one GenerateBackend, with their metrics. HTTP
+// starts first and answers /health 503 until the model is being served, so
+// orchestrators can watch a slow start; gRPC starts with the model.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "router/generate/openai_service.h"
+#include "router/generate/served_model.h"
+#include "router/grpc/grpc_server.h"
+#include "router/http/http_server.h"
+#include "router/metrics/serving_metrics.h"
+
+namespace tandem::router {
+
+struct FrontendOptions {
+  std::string host = "127.0.0.1";
+  int http_port = 8000;  // 0 = any free port
+  int grpc_port = 8001;  // 0 = any free port; -1 = no gRPC
+  int http_threads = 2;
+  size_t max_request_bytes = 4 << 20;
+  std::chrono::milliseconds request_timeout{30000};
+  OpenAiServiceOptions service;
+};
+
+class FrontendServer;
+using FrontendServerPtr = std::unique_ptr<FrontendServer>;
+
+class FrontendServer {
+ public:
+  // starts the HTTP server (not ready yet). Unavailable when the port is taken.
+  static absl::StatusOr<FrontendServerPtr> start(const FrontendOptions& options);
+  ~FrontendServer();
+
+  // serves `model` on `backend` (which must outlive the server): HTTP
+  // becomes ready and gRPC starts listening.
+  absl::Status serve(ServedModelPtr model, GenerateBackend* backend);
+
+  // stops taking requests (health 503 / NOT_SERVING, new generations 503),
+  // lets those in progress finish until `grace`, then closes everything.
+  void drainAndStop(std::chrono::milliseconds grace);
+
+  int httpPort() const { return http_->port(); }
+  int grpcPort() const { return grpc_ ? grpc_->port() : -1; }
+  ServingMetrics& metrics() { return *metrics_; }
+
+ private:
+  FrontendServer() = default;
+
+  FrontendOptions options_;
+  std::unique_ptr<ServingMetrics> metrics_;
+  std::unique_ptr<OpenAiService> service_;
+  ServedModelPtr model_;
+  http::HttpServerPtr http_;
+  GrpcServerPtr grpc_;
+};
+
+}  // namespace tandem::router

@@ -1,0 +1,270 @@
+#include "router/generate/completion_job.h"
+
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "router/http/http_error.h"
+
+namespace tandem::router {
+namespace {
+
+using Clock = CompletionJob::Clock;
+
+std::string newRequestId(openai::Endpoint endpoint) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrFormat("%s-%016x%016x",
+                         endpoint == openai::Endpoint::kChatCompletions ? "chatcmpl" : "cmpl",
+                         rng(), rng());
+}
+
+const char* finishName(engine::FinishReason reason) {
+  switch (reason) {
+    case engine::FinishReason::kStop: return "stop";
+    case engine::FinishReason::kLength: return "length";
+    case engine::FinishReason::kAbort: return "abort";
+    case engine::FinishReason::kError: return "error";
+    case engine::FinishReason::kNone: break;
+  }
+  return "";
+}
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+const std::vector<http::HttpHeader> kSseHeaders = {
+    {"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
+const std::vector<http::HttpHeader> kJsonHeaders = {{"Content-Type", "application/json"}};
+
+std::string sseEvent(const std::string& json) { return "data: " + json + "\n\n"; }
+
+const char* endpointLabel(openai::Endpoint e) {
+  return e == openai::Endpoint::kChatCompletions ? "chat" : "completions";
+}
+
+}  // namespace
+
+void CompletionJob::start(const JobContext& context, openai::GenerationRequest request,
+                          std::vector<TokenizedPrompt> prompts, http::ResponseWriterPtr writer,
+                          Clock::time_point arrival) {
+  std::shared_ptr<CompletionJob> job(new CompletionJob(context, std::move(request),
+                                                       std::move(prompts), writer, arrival));
+  context.metrics->requestStarted();
+  // a client that goes away cancels every choice.
+  std::weak_ptr<CompletionJob> weak = job;
+  writer->onClose([weak] {
+    if (auto j = weak.lock()) j->clientGone();
+  });
+  job->submitAll();
+}
+
+CompletionJob::CompletionJob(const JobContext& context, openai::GenerationRequest request,
+                             std::vector<TokenizedPrompt> prompts, http::ResponseWriterPtr writer,
+                             Clock::time_point arrival)
+    : context_(context),
+      request_(std::move(request)),
+      prompts_(std::move(prompts)),
+      writer_(std::move(writer)),
+      arrival_(arrival) {
+  if (context_.live_jobs != nullptr) context_.live_jobs->fetch_add(1);
+  meta_.id = newRequestId(request_.endpoint);
+  meta_.created = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+  meta_.model = context_.model->name();
+  meta_.endpoint = request_.endpoint;
+}
+
+CompletionJob::~CompletionJob() {
+  if (context_.live_jobs != nullptr) context_.live_jobs->fetch_sub(1);
+}
+
+void CompletionJob::submitAll() {
+  std::lock_guard lock(mu_);
+  if (answered_) return;  // the client left before anything started
+  const tokenizer::Tokenizer& tok = context_.model->tokenizer();
+  for (size_t p = 0; p < prompts_.size(); ++p) {
+    for (int j = 0; j < request_.n; ++j) {
+      auto choice = std::make_unique<Choice>(tok, request_);
+      choice->index = static_cast<int>(choices_.size());
+      choice->prompt_index = static_cast<int>(p);
+      choice->result.index = choice->index;
+      choice->prompt_tokens = static_cast<int>(prompts_[p].tokens.size());
+      if (request_.echo) choice->result.text = prompts_[p].text;
+      choices_.push_back(std::move(choice));
+    }
+  }
+  if (request_.stream) writer_->startStream(200, kSseHeaders);
+  auto self = shared_from_this();
+  for (auto& choice : choices_) {
+    engine::SamplingParams params = request_.sampling;
+    // choices of one seeded request differ from each other, yet repeat.
+    if (params.seed) *params.seed += static_cast<uint64_t>(choice->index);
+    const int c = choice->index;
+    absl::StatusOr<RequestId> id = context_.backend->submit(
+        prompts_[choice->prompt_index].tokens, std::move(params),
+        [self, c](const engine::EngineOutput& out) { self->onOutput(c, out); });
+    if (!id.ok()) {
+      const int status = absl::IsUnavailable(id.status()) ? 503 : 400;
+      http::ApiError error = http::errorFor(status, std::string(id.status().message()));
+      if (status == 400 && id.status().message().find("context length") != std::string::npos) {
+        error.code = "context_length_exceeded";
+      }
+      answered_ = true;
+      for (auto& other : choices_) {
+        if (other.get() == choice.get()) break;
+        context_.backend->cancel(other->backend_id);
+      }
+      // the lock is held: fail() would take it again.
+      context_.metrics->countRequest(endpointLabel(request_.endpoint), error.status);
+      context_.metrics->requestEnded();
+      if (request_.stream) {
+        writer_->write(sseEvent(http::errorBody(error)));
+        writer_->write("data: [DONE]\n\n");
+        writer_->finish();
+      } else {
+        writer_->respond(error.status, kJsonHeaders, http::errorBody(error));
+      }
+      return;
+    }
+    choice->backend_id = *id;
+    choice->last_token = arrival_;
+  }
+}
+
+void CompletionJob::onOutput(int c, const engine::EngineOutput& output) {
+  std::lock_guard lock(mu_);
+  Choice& choice = *choices_[c];
+  if (answered_ || choice.done) return;
+  if (output.finish_reason == engine::FinishReason::kError) {
+    answered_ = true;
+    cancelAll();
+    context_.metrics->countRequest(endpointLabel(request_.endpoint), 500);
+    context_.metrics->requestEnded();
+    const http::ApiError error = http::errorFor(500, "the model failed while generating");
+    if (request_.stream) {
+      writer_->write(sseEvent(http::errorBody(error)));
+      writer_->write("data: [DONE]\n\n");
+      writer_->finish();
+    } else {
+      writer_->respond(500, kJsonHeaders, http::errorBody(error));
+    }
+    return;
+  }
+  std::string delta;
+  std::vector<openai::TokenLogprobEntry> logprobs;
+  if (output.token >= 0) appendToken(choice, output, delta, logprobs);
+  std::string finish;
+  if (choice.text.stopped()) {
+    // a stop string ended it: the engine may still be generating.
+    context_.backend->cancel(choice.backend_id);
+    finish = "stop";
+    choice.result.stop_reason = choice.text.matchedStop();
+  } else if (output.finished()) {
+    finish = finishName(output.finish_reason);
+    delta += choice.text.finish();
+  }
+  if (!finish.empty()) {
+    choice.done = true;
+    choice.result.finish_reason = finish;
+    ++num_done_;
+  }
+  if (request_.stream) {
+    if (!delta.empty() || !logprobs.empty() || !finish.empty()) {
+      sendDelta(choice, std::move(delta), std::move(logprobs), finish);
+    }
+  } else {
+    choice.result.text += delta;
+    for (auto& e : logprobs) choice.result.logprobs.push_back(std::move(e));
+  }
+  if (num_done_ == static_cast<int>(choices_.size())) complete();
+}
+
+void CompletionJob::appendToken(Choice& choice, const engine::EngineOutput& output,
+                                std::string& delta,
+                                std::vector<openai::TokenLogprobEntry>& logprobs) {
+  const Clock::time_point now = Clock::now();
+  if (!first_token_seen_) {
+    first_token_seen_ = true;
+    context_.metrics->observeTtft(seconds(now - arrival_));
+  } else if (choice.completion_tokens > 0) {
+    context_.metrics->observeInterToken(seconds(now - choice.last_token));
+  }
+  choice.last_token = now;
+  ++choice.completion_tokens;
+  choice.cached_tokens = output.num_cached_tokens;
+  delta += choice.text.push(output.token);
+  if (request_.want_logprobs) {
+    const tokenizer::Tokenizer& tok = context_.model->tokenizer();
+    openai::TokenLogprobEntry entry{tok.tokenBytes(output.token), output.logprob, {}};
+    for (const engine::TokenLogprob& top : output.top_logprobs) {
+      entry.top.push_back({tok.tokenBytes(top.token), top.logprob});
+    }
+    logprobs.push_back(std::move(entry));
+  }
+}
+
+void CompletionJob::sendDelta(Choice& choice, std::string delta,
+                              std::vector<openai::TokenLogprobEntry> logprobs,
+                              const std::string& finish) {
+  openai::ChoiceDelta d;
+  d.index = choice.index;
+  d.first = !choice.sent_first;
+  if (d.first && request_.echo) delta = prompts_[choice.prompt_index].text + delta;
+  choice.sent_first = true;
+  d.text = std::move(delta);
+  d.logprobs = std::move(logprobs);
+  d.finish_reason = finish;
+  writer_->write(sseEvent(openai::renderChunk(meta_, request_, d)));
+}
+
+openai::Usage CompletionJob::usage() const {
+  openai::Usage u;
+  int last_prompt = -1;
+  for (const auto& choice : choices_) {
+    u.completion_tokens += choice->completion_tokens;
+    // each prompt counts once, however many choices it has.
+    if (choice->prompt_index != last_prompt) {
+      last_prompt = choice->prompt_index;
+      u.prompt_tokens += choice->prompt_tokens;
+      u.cached_tokens += choice->cached_tokens;
+    }
+  }
+  return u;
+}
+
+void CompletionJob::complete() {
+  answered_ = true;
+  const openai::Usage u = usage();
+  context_.metrics->observeE2e(seconds(Clock::now() - arrival_));
+  context_.metrics->addTokens(u.prompt_tokens, u.completion_tokens, u.cached_tokens);
+  context_.metrics->countRequest(endpointLabel(request_.endpoint), 200);
+  context_.metrics->requestEnded();
+  if (request_.stream) {
+    if (request_.include_usage) writer_->write(sseEvent(openai::renderUsageChunk(meta_, u)));
+    writer_->write("data: [DONE]\n\n");
+    writer_->finish();
+    return;
+  }
+  std::vector<openai::ChoiceResult> results;
+  results.reserve(choices_.size());
+  for (auto& choice : choices_) results.push_back(std::move(choice->result));
+  writer_->respond(200, kJsonHeaders, openai::renderResponse(meta_, request_, results, u));
+}
+
+void CompletionJob::clientGone() {
+  std::lock_guard lock(mu_);
+  if (answered_) return;
+  answered_ = true;
+  cancelAll();
+  // 499: nginx's "client closed request".
+  context_.metrics->countRequest(endpointLabel(request_.endpoint), 499);
+  context_.metrics->requestEnded();
+}
+
+void CompletionJob::cancelAll() {
+  // cancel() only queues work: the outputs it causes arrive later, on the
+  // backend's thread, and wait for mu_.
+  for (auto& choice : choices_) {
+    if (!choice->done) context_.backend->cancel(choice->backend_id);
+  }
+}
+
+}  // namespace tandem::router

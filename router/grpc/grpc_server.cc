@@ -1,0 +1,43 @@
+#include "router/grpc/grpc_server.h"
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace tandem::router {
+
+absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
+                                                const JobContext& context) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  GrpcServerPtr s(new GrpcServer());
+  s->service_ = std::make_unique<InferenceService>(context);
+  grpc::ServerBuilder builder;
+  // an IPv6 literal needs brackets in a gRPC address.
+  const std::string address = host.find(':') != std::string::npos
+                                  ? absl::StrCat("[", host, "]:", port)
+                                  : absl::StrCat(host, ":", port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
+  }
+  s->server_->GetHealthCheckService()->SetServingStatus(true);
+  return s;
+}
+
+GrpcServer::~GrpcServer() { shutdown(std::chrono::milliseconds(0)); }
+
+void GrpcServer::setDraining() {
+  if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
+}
+
+void GrpcServer::shutdown(std::chrono::milliseconds grace) {
+  if (stopped_ || server_ == nullptr) return;
+  stopped_ = true;
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  server_->Wait();
+}
+
+}  // namespace tandem::router

@@ -1,0 +1,28 @@
+// tandem.v1.Inference over gRPC (callback API): Generate streams one
+// message per generated token (ids, whole-UTF-8 text delta, logprobs), the
+// last one with finish_reason and usage; ListModels names the served model.
+// A cancelled call (client gone, deadline) cancels the generation.
+#pragma once
+
+#include "router/generate/completion_job.h"
+#include "tandem/v1/inference.grpc.pb.h"
+
+namespace tandem::router {
+
+class InferenceService final : public tandem::v1::Inference::CallbackService {
+ public:
+  // `context`'s members must outlive the service.
+  explicit InferenceService(const JobContext& context) : context_(context) {}
+
+  // tandem::v1::Inference::CallbackService
+  grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const tandem::v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const tandem::v1::ListModelsRequest* request,
+                                       tandem::v1::ListModelsResponse* response) override;
+
+ private:
+  JobContext context_;
+};
+
+}  // namespace tandem::router

@@ -1,0 +1,90 @@
+#include "router/metrics/serving_metrics.h"
+
+#include <sstream>
+
+#include "prometheus/text_serializer.h"
+
+namespace tandem::router {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+using prometheus::Histogram;
+
+// seconds; from 1 ms to 1 min, as vLLM's TTFT/ITL buckets.
+const Histogram::BucketBoundaries kLatencyBuckets = {
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+    0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
+
+}  // namespace
+
+void ServingMetrics::setLoadSource(std::function<BackendLoad()> load) {
+  std::lock_guard lock(load_mu_);
+  load_ = std::move(load);
+}
+
+ServingMetrics::ServingMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  requests_ = &BuildCounter().Name("tandem:requests_total")
+                   .Help("finished requests by endpoint and status code").Register(r);
+  in_flight_ = &BuildGauge().Name("tandem:requests_in_flight")
+                    .Help("requests being answered").Register(r).Add({});
+  ttft_ = &BuildHistogram().Name("tandem:time_to_first_token_seconds")
+               .Help("time from request arrival to its first token").Register(r)
+               .Add({}, kLatencyBuckets);
+  itl_ = &BuildHistogram().Name("tandem:inter_token_latency_seconds")
+              .Help("time between consecutive tokens of a choice").Register(r)
+              .Add({}, kLatencyBuckets);
+  e2e_ = &BuildHistogram().Name("tandem:e2e_request_latency_seconds")
+              .Help("time from arrival to the last token").Register(r)
+              .Add({}, kLatencyBuckets);
+  prompt_tokens_ = &BuildCounter().Name("tandem:prompt_tokens_total")
+                        .Help("prompt tokens of finished requests").Register(r).Add({});
+  generation_tokens_ = &BuildCounter().Name("tandem:generation_tokens_total")
+                            .Help("generated tokens").Register(r).Add({});
+  cached_tokens_ = &BuildCounter().Name("tandem:prefix_cache_hit_tokens_total")
+                        .Help("prompt tokens found in the prefix cache").Register(r).Add({});
+  rejected_ = &BuildCounter().Name("tandem:requests_rejected_total")
+                   .Help("requests refused with 429 (overloaded)").Register(r).Add({});
+  running_ = &BuildGauge().Name("tandem:num_requests_running")
+                  .Help("sequences in the engine's running batch").Register(r).Add({});
+  waiting_ = &BuildGauge().Name("tandem:num_requests_waiting")
+                  .Help("sequences queued in the engine (queue depth)").Register(r).Add({});
+  kv_usage_ = &BuildGauge().Name("tandem:kv_cache_usage_perc")
+                   .Help("fraction of KV cache blocks in use").Register(r).Add({});
+  kv_blocks_ = &BuildGauge().Name("tandem:kv_cache_blocks")
+                    .Help("KV cache blocks in total").Register(r).Add({});
+}
+
+void ServingMetrics::countRequest(const std::string& endpoint, int status) {
+  requests_->Add({{"endpoint", endpoint}, {"status", std::to_string(status)}}).Increment();
+}
+
+void ServingMetrics::addTokens(int prompt, int generated, int cached) {
+  prompt_tokens_->Increment(prompt);
+  generation_tokens_->Increment(generated);
+  cached_tokens_->Increment(cached);
+}
+
+std::string ServingMetrics::render() {
+  std::function<BackendLoad()> source;
+  {
+    std::lock_guard lock(load_mu_);
+    source = load_;
+  }
+  if (source) {
+    const BackendLoad load = source();
+    running_->Set(load.num_running);
+    waiting_->Set(load.num_waiting);
+    kv_blocks_->Set(load.num_blocks);
+    kv_usage_->Set(load.num_blocks > 0
+                       ? 1.0 - static_cast<double>(load.num_free_blocks) / load.num_blocks
+                       : 0.0);
+  }
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+}  // namespace tandem::router

@@ -1,0 +1,64 @@
+// The router's Prometheus metrics (GET /metrics), named as vLLM names its
+// own where one exists, under the tandem: prefix: request counts by
+// endpoint and status, requests in flight, TTFT, inter-token latency and
+// end-to-end latency histograms, prompt/generation/cached token counters,
+// and the backend's queue depth and KV usage (sampled at scrape time).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "router/generate/generate_backend.h"
+
+namespace tandem::router {
+
+class ServingMetrics {
+ public:
+  ServingMetrics();
+
+  // `load` is called at each scrape for the backend gauges.
+  void setLoadSource(std::function<BackendLoad()> load);
+
+  // one finished HTTP/gRPC request: its endpoint ("completions", "chat",
+  // "grpc_generate", "models", ...) and status code.
+  void countRequest(const std::string& endpoint, int status);
+  void requestStarted() { in_flight_->Increment(); }
+  void requestEnded() { in_flight_->Decrement(); }
+  void observeTtft(double seconds) { ttft_->Observe(seconds); }
+  void observeInterToken(double seconds) { itl_->Observe(seconds); }
+  void observeE2e(double seconds) { e2e_->Observe(seconds); }
+  void addTokens(int prompt, int generated, int cached);
+  void countRejected() { rejected_->Increment(); }
+
+  // the text exposition format (version 0.0.4).
+  std::string render();
+
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::mutex load_mu_;
+  std::function<BackendLoad()> load_;  // guarded by load_mu_
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Gauge* in_flight_;
+  prometheus::Histogram* ttft_;
+  prometheus::Histogram* itl_;
+  prometheus::Histogram* e2e_;
+  prometheus::Counter* prompt_tokens_;
+  prometheus::Counter* generation_tokens_;
+  prometheus::Counter* cached_tokens_;
+  prometheus::Counter* rejected_;
+  prometheus::Gauge* running_;
+  prometheus::Gauge* waiting_;
+  prometheus::Gauge* kv_usage_;
+  prometheus::Gauge* kv_blocks_;
+};
+
+}  // namespace tandem::router

@@ -1,0 +1,140 @@
+// EngineLoop: the engine on its own thread, fed from other threads — the
+// oracle through concurrent submissions, cancellation freeing blocks, early
+// refusals, and stop() ending everything.
+#include "server/engine/engine_loop.h"
+
+#include <condition_variable>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "gtest/gtest.h"
+#include "tests/stories_oracle.h"
+#include "tests/test_paths.h"
+
+namespace tandem::engine {
+namespace {
+
+SamplingParams greedy(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;  // the oracle runs past EOS
+  return p;
+}
+
+// collects one request's outputs and signals its end.
+struct Collector {
+  std::mutex mu;
+  std::condition_variable done_cv;
+  std::vector<int32_t> tokens;
+  FinishReason finish = FinishReason::kNone;
+  int calls_after_finish = 0;
+
+  EngineLoop::OutputCallback callback() {
+    return [this](const EngineOutput& out) {
+      std::lock_guard lock(mu);
+      if (finish != FinishReason::kNone) ++calls_after_finish;
+      if (out.token >= 0) tokens.push_back(out.token);
+      if (out.finished()) {
+        finish = out.finish_reason;
+        done_cv.notify_all();
+      }
+    };
+  }
+  bool wait(std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    std::unique_lock lock(mu);
+    return done_cv.wait_for(lock, timeout, [&] { return finish != FinishReason::kNone; });
+  }
+  size_t size() {
+    std::lock_guard lock(mu);
+    return tokens.size();
+  }
+};
+
+class EngineLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LocalEngineOptions options;
+    options.num_threads = 1;
+    auto local = LocalEngine::create(testing::storiesGguf(), options);
+    ASSERT_TRUE(local.ok()) << local.status();
+    loop_ = std::make_unique<EngineLoop>(std::move(*local));
+  }
+  std::unique_ptr<EngineLoop> loop_;
+};
+
+TEST_F(EngineLoopTest, ConcurrentSubmissionsFromManyThreadsMatchTheOracle) {
+  const auto& cases = testing::storiesOracle();
+  std::vector<Collector> collectors(cases.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const int max_tokens = static_cast<int>(cases[i].completion_ids.size());
+      EXPECT_TRUE(loop_->submit(i, cases[i].prompt_ids, greedy(max_tokens),
+                                collectors[i].callback()).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_TRUE(collectors[i].wait()) << i;
+    EXPECT_EQ(collectors[i].tokens, cases[i].completion_ids) << cases[i].prompt;
+    EXPECT_EQ(collectors[i].finish, FinishReason::kLength);
+    EXPECT_EQ(collectors[i].calls_after_finish, 0);
+  }
+}
+
+TEST_F(EngineLoopTest, CancelEndsARequestWithAbortAndFreesItsBlocks) {
+  const int total_blocks = loop_->stats().num_blocks;
+  Collector c;
+  SamplingParams p = greedy(2000);
+  p.ignore_eos = true;
+  ASSERT_TRUE(loop_->submit(7, testing::storiesOracle()[0].prompt_ids, p, c.callback()).ok());
+  while (c.size() < 5) std::this_thread::yield();
+  loop_->cancel(7);
+  ASSERT_TRUE(c.wait());
+  EXPECT_EQ(c.finish, FinishReason::kAbort);
+  EXPECT_LT(c.tokens.size(), 2000u);
+  // the next step publishes the freed blocks: wait for the stats.
+  for (int i = 0; i < 1000 && loop_->stats().num_running > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const EngineLoopStats s = loop_->stats();
+  EXPECT_EQ(s.num_running, 0);
+  EXPECT_EQ(s.num_free_blocks, total_blocks);
+  // cancelling again, or an unknown id, does nothing.
+  loop_->cancel(7);
+  loop_->cancel(12345);
+}
+
+TEST_F(EngineLoopTest, RefusesBadRequestsAtOnceWithoutCallingBack) {
+  bool called = false;
+  auto cb = [&](const EngineOutput&) { called = true; };
+  EXPECT_EQ(loop_->submit(1, {}, greedy(4), cb).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(loop_->submit(2, {1, loop_->vocabSize()}, greedy(4), cb).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(loop_->submit(3, {1, -1}, greedy(4), cb).code(), absl::StatusCode::kInvalidArgument);
+  SamplingParams bad = greedy(4);
+  bad.temperature = -1;
+  EXPECT_EQ(loop_->submit(4, {1, 2}, bad, cb).code(), absl::StatusCode::kInvalidArgument);
+  std::vector<int32_t> too_long(loop_->maxModelLen(), 1);
+  EXPECT_EQ(loop_->submit(5, too_long, greedy(4), cb).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(called);
+}
+
+TEST_F(EngineLoopTest, StopEndsUnfinishedRequestsAndRefusesNewOnes) {
+  Collector c;
+  SamplingParams p = greedy(400);
+  p.ignore_eos = true;
+  ASSERT_TRUE(loop_->submit(1, {1, 2, 3}, p, c.callback()).ok());
+  loop_->stop();
+  ASSERT_TRUE(c.wait(std::chrono::seconds(1)));
+  EXPECT_EQ(c.finish, FinishReason::kAbort);
+  Collector d;
+  EXPECT_EQ(loop_->submit(2, {1, 2}, greedy(2), d.callback()).code(),
+            absl::StatusCode::kFailedPrecondition);
+  loop_->stop();  // idempotent
+}
+
+}  // namespace
+}  // namespace tandem::engine
