@@ -46,3 +46,29 @@ test('SIGTERM lets a running stream finish, refuses new work, and exits 0', asyn
   const { code } = await server.exited;
   assert.equal(code, 0, server.log());
 });
+
+test('beyond --max-pending-requests a request gets 429 with Retry-After', async () => {
+  const server = await startServer(['--max-pending-requests', '1']);
+  try {
+    const client = new OpenAI({ baseURL: server.url + '/v1', apiKey: 'x', maxRetries: 0 });
+    const stream = await client.completions.create({
+      model: MODEL, prompt: 'Once upon a time', max_tokens: 400, temperature: 0, ignore_eos: true, stream: true,
+    });
+    const it = stream[Symbol.asyncIterator]();
+    await it.next();  // the first request is running
+    const r = await request(server, 'POST', '/v1/completions', { model: MODEL, prompt: 'Hi', max_tokens: 2 });
+    assert.equal(r.status, 429, r.text);
+    assert.equal(r.headers.get('retry-after'), '1');
+    assert.equal(r.json.error.type, 'rate_limit_error');
+    stream.controller.abort();
+    // once it is gone, requests are taken again.
+    let ok = false;
+    for (let i = 0; i < 100 && !ok; i++) {
+      ok = (await request(server, 'POST', '/v1/completions', { model: MODEL, prompt: 'Hi', max_tokens: 2 })).status === 200;
+      if (!ok) await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.ok(ok);
+  } finally {
+    await server.stop();
+  }
+});

@@ -234,3 +234,13 @@ test('errors come back as OpenAI errors the client understands', async () => {
     client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], temperature: -1 }),
     (e) => e instanceof OpenAI.BadRequestError && e.error?.param === 'temperature');
 });
+
+test('echo puts the prompt in front of the completion', async () => {
+  const c = oracle.cases[0];
+  const r = await client.completions.create({
+    model: MODEL, prompt: c.prompt, max_tokens: 10, temperature: 0, echo: true, logprobs: 1,
+  });
+  const text = r.choices[0].text;
+  assert.ok(text.startsWith(c.prompt + ', there was'), text);
+  assert.equal(r.choices[0].logprobs.text_offset[0], c.prompt.length);
+});
