@@ -105,7 +105,8 @@ class HttpServer {
   virtual int port() const = 0;
   // stops accepting; connections with a response in progress (streams
   // included) may finish until `grace` has passed, then every connection is
-  // closed and the I/O threads are joined. Idempotent.
+  // closed and the I/O threads are joined. Idempotent. Must not be called
+  // from an I/O thread (a handler or an onClose callback): it joins them.
   virtual void shutdown(std::chrono::milliseconds grace) = 0;
   // open connections now (for metrics and tests).
   virtual int numConnections() const = 0;
