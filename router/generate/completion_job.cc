@@ -87,7 +87,10 @@ void CompletionJob::submitAll() {
       choice->prompt_index = static_cast<int>(p);
       choice->result.index = choice->index;
       choice->prompt_tokens = static_cast<int>(prompts_[p].tokens.size());
-      if (request_.echo) choice->result.text = prompts_[p].text;
+      if (request_.echo) {
+        choice->result.text = prompts_[p].text;
+        choice->result.logprobs_text_offset = static_cast<int>(prompts_[p].text.size());
+      }
       choices_.push_back(std::move(choice));
     }
   }
@@ -207,11 +210,18 @@ void CompletionJob::sendDelta(Choice& choice, std::string delta,
   openai::ChoiceDelta d;
   d.index = choice.index;
   d.first = !choice.sent_first;
-  if (d.first && request_.echo) delta = prompts_[choice.prompt_index].text + delta;
+  size_t echoed = 0;
+  if (d.first && request_.echo) {
+    echoed = prompts_[choice.prompt_index].text.size();
+    delta = prompts_[choice.prompt_index].text + delta;
+  }
   choice.sent_first = true;
   d.text = std::move(delta);
   d.logprobs = std::move(logprobs);
   d.finish_reason = finish;
+  d.logprobs_text_offset = static_cast<int>(choice.sent_bytes + echoed);
+  d.stop_reason = choice.result.stop_reason;
+  choice.sent_bytes += d.text.size();
   writer_->write(sseEvent(openai::renderChunk(meta_, request_, d)));
 }
 

@@ -62,6 +62,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
     int prompt_tokens = 0;
     bool done = false;
     bool sent_first = false;
+    size_t sent_bytes = 0;  // text sent in earlier chunks (streaming)
     Clock::time_point last_token;
   };
 
