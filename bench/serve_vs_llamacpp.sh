@@ -4,7 +4,8 @@
 # for D seconds each, driven by `tandem bench`. Servers run one at a time, in
 # turns (tandem, llama, tandem, llama, ...), REPEATS times; the table shows
 # medians. Also records tandem's RSS before the load, right after, and after
-# a short idle, to show memory returns to its baseline.
+# a short idle, to show memory returns to its baseline (taken after a 5 s
+# warm-up at full concurrency).
 #
 #   bench/serve_vs_llamacpp.sh LLAMA_BIN_DIR TANDEM_BINARY [MODEL.gguf]
 #
@@ -40,9 +41,11 @@ for r in $(seq 1 "$repeats"); do
     --max-num-seqs "$conc" --max-pending-requests $((conc * 4)) 2>"$out/tandem-serve-$r.log" &
   pid=$!
   wait_health
-  # warm up, then the baseline
-  CONCURRENCY=4 "$tandem" bench --url "http://127.0.0.1:$port" --workload random --input-len "$in_len" \
-    --output-len "$out_len" --concurrency 4 --num-requests 16 --out "$out/warm.json" >/dev/null 2>&1
+  # warm up at full concurrency (this pages in the KV cache pool, which is
+  # reserved at start and touched lazily), then take the baseline.
+  "$tandem" bench --url "http://127.0.0.1:$port" --workload random --input-len "$in_len" \
+    --output-len "$out_len" --concurrency "$conc" --duration 5 --out "$out/warm.json" >/dev/null 2>&1
+  sleep 3
   base=$(rss_kb $pid)
   run_bench tandem "$r"
   after=$(rss_kb $pid)
@@ -52,7 +55,7 @@ for r in $(seq 1 "$repeats"); do
   kill -TERM $pid; wait $pid || true
 
   "$llama_bin/llama-server" -m "$model" --port $port -t "$threads" -np "$conc" -c $((conc * (in_len + out_len + 16))) \
-    --no-webui >"$out/llama-server-$r.log" 2>&1 &
+    --threads-http $((conc + 8)) --no-webui >"$out/llama-server-$r.log" 2>&1 &
   pid=$!
   wait_health
   run_bench llama "$r"

@@ -1,5 +1,7 @@
 #include "router/frontend/frontend_server.h"
 
+#include <malloc.h>
+
 #include <thread>
 
 namespace tandem::router {
@@ -36,10 +38,32 @@ absl::Status FrontendServer::serve(ServedModelPtr model, GenerateBackend* backen
     grpc_ = std::move(*grpc);
   }
   service_->setReady(context);
+  backend_ = backend;
+  trimmer_ = std::thread([this] { trimWhileIdle(); });
   return absl::OkStatus();
 }
 
+void FrontendServer::trimWhileIdle() {
+  bool trimmed = true;
+  std::unique_lock lock(trim_mu_);
+  while (!trim_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_trim_; })) {
+    const BackendLoad load = backend_->load();
+    const bool idle = load.num_running == 0 && load.num_waiting == 0 && service_->pending() == 0;
+    // once per idle period: trimming walks the whole heap.
+    if (idle && !trimmed) malloc_trim(0);
+    trimmed = idle;
+  }
+}
+
 void FrontendServer::drainAndStop(std::chrono::milliseconds grace) {
+  if (trimmer_.joinable()) {
+    {
+      std::lock_guard lock(trim_mu_);
+      stop_trim_ = true;
+    }
+    trim_cv_.notify_all();
+    trimmer_.join();
+  }
   if (http_ == nullptr) return;
   service_->setDraining();
   if (grpc_) grpc_->setDraining();

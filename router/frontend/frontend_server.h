@@ -5,6 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <string>
 
@@ -50,6 +53,9 @@ class FrontendServer {
 
  private:
   FrontendServer() = default;
+  // while idle, hands freed heap back to the OS (glibc keeps it otherwise),
+  // so the process returns to its baseline after a burst of load.
+  void trimWhileIdle();
 
   FrontendOptions options_;
   std::unique_ptr<ServingMetrics> metrics_;
@@ -57,6 +63,11 @@ class FrontendServer {
   ServedModelPtr model_;
   http::HttpServerPtr http_;
   GrpcServerPtr grpc_;
+  GenerateBackend* backend_ = nullptr;
+  std::mutex trim_mu_;
+  std::condition_variable trim_cv_;
+  bool stop_trim_ = false;  // guarded by trim_mu_
+  std::thread trimmer_;
 };
 
 }  // namespace tandem::router
