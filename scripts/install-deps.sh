@@ -9,7 +9,7 @@ PACKAGES=(
   libabsl-dev liburing-dev prometheus-cpp-dev libxxhash-dev
   libboost-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
   libicu-dev libyaml-cpp-dev libgtest-dev libgmock-dev
-  python3
+  python3 hipcc libamdhip64-dev rocm-device-libs
 )
 
 missing=()

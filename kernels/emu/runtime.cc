@@ -1,0 +1,271 @@
+#include "kernels/emu/runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/emu/block_runner.h"
+
+struct ihipStream_t {
+  std::deque<std::function<void()>> queue;
+};
+
+struct ihipEvent_t {
+  ihipStream_t* stream = nullptr;
+  bool pending = false;  // recorded, not yet reached
+  std::chrono::steady_clock::time_point when;
+};
+
+namespace tandem::emu {
+namespace {
+
+struct Device {
+  ihipStream_t null_stream;
+  std::set<ihipStream_t*> streams{&null_stream};
+  std::set<void*> allocations;
+  int warp_size = 64;
+  hipError_t launch_error = hipSuccess;  // reported by hipGetLastError
+  hipError_t exec_error = hipSuccess;    // reported by the next synchronizing call
+  std::string failure;
+  std::unique_ptr<BlockRunner> runner;
+};
+
+Device& device() {
+  static Device* d = new Device();  // never destroyed: buffers may outlive main's statics
+  return *d;
+}
+
+ihipStream_t* resolve(hipStream_t s) { return s == nullptr ? &device().null_stream : s; }
+
+// runs the queued work of `s` in order; after a kernel failed, the work
+// behind it is dropped, as a GPU context is lost. The null stream is HIP's
+// legacy default stream, which synchronizes with every blocking stream:
+// draining any stream first drains the null stream's work.
+void drain(ihipStream_t* s) {
+  if (s != &device().null_stream) drain(&device().null_stream);
+  while (!s->queue.empty()) {
+    std::function<void()> task = std::move(s->queue.front());
+    s->queue.pop_front();
+    if (device().exec_error == hipSuccess) task();
+  }
+}
+
+void drainAll() {
+  bool more = true;
+  while (more) {
+    more = false;
+    for (ihipStream_t* s : device().streams) {
+      if (!s->queue.empty()) {
+        drain(s);
+        more = true;
+      }
+    }
+  }
+}
+
+hipError_t takeExecError() {
+  const hipError_t e = device().exec_error;
+  device().exec_error = hipSuccess;
+  return e;
+}
+
+}  // namespace
+
+void setWarpSize(int warp_size) { device().warp_size = warp_size; }
+int configuredWarpSize() { return device().warp_size; }
+std::string lastFailure() { return device().failure; }
+size_t liveAllocations() { return device().allocations.size(); }
+
+hipError_t enqueueLaunch(const char* name, dim3 grid, dim3 block, hipStream_t stream,
+                         std::function<void()> body) {
+  Device& d = device();
+  const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  if (threads == 0 || threads > BlockRunner::kMaxThreads || grid.x == 0 || grid.y == 0 ||
+      grid.z == 0 || block.z > 64) {
+    d.launch_error = hipErrorInvalidConfiguration;
+    d.failure = std::string("kernel ") + name + ": invalid launch configuration";
+    return hipErrorInvalidConfiguration;
+  }
+  const LaunchShape shape{name, grid, block, d.warp_size};
+  resolve(stream)->queue.push_back([shape, body = std::move(body)] {
+    Device& dev = device();
+    if (dev.runner == nullptr) dev.runner = std::make_unique<BlockRunner>();
+    for (unsigned z = 0; z < shape.grid.z; ++z) {
+      for (unsigned y = 0; y < shape.grid.y; ++y) {
+        for (unsigned x = 0; x < shape.grid.x; ++x) {
+          std::string failure = dev.runner->run(shape, uint3{x, y, z}, body);
+          if (!failure.empty()) {
+            dev.exec_error = hipErrorLaunchFailure;
+            dev.failure = std::move(failure);
+            return;
+          }
+        }
+      }
+    }
+  });
+  return hipSuccess;
+}
+
+}  // namespace tandem::emu
+
+using tandem::emu::device;
+
+hipError_t hipMalloc(void** ptr, size_t bytes) {
+  *ptr = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
+  if (*ptr == nullptr) return hipErrorOutOfMemory;
+  device().allocations.insert(*ptr);
+  return hipSuccess;
+}
+
+hipError_t hipFree(void* ptr) {
+  if (ptr == nullptr) return hipSuccess;
+  tandem::emu::drainAll();  // hipFree synchronizes the device
+  if (device().allocations.erase(ptr) == 0) return hipErrorInvalidValue;
+  std::free(ptr);
+  return hipSuccess;
+}
+
+hipError_t hipHostMalloc(void** ptr, size_t bytes, unsigned) {
+  *ptr = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
+  return *ptr == nullptr ? hipErrorOutOfMemory : hipSuccess;
+}
+
+hipError_t hipHostFree(void* ptr) {
+  tandem::emu::drainAll();
+  std::free(ptr);
+  return hipSuccess;
+}
+
+hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind) {
+  tandem::emu::drainAll();
+  std::memmove(dst, src, bytes);
+  return tandem::emu::takeExecError();
+}
+
+hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind,
+                          hipStream_t stream) {
+  tandem::emu::resolve(stream)->queue.push_back([=] { std::memmove(dst, src, bytes); });
+  return hipSuccess;
+}
+
+hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t stream) {
+  tandem::emu::resolve(stream)->queue.push_back([=] { std::memset(dst, value, bytes); });
+  return hipSuccess;
+}
+
+hipError_t hipStreamCreate(hipStream_t* stream) {
+  *stream = new ihipStream_t();
+  device().streams.insert(*stream);
+  return hipSuccess;
+}
+
+hipError_t hipStreamDestroy(hipStream_t stream) {
+  if (stream == nullptr || device().streams.erase(stream) == 0)
+    return hipErrorInvalidResourceHandle;
+  tandem::emu::drain(stream);
+  delete stream;
+  return hipSuccess;
+}
+
+hipError_t hipStreamSynchronize(hipStream_t stream) {
+  tandem::emu::drain(tandem::emu::resolve(stream));
+  return tandem::emu::takeExecError();
+}
+
+hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned) {
+  if (event == nullptr) return hipErrorInvalidResourceHandle;
+  // the waiting stream, when it gets there, first runs the event's stream up
+  // to (and past) the event
+  tandem::emu::resolve(stream)->queue.push_back([event] {
+    if (event->pending && event->stream != nullptr) tandem::emu::drain(event->stream);
+  });
+  return hipSuccess;
+}
+
+hipError_t hipEventCreate(hipEvent_t* event) {
+  *event = new ihipEvent_t();
+  return hipSuccess;
+}
+
+hipError_t hipEventDestroy(hipEvent_t event) {
+  delete event;
+  return hipSuccess;
+}
+
+hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
+  if (event == nullptr) return hipErrorInvalidResourceHandle;
+  ihipStream_t* s = tandem::emu::resolve(stream);
+  event->stream = s;
+  event->pending = true;
+  s->queue.push_back([event] {
+    event->pending = false;
+    event->when = std::chrono::steady_clock::now();
+  });
+  return hipSuccess;
+}
+
+hipError_t hipEventSynchronize(hipEvent_t event) {
+  if (event == nullptr) return hipErrorInvalidResourceHandle;
+  if (event->pending) tandem::emu::drain(event->stream);
+  return tandem::emu::takeExecError();
+}
+
+hipError_t hipEventQuery(hipEvent_t event) {
+  return event->pending ? hipErrorNotReady : hipSuccess;
+}
+
+hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
+  if (start->pending || stop->pending) return hipErrorNotReady;
+  *ms = std::chrono::duration<float, std::milli>(stop->when - start->when).count();
+  return hipSuccess;
+}
+
+hipError_t hipDeviceSynchronize() {
+  tandem::emu::drainAll();
+  return tandem::emu::takeExecError();
+}
+
+hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device_id) {
+  if (device_id != 0) return hipErrorInvalidValue;
+  *prop = hipDeviceProp_t{};
+  std::strncpy(prop->name, "tandem host emulator", sizeof(prop->name) - 1);
+  prop->totalGlobalMem = size_t{8} << 30;
+  prop->warpSize = device().warp_size;
+  prop->maxThreadsPerBlock = tandem::emu::BlockRunner::kMaxThreads;
+  prop->sharedMemPerBlock = tandem::emu::BlockRunner::kSharedBytes;
+  prop->multiProcessorCount = 1;
+  return hipSuccess;
+}
+
+hipError_t hipGetLastError() {
+  hipError_t e = device().launch_error;
+  device().launch_error = hipSuccess;
+  if (e == hipSuccess) e = tandem::emu::takeExecError();
+  return e;
+}
+
+const char* hipGetErrorString(hipError_t error) {
+  switch (error) {
+    case hipSuccess:
+      return "hipSuccess";
+    case hipErrorInvalidValue:
+      return "hipErrorInvalidValue";
+    case hipErrorOutOfMemory:
+      return "hipErrorOutOfMemory";
+    case hipErrorInvalidConfiguration:
+      return "hipErrorInvalidConfiguration";
+    case hipErrorInvalidResourceHandle:
+      return "hipErrorInvalidResourceHandle";
+    case hipErrorNotReady:
+      return "hipErrorNotReady";
+    case hipErrorLaunchFailure:
+      return "hipErrorLaunchFailure";
+  }
+  return "unknown hip error";
+}

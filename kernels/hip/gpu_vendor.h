@@ -1,0 +1,207 @@
+// The one place where GPU vendors differ. Kernel sources include this and
+// are written in HIP; it maps them onto
+//  - AMD: hipcc (ROCm / Debian's hipcc), wavefront 64 on CDNA, 32 on RDNA;
+//  - NVIDIA: nvcc, through the CUDA runtime (hip* names mapped to cuda*);
+//  - the host emulator (kernels/emu): any C++20 compiler, for CI.
+// Beyond the HIP language, kernels use only what is declared here:
+// TANDEM_SHARED for __shared__ arrays (bounds-checked on the emulator),
+// TANDEM_SHFL* / TANDEM_BALLOT (mask-free, as HIP's), TANDEM_MFMA_F32_16X16X4
+// (CDNA's matrix instruction, selected at compile time with a portable
+// fallback) and gpu::launch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#define TANDEM_GPU_AMD 1
+#elif defined(__CUDACC__)
+#include <cuda_runtime.h>
+#define TANDEM_GPU_NVIDIA 1
+#else
+#include "kernels/emu/device_api.h"
+#include "kernels/emu/runtime.h"
+#define TANDEM_GPU_EMU 1
+#endif
+
+#if defined(TANDEM_GPU_NVIDIA)
+using hipError_t = cudaError_t;
+using hipStream_t = cudaStream_t;
+using hipEvent_t = cudaEvent_t;
+using hipDeviceProp_t = cudaDeviceProp;
+#define hipSuccess cudaSuccess
+#define hipErrorOutOfMemory cudaErrorMemoryAllocation
+#define hipErrorInvalidValue cudaErrorInvalidValue
+#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define hipMemcpyDefault cudaMemcpyDefault
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipHostMalloc(p, n, f) cudaMallocHost(p, n)
+#define hipHostFree cudaFreeHost
+#define hipMemcpy cudaMemcpy
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemsetAsync cudaMemsetAsync
+#define hipStreamCreate cudaStreamCreate
+#define hipStreamDestroy cudaStreamDestroy
+#define hipStreamSynchronize cudaStreamSynchronize
+#define hipStreamWaitEvent cudaStreamWaitEvent
+#define hipEventCreate cudaEventCreate
+#define hipEventDestroy cudaEventDestroy
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventElapsedTime cudaEventElapsedTime
+#define hipDeviceSynchronize cudaDeviceSynchronize
+#define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipGetLastError cudaGetLastError
+#define hipGetErrorString cudaGetErrorString
+#endif
+
+#if !defined(TANDEM_GPU_EMU)
+#define TANDEM_SHARED(type, name, dims) __shared__ type name dims
+#endif
+
+namespace tandem::gpu {
+
+// the most warps a block of 1024 threads can have at the smallest wave size;
+// sizes per-warp scratch arrays.
+inline constexpr int kMaxWarps = 32;
+
+#if defined(TANDEM_GPU_NVIDIA)
+template <class T>
+__device__ __forceinline__ T shflXor(T v, int lane_mask, int width = warpSize) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask, width);
+}
+// within groups of `width` lanes, some of which may have left the kernel
+// (whole groups at a time): only the live lanes may be named in the mask.
+template <class T>
+__device__ __forceinline__ T shflXorWidth(T v, int lane_mask, int width) {
+  return __shfl_xor_sync(__activemask(), v, lane_mask, width);
+}
+template <class T>
+__device__ __forceinline__ T shfl(T v, int src_lane, int width = warpSize) {
+  return __shfl_sync(0xffffffffu, v, src_lane, width);
+}
+__device__ __forceinline__ uint64_t ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
+#else
+// HIP and the emulator share HIP's mask-free names (the emulator's record
+// their call site through default arguments, so no wrapper here).
+#define TANDEM_GPU_HIP_COLLECTIVES 1
+#endif
+
+// 16-bit float bits to float, exactly (f16 subnormals included).
+__device__ __forceinline__ float halfBitsToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1fu) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {
+    // subnormal: value = mant * 2^-24, exact in float
+    const float f = static_cast<float>(mant) * 5.9604644775390625e-8f;
+    return sign != 0 ? -f : f;
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+__device__ __forceinline__ float bf16BitsToFloat(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace tandem::gpu
+
+#if defined(TANDEM_GPU_HIP_COLLECTIVES)
+#define TANDEM_SHFL_XOR(v, mask) __shfl_xor((v), (mask))
+#define TANDEM_SHFL_XOR_WIDTH(v, mask, width) __shfl_xor((v), (mask), (width))
+#define TANDEM_SHFL(v, lane) __shfl((v), (lane))
+#define TANDEM_BALLOT(p) static_cast<uint64_t>(__ballot(p))
+#else
+#define TANDEM_SHFL_XOR(v, mask) ::tandem::gpu::shflXor((v), (mask))
+#define TANDEM_SHFL_XOR_WIDTH(v, mask, width) ::tandem::gpu::shflXorWidth((v), (mask), (width))
+#define TANDEM_SHFL(v, lane) ::tandem::gpu::shfl((v), (lane))
+#define TANDEM_BALLOT(p) ::tandem::gpu::ballot(p)
+#endif
+
+// one v_mfma_f32_16x16x4f32 across a wave of 64: lane l gives a = A[l % 16][l / 16]
+// and b = B[l / 16][l % 16] and accumulates acc[i] += (A * B)[4 * (l / 16) + i][l % 16].
+// CDNA's matrix cores on gfx90a/gfx94x device code, the same product from shuffles on
+// other wave-64 devices, the emulator's model of the instruction on the host.
+#if defined(TANDEM_GPU_EMU)
+#define TANDEM_MFMA_F32_16X16X4(a, b, acc) ::tandem::emu::mfma16x16x4F32((a), (b), (acc))
+#else
+#define TANDEM_MFMA_F32_16X16X4(a, b, acc) ::tandem::gpu::mfma16x16x4F32((a), (b), (acc))
+namespace tandem::gpu {
+__device__ __forceinline__ void mfma16x16x4F32(float a, float b, float (&acc)[4]) {
+#if defined(__HIP_DEVICE_COMPILE__) && \
+    (defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__))
+  typedef float floatx4 __attribute__((ext_vector_type(4)));
+  floatx4 c = {acc[0], acc[1], acc[2], acc[3]};
+  c = __builtin_amdgcn_mfma_f32_16x16x4f32(a, b, c, 0, 0, 0);
+  for (int i = 0; i < 4; ++i) acc[i] = c[i];
+#else
+  const int lane = threadIdx.x % 64;
+  const int col = lane % 16, row0 = 4 * (lane / 16);
+  for (int k = 0; k < 4; ++k) {
+    const float bk = TANDEM_SHFL(b, col + 16 * k);
+    for (int i = 0; i < 4; ++i) acc[i] += TANDEM_SHFL(a, row0 + i + 16 * k) * bk;
+  }
+#endif
+}
+}  // namespace tandem::gpu
+#endif
+
+namespace tandem::gpu {
+
+// the wave size of the device kernels launch on, for grid shapes on the host.
+inline int hostWarpSize() {
+#if defined(TANDEM_GPU_EMU)
+  return ::tandem::emu::configuredWarpSize();
+#else
+  static const int size = [] {
+    hipDeviceProp_t p;
+    return hipGetDeviceProperties(&p, 0) == hipSuccess ? p.warpSize : 64;
+  }();
+  return size;
+#endif
+}
+
+// what went wrong: the runtime's name for `e`, and on the emulator why the
+// kernel failed (which thread, which barrier or shared array).
+inline std::string errorMessage(hipError_t e) {
+  std::string msg = hipGetErrorString(e);
+#if defined(TANDEM_GPU_EMU)
+  const std::string why = ::tandem::emu::lastFailure();
+  if (e != hipSuccess && !why.empty()) msg += ": " + why;
+#endif
+  return msg;
+}
+
+// kernel<<<grid, block, 0, stream>>>(args...); returns the launch error.
+// `name` names the kernel in the emulator's failure messages.
+template <class... Params, class... Args>
+hipError_t launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+                  hipStream_t stream, Args... args) {
+#if defined(TANDEM_GPU_EMU)
+  return ::tandem::emu::launchKernel(name, kernel, grid, block, stream, args...);
+#else
+  // clang-format off
+  kernel<<<grid, block, 0, stream>>>(static_cast<Params>(args)...);
+  // clang-format on
+  return hipGetLastError();
+#endif
+}
+
+}  // namespace tandem::gpu

@@ -1,0 +1,338 @@
+#include "kernels/hip/hip_backend.h"
+
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "kernels/hip/attention_decode.h"
+#include "kernels/hip/attention_prefill.h"
+#include "kernels/hip/embedding.h"
+#include "kernels/hip/gather_rows.h"
+#include "kernels/hip/gemm.h"
+#include "kernels/hip/gemv.h"
+#include "kernels/hip/gpu_vendor.h"
+#include "kernels/hip/kv_cache.h"
+#include "kernels/hip/residual_add.h"
+#include "kernels/hip/rms_norm.h"
+#include "kernels/hip/rope.h"
+#include "kernels/hip/silu_mul.h"
+#include "kernels/rope_frequencies.h"
+
+namespace tandem::kernels::hip {
+
+namespace {
+
+// size classes: powers of two up to 1 MiB, then whole MiB, so a reused block
+// wastes at most half (small) or 1 MiB (large).
+size_t sizeClass(size_t bytes) {
+  constexpr size_t kMiB = size_t{1} << 20;
+  if (bytes <= 256) return 256;
+  if (bytes <= kMiB) return std::bit_ceil(bytes);
+  return (bytes + kMiB - 1) / kMiB * kMiB;
+}
+
+std::string deviceMessage(hipError_t e) { return gpu::errorMessage(e); }
+
+// launch and runtime failures are kernel or driver bugs: abort with the
+// device's message.
+void check(hipError_t e, const char* what) {
+  if (e == hipSuccess) return;
+  std::fprintf(stderr, "hip backend: %s failed: %s\n", what, deviceMessage(e).c_str());
+  std::abort();
+}
+
+hipStream_t asStream(void* h) { return static_cast<hipStream_t>(h); }
+hipEvent_t asEvent(void* h) { return static_cast<hipEvent_t>(h); }
+
+KvShape shapeOf(const KvCacheView& cache) {
+  const kvcache::KvLayout& l = cache.layout;
+  return KvShape{l.num_layers, l.num_kv_heads * l.head_dim, l.block_size, cache.num_blocks,
+                 l.dtype};
+}
+
+}  // namespace
+
+class HipBackend::PooledBuffer : public Buffer {
+ public:
+  PooledBuffer(HipBackend* owner, void* data, size_t bytes, size_t rounded)
+      : Buffer(data, bytes), owner_(owner), rounded_(rounded) {}
+  ~PooledBuffer() override { owner_->give(data_, rounded_); }
+
+ private:
+  HipBackend* owner_;
+  size_t rounded_;
+};
+
+namespace {
+
+class PinnedBuffer : public Buffer {
+ public:
+  PinnedBuffer(void* data, size_t bytes) : Buffer(data, bytes) {}
+  ~PinnedBuffer() override { (void)hipHostFree(data_); }
+};
+
+}  // namespace
+
+absl::StatusOr<HipBackendPtr> HipBackend::create() {
+  hipStream_t stream = nullptr, transfer = nullptr;
+  hipEvent_t compute_done = nullptr, transfer_done = nullptr;
+  if (hipStreamCreate(&stream) != hipSuccess || hipStreamCreate(&transfer) != hipSuccess ||
+      hipEventCreate(&compute_done) != hipSuccess || hipEventCreate(&transfer_done) != hipSuccess) {
+    return absl::UnavailableError("hip: cannot create streams and events (no device?)");
+  }
+  return HipBackendPtr(new HipBackend(stream, transfer, compute_done, transfer_done));
+}
+
+HipBackend::~HipBackend() {
+  (void)hipDeviceSynchronize();
+  decode_workspace_.reset();
+  copy_pairs_.reset();
+  rope_tables_.clear();
+  TANDEM_CHECK(live_buffers_ == 0 && "hip backend destroyed before its buffers");
+  for (auto& [size, ptr] : pool_) (void)hipFree(ptr);
+  (void)hipEventDestroy(asEvent(compute_done_));
+  (void)hipEventDestroy(asEvent(transfer_done_));
+  (void)hipStreamDestroy(asStream(stream_));
+  (void)hipStreamDestroy(asStream(transfer_));
+}
+
+absl::StatusOr<void*> HipBackend::take(size_t bytes, size_t* rounded) {
+  *rounded = sizeClass(bytes);
+  if (auto it = pool_.find(*rounded); it != pool_.end()) {
+    void* p = it->second;
+    pool_.erase(it);
+    pooled_bytes_ -= *rounded;
+    return p;
+  }
+  void* p = nullptr;
+  if (hipMalloc(&p, *rounded) != hipSuccess) {
+    // give the pool back to the device and try once more
+    for (auto& [size, ptr] : pool_) (void)hipFree(ptr);
+    pool_.clear();
+    pooled_bytes_ = 0;
+    if (hipMalloc(&p, *rounded) != hipSuccess) {
+      return absl::ResourceExhaustedError(absl::StrCat("hip: cannot allocate ", bytes, " bytes"));
+    }
+  }
+  return p;
+}
+
+void HipBackend::give(void* ptr, size_t rounded) {
+  // reuse is stream-ordered: later ops on the stream run after earlier users
+  pool_.emplace(rounded, ptr);
+  pooled_bytes_ += rounded;
+  --live_buffers_;
+}
+
+absl::StatusOr<BufferPtr> HipBackend::allocate(size_t bytes) {
+  size_t rounded = 0;
+  ASSIGN_OR_RETURN(void* p, take(bytes, &rounded));
+  ++live_buffers_;
+  return BufferPtr(new PooledBuffer(this, p, bytes, rounded));
+}
+
+absl::StatusOr<BufferPtr> HipBackend::importHost(const void* host, size_t bytes) {
+  ASSIGN_OR_RETURN(BufferPtr buf, allocate(bytes));
+  check(hipMemcpy(buf->data(), host, bytes, hipMemcpyHostToDevice), "importHost");
+  return buf;
+}
+
+absl::StatusOr<BufferPtr> HipBackend::allocatePinnedHost(size_t bytes) {
+  void* p = nullptr;
+  if (hipHostMalloc(&p, bytes, 0) != hipSuccess) {
+    return absl::ResourceExhaustedError(absl::StrCat("hip: cannot pin ", bytes, " host bytes"));
+  }
+  return BufferPtr(new PinnedBuffer(p, bytes));
+}
+
+void HipBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
+  // after the ops already queued (they may still read the old contents), and
+  // before returning (the caller may reuse host_src)
+  check(hipMemcpyAsync(device_dst, host_src, bytes, hipMemcpyHostToDevice, asStream(stream_)),
+        "upload");
+  check(hipStreamSynchronize(asStream(stream_)), "upload");
+}
+
+void HipBackend::download(void* host_dst, const void* device_src, size_t bytes) {
+  check(hipMemcpyAsync(host_dst, device_src, bytes, hipMemcpyDeviceToHost, asStream(stream_)),
+        "download");
+  check(hipStreamSynchronize(asStream(stream_)), "download");
+}
+
+absl::Status HipBackend::checkedSynchronize() {
+  const hipError_t e = hipStreamSynchronize(asStream(stream_));
+  const hipError_t t = hipStreamSynchronize(asStream(transfer_));
+  if (e != hipSuccess) return absl::InternalError(deviceMessage(e));
+  if (t != hipSuccess) return absl::InternalError(deviceMessage(t));
+  return absl::OkStatus();
+}
+
+void HipBackend::synchronize() {
+  const absl::Status s = checkedSynchronize();
+  if (!s.ok()) {
+    std::fprintf(stderr, "hip backend: kernel failed: %s\n", std::string(s.message()).c_str());
+    std::abort();
+  }
+}
+
+void* HipBackend::scratch(BufferPtr& slot, size_t bytes) {
+  if (slot == nullptr || slot->bytes() < bytes) {
+    auto buf = allocate(std::max<size_t>(bytes, 4096));
+    TANDEM_CHECK(buf.ok() && "hip backend: scratch allocation");
+    slot = std::move(*buf);
+  }
+  return slot->data();
+}
+
+const float* HipBackend::inverseFrequencies(const RopeParams& params) {
+  std::vector<float> inv = ropeInverseFrequencies(params);
+  for (const RopeTable& t : rope_tables_) {
+    if (t.inv == inv) return static_cast<const float*>(t.device->data());
+  }
+  auto buf = allocate(inv.size() * sizeof(float));
+  TANDEM_CHECK(buf.ok() && "hip backend: rope table allocation");
+  RopeTable& t = rope_tables_.emplace_back(RopeTable{std::move(inv), std::move(*buf)});
+  check(hipMemcpyAsync(t.device->data(), t.inv.data(), t.inv.size() * sizeof(float),
+                       hipMemcpyHostToDevice, asStream(stream_)),
+        "rope table upload");
+  return static_cast<const float*>(t.device->data());
+}
+
+void HipBackend::embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
+  TANDEM_CHECK(ids.dtype == DType::kI32 && out.dtype == DType::kF32);
+  TANDEM_CHECK(out.rows == ids.rows && out.cols == table.cols);
+  check(launchEmbedding(table.data, table.dtype, table.rows, table.cols, ids.as<int32_t>(),
+                        ids.rows, out.as<float>(), asStream(stream_)),
+        "embedding");
+}
+
+void HipBackend::rmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  TANDEM_CHECK(x.dtype == DType::kF32 && out.dtype == DType::kF32);
+  TANDEM_CHECK(x.cols == weight.numel() && out.rows == x.rows && out.cols == x.cols);
+  check(launchRmsNorm(x.as<float>(), weight.data, weight.dtype, x.rows, x.cols, eps,
+                      out.as<float>(), asStream(stream_)),
+        "rmsNorm");
+}
+
+void HipBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
+  TANDEM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
+  TANDEM_CHECK(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows);
+  TANDEM_CHECK(bias == nullptr || (bias->dtype == DType::kF32 && bias->numel() == w.rows));
+  const float* b = bias != nullptr ? bias->as<float>() : nullptr;
+  if (x.rows <= kGemvMaxRows) {
+    check(launchGemv(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows, x.cols,
+                     asStream(stream_)),
+          "matmul (gemv)");
+  } else {
+    check(launchGemm(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows, x.cols,
+                     asStream(stream_)),
+          "matmul (gemm)");
+  }
+}
+
+void HipBackend::rope(const Tensor& x, const Tensor& positions, const RopeParams& params) {
+  const int d = params.head_dim;
+  TANDEM_CHECK(x.dtype == DType::kF32 && d > 0 && x.cols % d == 0 && positions.rows == x.rows);
+  check(launchRope(x.as<float>(), positions.as<int32_t>(), inverseFrequencies(params), x.rows,
+                   static_cast<int>(x.cols / d), d, params.style == RopeStyle::kInterleaved,
+                   asStream(stream_)),
+        "rope");
+}
+
+void HipBackend::writeKv(const Tensor& k, const Tensor& v, const Tensor& slots,
+                         const KvCacheView& cache, int layer) {
+  const kvcache::KvLayout& l = cache.layout;
+  const int64_t width = static_cast<int64_t>(l.num_kv_heads) * l.head_dim;
+  TANDEM_CHECK(k.cols == width && v.cols == width && slots.rows == k.rows);
+  TANDEM_CHECK(layer >= 0 && layer < l.num_layers);
+  check(launchWriteKv(k.as<float>(), v.as<float>(), slots.as<int32_t>(), k.rows, cache.data,
+                      shapeOf(cache), layer, asStream(stream_)),
+        "writeKv");
+}
+
+void HipBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int layer,
+                                const AttentionBatch& batch, const Tensor& out) {
+  const kvcache::KvLayout& l = cache.layout;
+  TANDEM_CHECK(q.cols == static_cast<int64_t>(batch.num_heads) * l.head_dim);
+  TANDEM_CHECK(batch.num_heads % l.num_kv_heads == 0 && l.head_dim <= kAttentionMaxHeadDim);
+  AttentionArgs a;
+  a.q = q.as<float>();
+  a.cache = cache.data;
+  a.shape = shapeOf(cache);
+  a.num_kv_heads = l.num_kv_heads;
+  a.head_dim = l.head_dim;
+  a.layer = layer;
+  a.seq_info = batch.seq_info.as<int32_t>();
+  a.block_tables = batch.block_tables.as<int32_t>();
+  a.num_seqs = batch.num_seqs;
+  a.max_q_len = batch.max_q_len;
+  a.max_context = batch.max_context;
+  a.num_heads = batch.num_heads;
+  a.scale = batch.scale;
+  a.out = out.as<float>();
+  if (batch.max_q_len == 1 && batch.num_heads / l.num_kv_heads <= kDecodeMaxGroup) {
+    float* ws = static_cast<float*>(
+        scratch(decode_workspace_, attentionDecodeWorkspace(a) * sizeof(float)));
+    check(launchAttentionDecode(a, ws, asStream(stream_)), "pagedAttention (decode)");
+  } else {
+    check(launchAttentionPrefill(a, asStream(stream_)), "pagedAttention (prefill)");
+  }
+}
+
+void HipBackend::siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  TANDEM_CHECK(gate.numel() == up.numel() && out.numel() == gate.numel());
+  check(launchSiluMul(gate.as<float>(), up.as<float>(), gate.numel(), out.as<float>(),
+                      asStream(stream_)),
+        "siluMul");
+}
+
+void HipBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
+  TANDEM_CHECK(a.numel() == b.numel() && out.numel() == a.numel());
+  check(launchResidualAdd(a.as<float>(), b.as<float>(), a.numel(), out.as<float>(),
+                          asStream(stream_)),
+        "add");
+}
+
+void HipBackend::gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) {
+  TANDEM_CHECK(rows.dtype == DType::kI32 && out.rows == rows.rows && out.cols == x.cols);
+  check(launchGatherRows(x.as<float>(), x.rows, x.cols, rows.as<int32_t>(), rows.rows,
+                         out.as<float>(), asStream(stream_)),
+        "gatherRows");
+}
+
+void HipBackend::copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids,
+                            const KvCacheView& dst, std::span<const int32_t> dst_ids) {
+  TANDEM_CHECK(src_ids.size() == dst_ids.size());
+  TANDEM_CHECK(src.layout.blockBytes() == dst.layout.blockBytes());
+  if (src_ids.empty()) return;
+  for (size_t i = 0; i < src_ids.size(); ++i) {
+    TANDEM_CHECK(src_ids[i] >= 0 && src_ids[i] < src.num_blocks);
+    TANDEM_CHECK(dst_ids[i] >= 0 && dst_ids[i] < dst.num_blocks);
+  }
+  // the previous copy must be done with the pairs before they are replaced
+  check(hipStreamSynchronize(asStream(transfer_)), "copyBlocks");
+  copy_pairs_host_.clear();
+  for (size_t i = 0; i < src_ids.size(); ++i) {
+    copy_pairs_host_.push_back(src_ids[i]);
+    copy_pairs_host_.push_back(dst_ids[i]);
+  }
+  const size_t pair_bytes = copy_pairs_host_.size() * sizeof(int32_t);
+  auto* pairs = static_cast<int32_t*>(scratch(copy_pairs_, pair_bytes));
+  // the transfer stream starts after the compute work queued so far (it
+  // wrote the blocks), and compute waits for the transfer (it reads them)
+  check(hipEventRecord(asEvent(compute_done_), asStream(stream_)), "copyBlocks");
+  check(hipStreamWaitEvent(asStream(transfer_), asEvent(compute_done_), 0), "copyBlocks");
+  check(hipMemcpyAsync(pairs, copy_pairs_host_.data(), pair_bytes, hipMemcpyHostToDevice,
+                       asStream(transfer_)),
+        "copyBlocks");
+  check(launchCopyBlocks(src.data, src.num_blocks, dst.data, dst.num_blocks, pairs,
+                         static_cast<int>(src_ids.size()), src.layout.blockBytes(),
+                         asStream(transfer_)),
+        "copyBlocks");
+  check(hipEventRecord(asEvent(transfer_done_), asStream(transfer_)), "copyBlocks");
+  check(hipStreamWaitEvent(asStream(stream_), asEvent(transfer_done_), 0), "copyBlocks");
+}
+
+}  // namespace tandem::kernels::hip

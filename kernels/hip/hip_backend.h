@@ -1,0 +1,103 @@
+// The hip backend: kernels::Backend over GPU memory, driving the kernels of
+// kernels/hip on one compute stream. Built three ways from the same source:
+// against ROCm (tandem_hip), against the CUDA runtime through gpu_vendor.h,
+// and against the host emulator (tandem_hip_emu), which is how CI runs it.
+//
+// Memory: buffers come from a caching pool (freed blocks are kept by size
+// class and reused in stream order); importHost copies. Ops are queued on
+// the compute stream and return at once; KV block copies run on a transfer
+// stream ordered against it with events, so tier traffic can overlap
+// compute. upload() and download() wait for the stream.
+//
+// The header names no vendor type (streams and events are opaque handles),
+// so code built by any C++ compiler can include it and link either build.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace tandem::kernels::hip {
+
+class HipBackend;
+using HipBackendPtr = std::unique_ptr<HipBackend>;
+
+class HipBackend : public Backend {
+ public:
+  // Unavailable when no device or stream can be had.
+  static absl::StatusOr<HipBackendPtr> create();
+  // every buffer of this backend must be gone first.
+  ~HipBackend() override;
+
+  // waits for every queued op; the error of the first kernel that failed
+  // since the last call (Internal, with the device's message), else OK.
+  absl::Status checkedSynchronize();
+  // pinned host memory for staging tier offloads (gatherBlocks/scatterBlocks
+  // accept it as `staging`); freed by the returned buffer.
+  absl::StatusOr<BufferPtr> allocatePinnedHost(size_t bytes);
+  // device bytes held by the pool for reuse (not in any live buffer).
+  size_t pooledBytes() const { return pooled_bytes_; }
+
+  // Backend
+  std::string_view name() const override { return "hip"; }
+  absl::StatusOr<BufferPtr> allocate(size_t bytes) override;
+  absl::StatusOr<BufferPtr> importHost(const void* host, size_t bytes) override;
+  void upload(void* device_dst, const void* host_src, size_t bytes) override;
+  void download(void* host_dst, const void* device_src, size_t bytes) override;
+  // aborts with the device's message when a kernel failed (a kernel bug).
+  void synchronize() override;
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override;
+  void rmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void rope(const Tensor& x, const Tensor& positions, const RopeParams& params) override;
+  void writeKv(const Tensor& k, const Tensor& v, const Tensor& slots, const KvCacheView& cache,
+               int layer) override;
+  void pagedAttention(const Tensor& q, const KvCacheView& cache, int layer,
+                      const AttentionBatch& batch, const Tensor& out) override;
+  void siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
+  void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
+  void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
+                  std::span<const int32_t> dst_ids) override;
+
+ private:
+  class PooledBuffer;
+  friend class PooledBuffer;
+
+  // the runtime's hipStream_t / hipEvent_t
+  using Handle = void*;
+
+  HipBackend(Handle stream, Handle transfer, Handle compute_done, Handle transfer_done)
+      : stream_(stream),
+        transfer_(transfer),
+        compute_done_(compute_done),
+        transfer_done_(transfer_done) {}
+
+  // a device allocation of at least `bytes` (rounded to its size class).
+  absl::StatusOr<void*> take(size_t bytes, size_t* rounded);
+  void give(void* ptr, size_t rounded);
+  // a device scratch area of `bytes`, grown (never shrunk) on demand.
+  void* scratch(BufferPtr& slot, size_t bytes);
+  const float* inverseFrequencies(const RopeParams& params);
+
+  Handle stream_;
+  Handle transfer_;
+  Handle compute_done_;
+  Handle transfer_done_;
+  std::multimap<size_t, void*> pool_;  // size class -> free device blocks
+  size_t pooled_bytes_ = 0;
+  int live_buffers_ = 0;
+  BufferPtr decode_workspace_;
+  BufferPtr copy_pairs_;
+  std::vector<int32_t> copy_pairs_host_;
+  struct RopeTable {
+    std::vector<float> inv;  // host copy: the key, and the source of the upload
+    BufferPtr device;
+  };
+  std::vector<RopeTable> rope_tables_;
+};
+
+}  // namespace tandem::kernels::hip

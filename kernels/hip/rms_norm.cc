@@ -1,0 +1,38 @@
+#include "kernels/hip/rms_norm.h"
+
+#include "kernels/hip/device_utils.h"
+
+namespace tandem::kernels::hip {
+
+namespace {
+
+// one block per row: a strided sum of squares, a block reduction, a scale.
+// Rows of Qwen3's per-head norm are short (head_dim), so the block is sized
+// to the row.
+template <class W>
+static __global__ void rmsNormKernel(const float* x, const W* weight, int64_t dim, float eps,
+                                     float* out) {
+  TANDEM_SHARED(float, scratch, [gpu::kMaxWarps]);
+  const float* xr = x + blockIdx.x * dim;
+  float ss = 0.0f;
+  for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) ss += xr[j] * xr[j];
+  ss = gpu::blockSum(ss, scratch);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
+  float* o = out + blockIdx.x * dim;
+  for (int64_t j = threadIdx.x; j < dim; j += blockDim.x)
+    o[j] = xr[j] * inv * gpu::toFloat(weight[j]);
+}
+
+}  // namespace
+
+hipError_t launchRmsNorm(const float* x, const void* weight, DType weight_dtype, int64_t rows,
+                         int64_t dim, float eps, float* out, hipStream_t stream) {
+  if (rows == 0) return hipSuccess;
+  const unsigned threads = dim >= 256 ? 256 : (dim > 64 ? 128 : 64);
+  return TANDEM_DISPATCH_ELEM(weight_dtype, W, [&] {
+    return gpu::launch("rms_norm", rmsNormKernel<W>, dim3(static_cast<unsigned>(rows)),
+                       dim3(threads), stream, x, static_cast<const W*>(weight), dim, eps, out);
+  });
+}
+
+}  // namespace tandem::kernels::hip
