@@ -50,8 +50,14 @@ absl::StatusOr<LocalEnginePtr> LocalEngine::create(const std::string& model_path
   }
   le->num_blocks_ = static_cast<int>(std::min<int64_t>(blocks, 1 << 30));
 
-  ASSIGN_OR_RETURN(le->runner_, ModelRunner::create(*le->weights_, *le->backend_,
-                                                    le->num_blocks_, options.block_size));
+  kernels::BufferPtr kv_storage;
+  if (options.kv_storage) {
+    ASSIGN_OR_RETURN(kv_storage, options.kv_storage(layout.blockBytes() *
+                                                    static_cast<size_t>(le->num_blocks_)));
+  }
+  ASSIGN_OR_RETURN(le->runner_,
+                   ModelRunner::create(*le->weights_, *le->backend_, le->num_blocks_,
+                                       options.block_size, std::move(kv_storage)));
   EngineConfig ec;
   ec.num_blocks = le->num_blocks_;
   ec.block_size = options.block_size;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,11 @@ struct LocalEngineOptions {
   // 0 = the model's max_position_embeddings.
   int max_model_len = 0;
   bool enable_prefix_caching = true;
+  // when set, called once with the KV storage's size in bytes; returns the
+  // backend memory to hold it (host memory for the cpu backend, e.g. the
+  // shared-memory region of the shm KV transport, so prefill workers on this
+  // host write blocks straight into it). Empty = the backend allocates it.
+  std::function<absl::StatusOr<kernels::BufferPtr>(size_t bytes)> kv_storage;
 };
 
 class LocalEngine;

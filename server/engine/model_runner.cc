@@ -32,7 +32,7 @@ kernels::RopeParams ropeParamsFor(const model::ModelConfig& c) {
 
 absl::StatusOr<ModelRunnerPtr> ModelRunner::create(const model::ModelWeights& weights,
                                                    kernels::Backend& backend, int num_blocks,
-                                                   int block_size) {
+                                                   int block_size, kernels::BufferPtr kv_storage) {
   if (num_blocks <= 0 || block_size <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad kv cache size: ", num_blocks, " blocks of ", block_size, " tokens"));
@@ -43,8 +43,16 @@ absl::StatusOr<ModelRunnerPtr> ModelRunner::create(const model::ModelWeights& we
   r->cache_.layout = kvcache::KvLayout{c.num_layers, c.num_kv_heads, c.head_dim, block_size,
                                        DType::kF32};
   r->cache_.num_blocks = num_blocks;
-  ASSIGN_OR_RETURN(r->cache_buffer_,
-                   backend.allocate(r->cache_.layout.blockBytes() * static_cast<size_t>(num_blocks)));
+  const size_t cache_bytes = r->cache_.layout.blockBytes() * static_cast<size_t>(num_blocks);
+  if (kv_storage != nullptr) {
+    if (kv_storage->bytes() < cache_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("the given kv storage holds ", kv_storage->bytes(),
+                                                     " bytes; ", cache_bytes, " are needed"));
+    }
+    r->cache_buffer_ = std::move(kv_storage);
+  } else {
+    ASSIGN_OR_RETURN(r->cache_buffer_, backend.allocate(cache_bytes));
+  }
   r->cache_.data = r->cache_buffer_->data();
   r->rope_ = ropeParamsFor(c);
   r->attention_.num_heads = c.num_heads;

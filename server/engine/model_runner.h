@@ -31,12 +31,17 @@ class ModelRunner : public StepModel {
  public:
   // binds `weights` to `backend` and allocates the KV storage: num_blocks
   // blocks of block_size token slots (F32). `weights` and `backend` must
-  // outlive the runner. InvalidArgument when the weights do not match their
-  // config or use an unsupported dtype, or the sizes are not positive;
-  // ResourceExhausted when the KV storage cannot be allocated.
+  // outlive the runner. `kv_storage`, when given, is device memory of
+  // `backend` used as the KV storage instead of a fresh allocation (e.g. a
+  // shared-memory region the KV transport's receiver exports to prefill
+  // workers); the runner keeps it. InvalidArgument when the weights do not
+  // match their config or use an unsupported dtype, the sizes are not
+  // positive, or kv_storage is smaller than the storage; ResourceExhausted
+  // when the KV storage cannot be allocated.
   static absl::StatusOr<ModelRunnerPtr> create(const model::ModelWeights& weights,
                                                kernels::Backend& backend, int num_blocks,
-                                               int block_size);
+                                               int block_size,
+                                               kernels::BufferPtr kv_storage = nullptr);
 
   // computes one step. Writes the K/V of every token of `batch` into its
   // slots, and sets *logits to [batch.numLogitRows(), vocab] F32: the last

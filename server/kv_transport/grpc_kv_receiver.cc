@@ -1,0 +1,200 @@
+#include "server/kv_transport/grpc_kv_receiver.h"
+
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "server/kv_transport/block_checksum.h"
+#include "server/kv_transport/endpoint.h"
+#include "tandem/v1/kv_transfer.grpc.pb.h"
+
+namespace tandem::kv_transport {
+
+namespace {
+
+grpc::Status toGrpc(const absl::Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+// Finish() may come from the reactor's own callbacks or from the transfer
+// table (timeout, cancel) on another thread; it must happen once and never
+// after OnDone. Recursive: gRPC may run OnDone inline inside Finish.
+struct CallGuard {
+  std::recursive_mutex mu;
+  bool finished = false;
+  bool done = false;
+};
+
+// one Push call: the transfer's chunks in, the verdict out.
+class PushReactor final : public grpc::ServerReadReactor<v1::KvChunk> {
+ public:
+  explicit PushReactor(std::shared_ptr<TransferTable> table)
+      : table_(std::move(table)), guard_(std::make_shared<CallGuard>()) {
+    StartRead(&chunk_);
+  }
+
+  // grpc::ServerReadReactor
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // the stream ended without the sender's last chunk: it died or gave up.
+      absl::Status s = absl::UnavailableError(
+          absl::StrCat("the sender's stream ended before it finished transfer ",
+                       active_ ? active_->id() : std::string("(none)")));
+      if (active_) active_->fail(s);
+      finishOnce(s);
+      return;
+    }
+    absl::Status s = handle(chunk_);
+    if (!s.ok()) {
+      if (active_) active_->fail(s);
+      finishOnce(s);
+      return;
+    }
+    if (chunk_.last()) {
+      finishOnce(active_->finish());
+      return;
+    }
+    std::lock_guard<std::recursive_mutex> lock(guard_->mu);
+    if (!guard_->finished) StartRead(&chunk_);
+  }
+
+  void OnCancel() override {
+    ActiveTransferPtr active;
+    {
+      std::lock_guard<std::recursive_mutex> lock(guard_->mu);
+      active = active_;
+    }
+    if (active) active->fail(absl::UnavailableError("the sender cancelled the transfer"));
+  }
+
+  void OnDone() override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(guard_->mu);
+      guard_->done = true;
+    }
+    delete this;
+  }
+
+ private:
+  void finishOnce(const absl::Status& s) {
+    std::lock_guard<std::recursive_mutex> lock(guard_->mu);
+    if (guard_->finished || guard_->done) return;
+    guard_->finished = true;
+    Finish(toGrpc(s));
+  }
+
+  absl::Status handle(const v1::KvChunk& chunk) {
+    const KvStorage& storage = table_->storage();
+    if (active_ == nullptr) {
+      if (chunk.block_bytes() != storage.block_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("sender blocks have ", chunk.block_bytes(),
+                                                       " bytes, receiver blocks ",
+                                                       storage.block_bytes));
+      }
+      std::shared_ptr<CallGuard> guard = guard_;
+      // a timeout or cancel on D's side cuts the stream off.
+      auto claimed = table_->claim(chunk.transfer_id(), "grpc", [this, guard](const absl::Status& s) {
+        std::lock_guard<std::recursive_mutex> lock(guard->mu);
+        if (guard->finished || guard->done) return;
+        guard->finished = true;
+        Finish(toGrpc(s));
+      });
+      if (!claimed.ok()) return claimed.status();
+      std::lock_guard<std::recursive_mutex> lock(guard_->mu);
+      active_ = *std::move(claimed);
+    }
+    const std::string& data = chunk.data();
+    size_t pos = 0;
+    for (const v1::KvPiece& p : chunk.pieces()) {
+      if (p.length() > data.size() - pos || p.offset() > storage.block_bytes ||
+          p.length() > storage.block_bytes - p.offset()) {
+        return absl::InvalidArgumentError(absl::StrCat("bad piece of block ", p.index()));
+      }
+      if (p.offset() == 0) {
+        if (block_ >= 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("block ", p.index(), " began before block ", block_, " ended"));
+        }
+        RETURN_IF_ERROR(active_->beginBlock(p.index(), p.block_hash()));
+        block_ = p.index();
+        block_offset_ = 0;
+        checksum_.reset();
+      } else if (p.index() != block_ || p.offset() != block_offset_) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("piece of block ", p.index(), " at offset ", p.offset(), " out of order"));
+      }
+      char* dst = storage.block(active_->dstBlock(block_)) + p.offset();
+      std::memcpy(dst, data.data() + pos, p.length());
+      // the stored bytes are checked, so the check covers this copy too.
+      checksum_.update(dst, p.length());
+      pos += p.length();
+      block_offset_ += p.length();
+      if (block_offset_ == storage.block_bytes) {
+        RETURN_IF_ERROR(active_->endBlock(block_, p.checksum(), checksum_.digest()));
+        block_ = -1;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::shared_ptr<TransferTable> table_;
+  std::shared_ptr<CallGuard> guard_;
+  ActiveTransferPtr active_;
+  v1::KvChunk chunk_;
+  // the block being received, its bytes so far and their running checksum.
+  int block_ = -1;
+  size_t block_offset_ = 0;
+  BlockChecksum checksum_;
+};
+
+}  // namespace
+
+class GrpcKvTransferService final : public v1::KvTransfer::CallbackService {
+ public:
+  explicit GrpcKvTransferService(std::shared_ptr<TransferTable> table) : table_(std::move(table)) {}
+
+  grpc::ServerReadReactor<v1::KvChunk>* Push(grpc::CallbackServerContext* context,
+                                             v1::KvPushResult* response) override {
+    return new PushReactor(table_);
+  }
+
+ private:
+  std::shared_ptr<TransferTable> table_;
+};
+
+absl::StatusOr<std::unique_ptr<GrpcKvReceiver>> GrpcKvReceiver::create(
+    const GrpcKvReceiverOptions& options, std::shared_ptr<TransferTable> table) {
+  std::unique_ptr<GrpcKvReceiver> r(new GrpcKvReceiver());
+  r->table_ = std::move(table);
+  r->service_ = std::make_unique<GrpcKvTransferService>(r->table_);
+  auto bracket = [](const std::string& h) {
+    return h.find(':') != std::string::npos ? absl::StrCat("[", h, "]") : h;
+  };
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat(bracket(options.host), ":", options.port),
+                           grpc::InsecureServerCredentials(), &r->port_);
+  builder.RegisterService(r->service_.get());
+  // chunks are ~1 MiB plus their piece list; leave room for larger ones.
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  // a large per-stream window: each transfer is a fresh stream, which would
+  // otherwise start at HTTP/2's 64 KiB and wait for window updates.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  r->server_ = builder.BuildAndStart();
+  if (r->server_ == nullptr || r->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for KV transfers on ", options.host, ":", options.port));
+  }
+  const std::string& host = options.advertise_host.empty() ? options.host : options.advertise_host;
+  r->endpoint_ = formatEndpoint({TransportKind::kGrpc, absl::StrCat(bracket(host), ":", r->port_)});
+  return r;
+}
+
+GrpcKvReceiver::~GrpcKvReceiver() {
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now());
+    server_->Wait();
+  }
+}
+
+}  // namespace tandem::kv_transport

@@ -1,0 +1,63 @@
+// KvReceiver over shared memory (same host): D's KV storage lives in a memfd
+// region (ShmRegion) that D's engine uses as its KV storage. A sender
+// connects to D's unix socket, claims a transfer, receives the region's fd
+// and the destination block ids, copies blocks straight into them and then
+// names the blocks it wrote; D verifies each block's checksum on its own
+// bytes while P copies the next ones.
+//
+// Wiring D's engine to the region:
+//   ShmRegionPtr region;
+//   options.kv_storage = [&](size_t bytes) -> absl::StatusOr<kernels::BufferPtr> {
+//     ASSIGN_OR_RETURN(region, ShmRegion::create(bytes));
+//     return kernels::HostBuffer::alias(region->data(), bytes);
+//   };
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "server/kv_transport/kv_transport.h"
+#include "server/kv_transport/shm_region.h"
+#include "server/kv_transport/transfer_table.h"
+
+namespace tandem::kv_transport {
+
+struct ShmKvReceiverOptions {
+  // abstract unix socket name; empty = "tandem-kv-<pid>-<random>".
+  std::string socket_name;
+};
+
+class ShmKvReceiver : public KvReceiver {
+ public:
+  // listens on the socket. InvalidArgument when `table`'s storage does not
+  // lie inside `region`; Unavailable when the socket cannot be bound.
+  static absl::StatusOr<std::unique_ptr<ShmKvReceiver>> create(const ShmKvReceiverOptions& options,
+                                                               ShmRegionPtr region,
+                                                               std::shared_ptr<TransferTable> table);
+  // closes every connection (their transfers fail) and stops serving.
+  ~ShmKvReceiver() override;
+
+  // KvReceiver: "shm://<socket name>?boot_id=<this host's boot id>"
+  std::string endpoint() const override { return endpoint_; }
+  absl::Status expect(ExpectedTransfer transfer, TransferDoneFn done) override {
+    return table_->expect(std::move(transfer), std::move(done));
+  }
+  absl::Status cancel(const std::string& transfer_id) override {
+    return table_->cancel(transfer_id);
+  }
+
+  struct Loop;  // the socket loop's state
+
+ private:
+  ShmKvReceiver() = default;
+
+  ShmRegionPtr region_;
+  std::shared_ptr<TransferTable> table_;
+  std::string endpoint_;
+  std::shared_ptr<Loop> loop_;
+  std::thread thread_;
+};
+
+}  // namespace tandem::kv_transport

@@ -1,0 +1,295 @@
+#include "server/kv_transport/transfer_table.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace tandem::kv_transport {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Entry {
+  ExpectedTransfer spec;
+  TransferDoneFn done;
+  Clock::time_point deadline;
+  bool claimed = false;
+  bool ended = false;
+  std::string transport;
+  AbortFn on_abort;
+  std::vector<uint8_t> received;  // per block: 0 none, 1 begun, 2 verified
+  int verified = 0;
+  uint64_t bytes = 0;
+  absl::Status final_status;
+};
+
+}  // namespace
+
+struct TransferTable::State {
+  KvStorage storage;
+  mutable std::mutex mu;
+  std::condition_variable timer_cv;
+  bool stopping = false;
+  absl::flat_hash_map<std::string, std::shared_ptr<Entry>> pending;
+
+  // ends `e` with `status` unless it already ended. Must be called without
+  // `mu` held: the callbacks run outside the lock so they may re-enter.
+  // `external` says the transport did not cause it, so it must be told.
+  void complete(const std::shared_ptr<Entry>& e, absl::Status status, int failed_block,
+                bool external) {
+    TransferDoneFn done;
+    AbortFn abort;
+    TransferResult result;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (e->ended) return;
+      e->ended = true;
+      e->final_status = status;
+      pending.erase(e->spec.transfer_id);
+      done = std::move(e->done);
+      if (external) abort = std::move(e->on_abort);
+      result.transfer_id = e->spec.transfer_id;
+      result.status = std::move(status);
+      result.failed_block = failed_block;
+      result.blocks_received = e->verified;
+      result.bytes_received = e->bytes;
+      result.transport = e->transport;
+    }
+    if (abort) abort(result.status);
+    if (done) done(result);
+  }
+};
+
+TransferTable::TransferTable(KvStorage storage) : state_(std::make_shared<State>()) {
+  state_->storage = storage;
+  timer_ = std::thread([this] { runTimer(); });
+}
+
+TransferTable::~TransferTable() {
+  std::vector<std::shared_ptr<Entry>> left;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+    for (auto& [id, e] : state_->pending) left.push_back(e);
+  }
+  state_->timer_cv.notify_all();
+  timer_.join();
+  for (auto& e : left) {
+    state_->complete(e, absl::CancelledError("the KV receiver shut down"), -1, true);
+  }
+}
+
+const KvStorage& TransferTable::storage() const { return state_->storage; }
+
+absl::Status TransferTable::expect(ExpectedTransfer transfer, TransferDoneFn done) {
+  const KvStorage& s = state_->storage;
+  if (transfer.transfer_id.empty()) return absl::InvalidArgumentError("empty transfer id");
+  if (transfer.dst_block_ids.size() != transfer.hashes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("transfer ", transfer.transfer_id, " has ",
+                                                   transfer.dst_block_ids.size(), " blocks but ",
+                                                   transfer.hashes.size(), " hashes"));
+  }
+  absl::flat_hash_set<int32_t> seen;
+  for (int32_t id : transfer.dst_block_ids) {
+    if (id < 0 || id >= s.num_blocks) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block id ", id, " is outside the KV storage (", s.num_blocks, " blocks)"));
+    }
+    if (!seen.insert(id).second) {
+      return absl::InvalidArgumentError(absl::StrCat("block id ", id, " appears twice"));
+    }
+  }
+  auto e = std::make_shared<Entry>();
+  e->deadline = Clock::now() + transfer.timeout;
+  e->received.assign(transfer.dst_block_ids.size(), 0);
+  e->spec = std::move(transfer);
+  e->done = std::move(done);
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->stopping) return absl::CancelledError("the KV receiver is shutting down");
+    if (!state_->pending.emplace(e->spec.transfer_id, e).second) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("transfer ", e->spec.transfer_id, " is already pending"));
+    }
+  }
+  state_->timer_cv.notify_all();  // the new deadline may be the earliest
+  return absl::OkStatus();
+}
+
+absl::Status TransferTable::cancel(const std::string& transfer_id) {
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->pending.find(transfer_id);
+    if (it == state_->pending.end()) {
+      return absl::NotFoundError(absl::StrCat("no pending transfer ", transfer_id));
+    }
+    e = it->second;
+  }
+  state_->complete(e, absl::CancelledError(absl::StrCat("transfer ", transfer_id, " cancelled")),
+                   -1, true);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ActiveTransferPtr> TransferTable::claim(const std::string& transfer_id,
+                                                       std::string transport, AbortFn on_abort) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->pending.find(transfer_id);
+  if (it == state_->pending.end()) {
+    return absl::NotFoundError(absl::StrCat("transfer ", transfer_id, " is not expected here"));
+  }
+  Entry& e = *it->second;
+  if (e.claimed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("transfer ", transfer_id, " is already being pushed over ", e.transport));
+  }
+  e.claimed = true;
+  e.transport = std::move(transport);
+  e.on_abort = std::move(on_abort);
+  return std::make_shared<ActiveTransfer>(state_, it->second);
+}
+
+size_t TransferTable::pending() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->pending.size();
+}
+
+void TransferTable::runTimer() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  while (!state_->stopping) {
+    Clock::time_point now = Clock::now();
+    Clock::time_point next = Clock::time_point::max();
+    std::vector<std::shared_ptr<Entry>> expired;
+    for (auto& [id, e] : state_->pending) {
+      if (e->deadline <= now) {
+        expired.push_back(e);
+      } else {
+        next = std::min(next, e->deadline);
+      }
+    }
+    if (!expired.empty()) {
+      lock.unlock();
+      for (auto& e : expired) {
+        state_->complete(e,
+                         absl::DeadlineExceededError(absl::StrCat(
+                             "transfer ", e->spec.transfer_id, " did not complete in ",
+                             e->spec.timeout.count(), " ms")),
+                         -1, true);
+      }
+      lock.lock();
+      continue;
+    }
+    if (next == Clock::time_point::max()) {
+      state_->timer_cv.wait(lock);
+    } else {
+      state_->timer_cv.wait_until(lock, next);
+    }
+  }
+}
+
+// --- ActiveTransfer ---
+
+namespace {
+Entry& entryOf(const std::shared_ptr<void>& p) { return *static_cast<Entry*>(p.get()); }
+}  // namespace
+
+ActiveTransfer::ActiveTransfer(std::shared_ptr<TransferTable::State> state,
+                               std::shared_ptr<void> entry)
+    : state_(std::move(state)), entry_(std::move(entry)) {}
+
+const std::string& ActiveTransfer::id() const { return entryOf(entry_).spec.transfer_id; }
+
+int ActiveTransfer::numBlocks() const {
+  return static_cast<int>(entryOf(entry_).spec.dst_block_ids.size());
+}
+
+int32_t ActiveTransfer::dstBlock(int index) const {
+  return entryOf(entry_).spec.dst_block_ids[index];
+}
+
+absl::Status ActiveTransfer::beginBlock(int index, kvcache::BlockHash hash) {
+  Entry& e = entryOf(entry_);
+  absl::Status error;
+  int failed = -1;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (e.ended) return e.final_status.ok() ? absl::FailedPreconditionError("transfer ended")
+                                            : e.final_status;
+    if (index < 0 || index >= numBlocks()) {
+      error = absl::InvalidArgumentError(absl::StrCat("transfer ", e.spec.transfer_id,
+                                                      ": block index ", index, " out of range [0, ",
+                                                      numBlocks(), ")"));
+    } else if (e.received[index] != 0) {
+      error = absl::InvalidArgumentError(
+          absl::StrCat("transfer ", e.spec.transfer_id, ": block ", index, " sent twice"));
+    } else if (e.spec.hashes[index] != hash) {
+      failed = index;
+      error = absl::DataLossError(absl::StrCat("transfer ", e.spec.transfer_id, ": block ", index,
+                                               " has hash ", hash, ", expected ",
+                                               e.spec.hashes[index]));
+    } else {
+      e.received[index] = 1;
+      return absl::OkStatus();
+    }
+  }
+  state_->complete(std::static_pointer_cast<Entry>(entry_), error, failed, false);
+  return error;
+}
+
+absl::Status ActiveTransfer::endBlock(int index, uint64_t sent, uint64_t computed) {
+  Entry& e = entryOf(entry_);
+  absl::Status error;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (e.ended) return e.final_status.ok() ? absl::FailedPreconditionError("transfer ended")
+                                            : e.final_status;
+    if (index < 0 || index >= numBlocks() || e.received[index] != 1) {
+      error = absl::InvalidArgumentError(
+          absl::StrCat("transfer ", e.spec.transfer_id, ": block ", index, " was not begun"));
+    } else if (sent != computed) {
+      error = absl::DataLossError(absl::StrCat(
+          "transfer ", e.spec.transfer_id, ": block ", index, " (dst block ",
+          e.spec.dst_block_ids[index], ") failed its checksum: sent ", sent, ", stored ", computed));
+    } else {
+      e.received[index] = 2;
+      ++e.verified;
+      e.bytes += state_->storage.block_bytes;
+      return absl::OkStatus();
+    }
+  }
+  state_->complete(std::static_pointer_cast<Entry>(entry_), error,
+                   error.code() == absl::StatusCode::kDataLoss ? index : -1, false);
+  return error;
+}
+
+absl::Status ActiveTransfer::finish() {
+  Entry& e = entryOf(entry_);
+  absl::Status status;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (e.ended) return e.final_status.ok() ? absl::FailedPreconditionError("transfer ended")
+                                            : e.final_status;
+    if (e.verified != numBlocks()) {
+      status = absl::FailedPreconditionError(
+          absl::StrCat("transfer ", e.spec.transfer_id, " finished with ", numBlocks() - e.verified,
+                       " of ", numBlocks(), " blocks missing"));
+    }
+  }
+  state_->complete(std::static_pointer_cast<Entry>(entry_), status, -1, false);
+  return status;
+}
+
+void ActiveTransfer::fail(const absl::Status& status) {
+  state_->complete(std::static_pointer_cast<Entry>(entry_), status, -1, false);
+}
+
+absl::Status ActiveTransfer::status() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return entryOf(entry_).final_status;
+}
+
+}  // namespace tandem::kv_transport

@@ -1,0 +1,203 @@
+// Both KV transports end to end between two real processes: D (this test)
+// announces transfers and owns the KV storage, P (kv_sender_child, spawned)
+// pushes deterministic blocks over real loopback gRPC or real shared memory.
+#include "server/kv_transport/kv_transport.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "server/kv_transport/kv_transport_factory.h"
+#include "tests/server/kv_transport/kv_test_blocks.h"
+
+extern char** environ;
+
+namespace tandem::kv_transport {
+namespace {
+
+using testing::fillBlock;
+using testing::hashFor;
+using testing::joinInts;
+
+constexpr size_t kBlockBytes = 40000;  // not a multiple of the chunk: blocks span chunks
+constexpr int kNumBlocks = 64;
+constexpr uint64_t kSeed = 42;
+
+// runs the sender child; returns its pid.
+pid_t spawnSender(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  std::string path = KV_SENDER_CHILD;
+  argv.push_back(path.data());
+  std::vector<std::string> copy = args;
+  for (std::string& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+  return pid;
+}
+
+// the child's exit code, or -1 after killing it when it outlives `limit`.
+int waitSender(pid_t pid, std::chrono::milliseconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+class KvTransportTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    auto region = ShmRegion::create(kBlockBytes * kNumBlocks);
+    ASSERT_TRUE(region.ok()) << region.status();
+    region_ = *region;
+    KvReceiverConfig config;
+    config.transports = *parseTransportChoice(GetParam());
+    auto receiver = createKvReceiver(config, {region_->data(), kBlockBytes, kNumBlocks}, region_);
+    ASSERT_TRUE(receiver.ok()) << receiver.status();
+    receiver_ = *std::move(receiver);
+  }
+
+  char* block(int id) const { return static_cast<char*>(region_->data()) + id * kBlockBytes; }
+
+  // announces `n` blocks into random distinct dst blocks; returns them.
+  std::vector<int> expect(const std::string& id, int n, std::chrono::milliseconds timeout) {
+    std::vector<int> ids(kNumBlocks);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng_);
+    ids.resize(n);
+    ExpectedTransfer t;
+    t.transfer_id = id;
+    t.dst_block_ids.assign(ids.begin(), ids.end());
+    for (int i = 0; i < n; ++i) t.hashes.push_back(hashFor(kSeed, i));
+    t.timeout = timeout;
+    EXPECT_TRUE(receiver_->expect(std::move(t), [this](const TransferResult& r) {
+      result_.set_value(r);
+    }).ok());
+    return ids;
+  }
+
+  // P's arguments: n blocks from scattered source ids, sent shuffled in batches.
+  std::vector<std::string> senderArgs(const std::string& id, int n, int batch) {
+    std::vector<int> src(n), order(n);
+    for (int i = 0; i < n; ++i) src[i] = 3 * i + 1;
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng_);
+    return {GetParam(), receiver_->endpoint(), id, std::to_string(kBlockBytes), std::to_string(kSeed),
+            joinInts(src), joinInts(order), std::to_string(batch), "chunk=16384"};
+  }
+
+  TransferResult waitResult() {
+    auto f = result_.get_future();
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    return f.get();
+  }
+
+  std::mt19937 rng_{7};
+  ShmRegionPtr region_;
+  KvReceiverPtr receiver_;
+  std::promise<TransferResult> result_;
+};
+
+TEST_P(KvTransportTest, MovesScatteredBlocksBitExactInSeveralBatches) {
+  const int n = 12;
+  std::vector<int> dst = expect("t-exact", n, std::chrono::seconds(20));
+  pid_t pid = spawnSender(senderArgs("t-exact", n, 5));
+  TransferResult r = waitResult();
+  EXPECT_EQ(waitSender(pid, std::chrono::seconds(10)), 0);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.blocks_received, n);
+  EXPECT_EQ(r.bytes_received, n * kBlockBytes);
+  EXPECT_EQ(r.transport, GetParam());
+  std::vector<char> want(kBlockBytes);
+  for (int i = 0; i < n; ++i) {
+    fillBlock(kSeed, 3 * i + 1, want.data(), kBlockBytes);
+    EXPECT_EQ(std::memcmp(block(dst[i]), want.data(), kBlockBytes), 0) << "index " << i;
+  }
+  // blocks outside the transfer are untouched (the region starts zeroed).
+  for (int id = 0; id < kNumBlocks; ++id) {
+    if (std::find(dst.begin(), dst.end(), id) != dst.end()) continue;
+    EXPECT_TRUE(std::all_of(block(id), block(id) + kBlockBytes, [](char c) { return c == 0; }))
+        << "block " << id;
+  }
+}
+
+TEST_P(KvTransportTest, CorruptedBlockFailsTheTransferNamingIt) {
+  expect("t-corrupt", 10, std::chrono::seconds(20));
+  std::vector<std::string> args = senderArgs("t-corrupt", 10, 3);
+  args.push_back("corrupt=6");
+  pid_t pid = spawnSender(args);
+  TransferResult r = waitResult();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss) << r.status;
+  EXPECT_EQ(r.failed_block, 6);
+  EXPECT_NE(r.status.message().find("block 6"), std::string::npos) << r.status;
+  // P hears the same verdict.
+  EXPECT_EQ(waitSender(pid, std::chrono::seconds(10)), static_cast<int>(absl::StatusCode::kDataLoss));
+}
+
+TEST_P(KvTransportTest, SenderDyingMidwayFailsTheTransferWithoutWaitingForTheDeadline) {
+  expect("t-dies", 12, std::chrono::seconds(30));
+  std::vector<std::string> args = senderArgs("t-dies", 12, 4);
+  args.push_back("die_after=4");
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = spawnSender(args);
+  TransferResult r = waitResult();
+  EXPECT_EQ(waitSender(pid, std::chrono::seconds(10)), 77);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kUnavailable) << r.status;
+  EXPECT_LE(r.blocks_received, 4);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST_P(KvTransportTest, StalledSenderFailsAtTheDeadline) {
+  expect("t-stall", 8, std::chrono::milliseconds(1200));
+  std::vector<std::string> args = senderArgs("t-stall", 8, 2);
+  args.push_back("stall_after=2");
+  pid_t pid = spawnSender(args);
+  TransferResult r = waitResult();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDeadlineExceeded) << r.status;
+  // (2 unless a loaded machine starts the child after the deadline)
+  EXPECT_LE(r.blocks_received, 2);
+  EXPECT_EQ(waitSender(pid, std::chrono::milliseconds(1)), -1);  // killed: still stalled
+}
+
+TEST_P(KvTransportTest, UnknownTransferIdIsRefused) {
+  expect("t-known", 4, std::chrono::seconds(20));
+  pid_t pid = spawnSender(senderArgs("t-unknown", 4, 4));
+  int code = waitSender(pid, std::chrono::seconds(10));
+  // shm refuses at open(), gRPC at the first answer: NotFound either way.
+  EXPECT_TRUE(code == static_cast<int>(absl::StatusCode::kNotFound) ||
+              code == 100 + static_cast<int>(absl::StatusCode::kNotFound))
+      << code;
+  EXPECT_TRUE(receiver_->cancel("t-known").ok());
+  EXPECT_EQ(waitResult().status.code(), absl::StatusCode::kCancelled);
+}
+
+TEST_P(KvTransportTest, FinishingWithBlocksMissingFails) {
+  expect("t-missing", 6, std::chrono::seconds(20));
+  std::vector<std::string> args = senderArgs("t-missing", 6, 2);
+  args[6] = "0,1,2";  // send only half of the blocks, then finish
+  pid_t pid = spawnSender(args);
+  TransferResult r = waitResult();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition) << r.status;
+  EXPECT_EQ(waitSender(pid, std::chrono::seconds(10)),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, KvTransportTest, ::testing::Values("grpc", "shm"),
+                         [](const auto& info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace tandem::kv_transport
