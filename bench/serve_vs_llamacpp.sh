@@ -10,13 +10,18 @@
 #   bench/serve_vs_llamacpp.sh LLAMA_BIN_DIR TANDEM_BINARY [MODEL.gguf]
 #
 # Environment: CONCURRENCY (256), DURATION (60), REPEATS (3), INPUT_LEN (64),
-# OUTPUT_LEN (64), THREADS (2), OUT_DIR (a temp dir; the JSON results).
+# OUTPUT_LEN (64), THREADS (2), OUT_DIR (a temp dir; the JSON results),
+# LLAMA_NP (16): llama-server's parallel slots. Its KV cache is one unified
+# array of slots x context cells that every step attends over, so a step
+# costs grows with the slot count: at -np 256 on this 2-core machine it
+# finished no request within 100 s. Clients beyond the slots wait in its
+# queue, as they would in production.
 set -euo pipefail
 if [[ $# -lt 2 ]]; then sed -n '2,14p' "$0" >&2; exit 2; fi
 llama_bin=$1 tandem=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 model=${3:-$root/models/stories260K/gguf/stories260K.gguf}
-conc=${CONCURRENCY:-256} dur=${DURATION:-60} repeats=${REPEATS:-3}
+conc=${CONCURRENCY:-256} dur=${DURATION:-60} repeats=${REPEATS:-3} llama_np=${LLAMA_NP:-16}
 in_len=${INPUT_LEN:-64} out_len=${OUTPUT_LEN:-64} threads=${THREADS:-2}
 out=${OUT_DIR:-$(mktemp -d)}
 mkdir -p "$out"
@@ -33,7 +38,7 @@ wait_health() {
 run_bench() {  # name repeat
   "$tandem" bench --url "http://127.0.0.1:$port" --api completions --workload random \
     --input-len "$in_len" --output-len "$out_len" --concurrency "$conc" --duration "$dur" \
-    --out "$out/$1-$2.json" >"$out/$1-$2.log" 2>&1
+    --out "$out/$1-$2.json" --plot "$out/$1-$2.svg" >"$out/$1-$2.log" 2>&1
 }
 
 for r in $(seq 1 "$repeats"); do
@@ -54,7 +59,7 @@ for r in $(seq 1 "$repeats"); do
   echo "$base $after $idle" >"$out/tandem-rss-$r.txt"
   kill -TERM $pid; wait $pid || true
 
-  "$llama_bin/llama-server" -m "$model" --port $port -t "$threads" -np "$conc" -c $((conc * (in_len + out_len + 16))) \
+  "$llama_bin/llama-server" -m "$model" --port $port -t "$threads" -np "$llama_np" -c $((llama_np * (in_len + out_len + 16))) \
     --threads-http $((conc + 8)) --no-webui >"$out/llama-server-$r.log" 2>&1 &
   pid=$!
   wait_health
