@@ -19,5 +19,7 @@ void registerModelCommand(CLI::App& app);
 void registerGenerateCommand(CLI::App& app);
 void registerServeCommand(CLI::App& app);
 void registerBenchCommand(CLI::App& app);
+void registerRouterCommand(CLI::App& app);
+void registerWorkerCommand(CLI::App& app);
 
 }  // namespace tandem::cli

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   tandem::cli::registerGenerateCommand(app);
   tandem::cli::registerServeCommand(app);
   tandem::cli::registerBenchCommand(app);
+  tandem::cli::registerRouterCommand(app);
+  tandem::cli::registerWorkerCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_format.h"
-#include "router/grpc/sampling_params_proto.h"
+#include "server/rpc/sampling_params_proto.h"
 
 namespace tandem::router {
 
@@ -69,7 +69,7 @@ void GenerateCall::start(const tandem::v1::GenerateRequest& request) {
     finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
     return;
   }
-  absl::StatusOr<engine::SamplingParams> params = fromProto(request.params());
+  absl::StatusOr<engine::SamplingParams> params = rpc::fromProto(request.params());
   if (!params.ok()) {
     finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(params.status().message())));
     return;

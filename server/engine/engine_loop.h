@@ -13,11 +13,14 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kvcache/kv_event_log.h"
 #include "server/engine/local_engine.h"
 
 namespace tandem::engine {
@@ -51,13 +54,68 @@ class EngineLoop {
   absl::Status submit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
                       OutputCallback callback);
   // cancels a request: its callback then gets the kAbort final output
-  // (unless it finished first). unknown ids are ignored.
+  // (unless it finished first). unknown ids are ignored. Works for every
+  // kind of request below too (a held prefill's blocks are freed).
   void cancel(SeqId id);
+
+  // ---- disaggregation: the prefill worker's side (P) ----
+
+  // prefills `prompt` and samples its first token with `params`
+  // (max_tokens is ignored: one token). after each step that computed more
+  // of the prompt, `on_progress` gets the tokens computed so far and the
+  // request's block table: block i holds positions [i*B, (i+1)*B); blocks
+  // fully below num_computed_tokens never change again, so a sender may
+  // push them at once (the block holding the last prompt token is complete
+  // only once on_done ran). `on_done` then gets the first token (finished()
+  // true) or token -1 with kAbort/kError. after a successful on_done the
+  // request's blocks stay allocated and unchanged until releasePrefill(id)
+  // (or cancel(id)). both run on the loop thread and must not block.
+  // errors as submit().
+  struct PrefillCallbacks {
+    std::function<void(int num_computed_tokens, std::span<const int32_t> block_table)>
+        on_progress;
+    OutputCallback on_done;
+  };
+  absl::Status submitPrefill(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+                             PrefillCallbacks callbacks);
+  // frees the blocks a finished prefill holds. unknown ids are ignored.
+  void releasePrefill(SeqId id);
+
+  // ---- disaggregation: the decode worker's side (D) ----
+
+  // where a remote prefill must write a request's prompt KV.
+  struct KvAllocation {
+    // leading prompt tokens found in this worker's prefix cache (a multiple
+    // of the block size): their blocks need not be sent.
+    int num_cached_tokens = 0;
+    // the blocks of the whole prompt, block i holding positions
+    // [i*B, (i+1)*B); the last may be partial.
+    std::vector<int32_t> block_ids;
+  };
+  // admits a request whose prompt KV will arrive from outside: it holds
+  // blocks for the whole prompt and is not scheduled until
+  // completeRemotePrefill or failRemotePrefill. waits for the loop thread
+  // (between steps). ResourceExhausted when the blocks are not free now (the
+  // caller then uses submit(), which queues); otherwise errors as submit().
+  absl::StatusOr<KvAllocation> submitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
+                                                SamplingParams params, OutputCallback callback);
+  // the prompt's KV is in the blocks and `first` (token, logprob,
+  // top_logprobs) is its first token, sampled by P: the request commits its
+  // full prompt blocks to the prefix cache, delivers `first` to its callback
+  // as its first output (finishing it when it is a stop token or max_tokens
+  // is 1) and decodes on. unknown ids are ignored.
+  void completeRemotePrefill(SeqId id, EngineOutput first);
+  // the remote prefill failed: the blocks written from outside are dropped
+  // unused and the request prefills locally (its prefix-cache hits stay).
+  // unknown ids are ignored.
+  void failRemotePrefill(SeqId id);
 
   EngineLoopStats stats() const;
   int maxModelLen() const { return engine_->maxModelLen(); }
   int vocabSize() const { return vocab_size_; }
   const LocalEngine& localEngine() const { return *engine_; }
+  // the KV cache's events, numbered (the worker streams them to the router).
+  kvcache::KvEventLog& kvEvents() { return kv_events_; }
 
   // ends every unfinished request with kAbort and joins the thread.
   // idempotent.
@@ -87,6 +145,8 @@ class EngineLoop {
   std::vector<SeqId> cancels_;           // guarded by mu_
   bool stopping_ = false;                // guarded by mu_
   EngineLoopStats stats_;                // guarded by mu_
+
+  kvcache::KvEventLog kv_events_;
 
   // owned by the loop thread.
   std::unordered_map<SeqId, OutputCallback> callbacks_;

@@ -9,7 +9,7 @@
 #include "server/engine/sampling_params.h"
 #include "tandem/v1/inference.pb.h"
 
-namespace tandem::router {
+namespace tandem::rpc {
 
 // the engine's parameters, validated (InvalidArgument names the field).
 absl::StatusOr<engine::SamplingParams> fromProto(const tandem::v1::SamplingParams& proto);
@@ -18,4 +18,4 @@ absl::StatusOr<engine::SamplingParams> fromProto(const tandem::v1::SamplingParam
 tandem::v1::SamplingParams toProto(const engine::SamplingParams& params,
                                    const std::vector<std::string>& stop);
 
-}  // namespace tandem::router
+}  // namespace tandem::rpc

@@ -1,6 +1,6 @@
-#include "router/grpc/sampling_params_proto.h"
+#include "server/rpc/sampling_params_proto.h"
 
-namespace tandem::router {
+namespace tandem::rpc {
 
 absl::StatusOr<engine::SamplingParams> fromProto(const tandem::v1::SamplingParams& p) {
   engine::SamplingParams s;
@@ -17,6 +17,10 @@ absl::StatusOr<engine::SamplingParams> fromProto(const tandem::v1::SamplingParam
   s.ignore_eos = p.ignore_eos();
   if (p.top_logprobs() < 0) return absl::InvalidArgumentError("top_logprobs must be >= 0");
   if (p.top_logprobs() > 0) s.logprobs = p.top_logprobs();
+  if (p.has_logprobs()) {
+    if (p.logprobs() < 0) return absl::InvalidArgumentError("logprobs must be >= 0");
+    s.logprobs = p.logprobs();
+  }
   absl::Status status = s.validate();
   if (!status.ok()) return status;
   return s;
@@ -38,7 +42,8 @@ tandem::v1::SamplingParams toProto(const engine::SamplingParams& s,
   for (int32_t id : s.stop_token_ids) p.add_stop_token_ids(id);
   p.set_ignore_eos(s.ignore_eos);
   p.set_top_logprobs(s.logprobs.value_or(0));
+  if (s.logprobs) p.set_logprobs(*s.logprobs);
   return p;
 }
 
-}  // namespace tandem::router
+}  // namespace tandem::rpc
