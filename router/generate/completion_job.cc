@@ -94,7 +94,9 @@ void CompletionJob::submitAll() {
       choices_.push_back(std::move(choice));
     }
   }
-  if (request_.stream) writer_->startStream(200, kSseHeaders);
+  // the stream starts only once every choice was accepted, so a request the
+  // backend refuses gets a plain 4xx/503 even when it asked to stream.
+  // outputs arriving meanwhile wait for mu_.
   auto self = shared_from_this();
   for (auto& choice : choices_) {
     engine::SamplingParams params = request_.sampling;
@@ -118,18 +120,13 @@ void CompletionJob::submitAll() {
       // the lock is held: fail() would take it again.
       context_.metrics->countRequest(endpointLabel(request_.endpoint), error.status);
       context_.metrics->requestEnded();
-      if (request_.stream) {
-        writer_->write(sseEvent(http::errorBody(error)));
-        writer_->write("data: [DONE]\n\n");
-        writer_->finish();
-      } else {
-        writer_->respond(error.status, kJsonHeaders, http::errorBody(error));
-      }
+      writer_->respond(error.status, kJsonHeaders, http::errorBody(error));
       return;
     }
     choice->backend_id = *id;
     choice->last_token = arrival_;
   }
+  if (request_.stream) writer_->startStream(200, kSseHeaders);
 }
 
 void CompletionJob::onOutput(int c, const engine::EngineOutput& output) {

@@ -47,6 +47,8 @@ test('out-of-range values are 400s', async () => {
   assertOpenAiError(await request(server, 'POST', '/v1/completions', { model: MODEL, prompt: 'x', n: 0 }), 400, 'n');
   assertOpenAiError(await request(server, 'POST', '/v1/completions', { model: MODEL, prompt: 'x', stop: Array(33).fill('a') }), 400, 'stop');
   assertOpenAiError(await request(server, 'POST', '/v1/completions', { model: MODEL, prompt: [1, 99999] }), 400);
+  // refused by the engine after parsing: still a 400, not a 200 stream with an error event.
+  assertOpenAiError(await request(server, 'POST', '/v1/completions', { model: MODEL, prompt: [1, 99999], stream: true }), 400);
   await stillServes();
 });
 
