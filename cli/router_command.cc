@@ -1,12 +1,206 @@
-// `tandem router`: placeholder until the router process lands (issue 5).
-#include "absl/status/status.h"
+// `tandem router`: the OpenAI HTTP API and the tandem gRPC API in front of
+// worker processes (disaggregated serving). Workers register on the gRPC
+// port (tandem.v1.Registry) or are listed (--workers, --workers-file,
+// --workers-dns). The router learns the model from the first healthy decode
+// worker (tokenizer from its model path, or from --model), then serves.
+// SIGINT or SIGTERM drains like `tandem serve`.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
 #include "cli/command.h"
+#include "common/status.h"
+#include "router/cluster/cluster_metrics.h"
+#include "router/cluster/kv_index.h"
+#include "router/cluster/kv_subscriber.h"
+#include "router/cluster/registry_service.h"
+#include "router/cluster/remote_backend.h"
+#include "router/cluster/worker_discovery.h"
+#include "router/cluster/worker_pool.h"
+#include "router/frontend/frontend_server.h"
 
 namespace tandem::cli {
+namespace {
+
+using namespace tandem::router::cluster;
+
+struct RouterArgs {
+  std::string model;
+  std::string served_model_name;
+  std::string chat_template;
+  router::FrontendOptions frontend;
+  std::vector<std::string> api_keys;
+  double drain_timeout_s = 30;
+  int request_timeout_s = 30;
+  size_t max_request_mb = 4;
+  std::vector<std::string> workers;
+  std::string workers_file;
+  std::string workers_dns;
+  RoutePlannerOptions planner;
+  double migration_timeout_s = 30;
+};
+
+sigset_t blockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+// the first healthy decode-capable worker, waiting for one; nullopt when a
+// stop signal came first (its number in *sig).
+std::optional<WorkerState> waitForDecodeWorker(WorkerPool& pool, const sigset_t& stop_signals,
+                                               int* sig) {
+  while (true) {
+    for (const WorkerState& w : pool.snapshot()) {
+      if (w.healthy && w.has_info && w.decodeCapable()) return w;
+    }
+    const timespec wait{0, 100 * 1000 * 1000};
+    if (int s = sigtimedwait(&stop_signals, nullptr, &wait); s > 0) {
+      *sig = s;
+      return std::nullopt;
+    }
+  }
+}
+
+absl::Status runRouter(RouterArgs args) {
+  if (const char* env = std::getenv("TANDEM_API_KEYS"); env != nullptr && *env != '\0') {
+    for (absl::string_view key : absl::StrSplit(env, ',', absl::SkipWhitespace())) {
+      args.api_keys.emplace_back(key);
+    }
+  }
+  if (args.frontend.grpc_port < 0) {
+    return absl::InvalidArgumentError("the router needs its gRPC port (workers register there)");
+  }
+  args.frontend.service.api_keys = args.api_keys;
+  args.frontend.max_request_bytes = args.max_request_mb << 20;
+  args.frontend.request_timeout = std::chrono::seconds(args.request_timeout_s);
+  const sigset_t stop_signals = blockStopSignals();
+
+  WorkerPool pool(WorkerPoolOptions{}, nullptr);
+  RegistryService registry(&pool);
+  args.frontend.grpc_at_start = true;
+  args.frontend.extra_grpc_services = {&registry};
+  ASSIGN_OR_RETURN(router::FrontendServerPtr frontend, router::FrontendServer::start(args.frontend));
+  ClusterMetrics metrics(frontend->metrics().registry());
+  pool.setMetrics(&metrics);
+  pool.start();
+  WorkerDiscoveryOptions discovery_options;
+  discovery_options.static_workers = args.workers;
+  discovery_options.workers_file = args.workers_file;
+  discovery_options.workers_dns = args.workers_dns;
+  WorkerDiscovery discovery(discovery_options, &pool);
+  RETURN_IF_ERROR(discovery.start());
+  KvIndex index;
+  KvSubscriber subscriber(KvSubscriberOptions{}, &pool, &index, &metrics);
+  subscriber.start();
+  RemoteBackendOptions backend_options;
+  backend_options.planner = args.planner;
+  backend_options.no_worker_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));
+  RemoteBackend backend(backend_options, &pool, &index, &metrics);
+  const std::string& host = args.frontend.host;
+  std::fprintf(stderr, "tandem router: listening on http://%s:%d and grpc %s:%d, waiting for workers\n",
+               host.c_str(), frontend->httpPort(), host.c_str(), frontend->grpcPort());
+  std::fflush(stderr);
+
+  auto shutdown = [&](int sig) {
+    std::fprintf(stderr, "tandem router: %s, draining (up to %.0f s)\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", args.drain_timeout_s);
+    frontend->drainAndStop(
+        std::chrono::milliseconds(static_cast<int64_t>(args.drain_timeout_s * 1000)));
+    backend.stop();
+    subscriber.stop();
+    discovery.stop();
+    pool.stop();
+    std::fprintf(stderr, "tandem router: stopped\n");
+  };
+
+  int sig = 0;
+  std::optional<WorkerState> first = waitForDecodeWorker(pool, stop_signals, &sig);
+  if (!first) {
+    shutdown(sig);
+    return absl::OkStatus();
+  }
+  const std::string model_path = args.model.empty() ? first->info.model_path() : args.model;
+  const std::string name =
+      args.served_model_name.empty() ? first->info.model_name() : args.served_model_name;
+  const int max_model_len = first->info.max_model_len();
+  std::fprintf(stderr, "tandem router: worker %s (%s) at %s; loading the tokenizer of %s\n",
+               first->info.worker_id().c_str(), first->info.role().c_str(), first->address.c_str(),
+               model_path.c_str());
+  ASSIGN_OR_RETURN(router::ServedModelPtr model,
+                   router::ServedModel::load(model_path, name, max_model_len, args.chat_template));
+  const std::string served_name = model->name();
+  if (model->usesFallbackTemplate()) {
+    std::fprintf(stderr, "tandem router: the model has no chat template; chat uses a plain one "
+                         "(--chat-template FILE to set one)\n");
+  }
+  RETURN_IF_ERROR(frontend->serve(std::move(model), &backend));
+  std::fprintf(stderr, "tandem router: model '%s' (context %d) on http://%s:%d (OpenAI API) and grpc %s:%d\n",
+               served_name.c_str(), max_model_len, host.c_str(), frontend->httpPort(), host.c_str(),
+               frontend->grpcPort());
+  std::fflush(stderr);
+
+  sigwait(&stop_signals, &sig);
+  shutdown(sig);
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void registerRouterCommand(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("router", "(not built yet)");
-  setAction(cmd, [] { return absl::UnimplementedError("tandem router is not built yet"); });
+  auto args = std::make_shared<RouterArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "router", "serve the OpenAI HTTP and tandem gRPC APIs in front of prefill/decode workers");
+  cmd->add_option("--workers", args->workers, "worker addresses host:port (comma-separated, repeatable)")
+      ->delimiter(',');
+  cmd->add_option("--workers-file", args->workers_file,
+                  "a file of worker addresses, one host:port a line (re-read every 2 s)");
+  cmd->add_option("--workers-dns", args->workers_dns,
+                  "NAME:PORT: every address NAME resolves to is a worker (resolved every 5 s)");
+  cmd->add_option("--model", args->model,
+                  "HF dir or .gguf for the tokenizer (default: the path the workers report)");
+  cmd->add_option("--served-model-name", args->served_model_name,
+                  "the model id clients use (default: the workers' model name)");
+  cmd->add_option("--max-local-prefill-tokens", args->planner.max_local_prefill_tokens,
+                  "a prompt with more tokens not cached on its decode worker is prefilled on a "
+                  "prefill worker")->capture_default_str();
+  cmd->add_option("--max-prefill-queue-tokens", args->planner.max_prefill_queue_tokens,
+                  "a prefill worker with this many prompt tokens queued takes no more")
+      ->capture_default_str();
+  cmd->add_option("--migration-timeout", args->migration_timeout_s,
+                  "seconds a request waits for a decode worker before failing")->capture_default_str();
+  cmd->add_option("--host", args->frontend.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--http-port", args->frontend.http_port, "OpenAI HTTP API port (0 = any free)")
+      ->capture_default_str();
+  cmd->add_option("--grpc-port", args->frontend.grpc_port,
+                  "gRPC port: the tandem API and the workers' registry (0 = any free)")
+      ->capture_default_str();
+  cmd->add_option("--http-threads", args->frontend.http_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--api-key", args->api_keys,
+                  "require Authorization: Bearer KEY (repeatable; also TANDEM_API_KEYS=k1,k2)");
+  cmd->add_option("--chat-template", args->chat_template, "a Jinja chat template file to use");
+  cmd->add_option("--max-pending-requests", args->frontend.service.max_pending_requests,
+                  "generation requests in progress before 429")->capture_default_str();
+  cmd->add_option("--max-prompt-tokens", args->frontend.service.max_prompt_tokens,
+                  "longest prompt accepted (0 = the context length)")->capture_default_str();
+  cmd->add_option("--max-request-mb", args->max_request_mb, "largest request body, MiB")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", args->request_timeout_s,
+                  "seconds a client has to send a whole request")->capture_default_str();
+  cmd->add_option("--drain-timeout", args->drain_timeout_s,
+                  "seconds in-flight requests may take to finish on SIGINT/SIGTERM")->capture_default_str();
+  setAction(cmd, [args] { return runRouter(*args); });
 }
 
 }  // namespace tandem::cli

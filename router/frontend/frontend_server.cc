@@ -20,6 +20,12 @@ absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& o
   absl::StatusOr<http::HttpServerPtr> server = http::HttpServer::start(http, s->service_->handler());
   if (!server.ok()) return server.status();
   s->http_ = std::move(*server);
+  if (options.grpc_at_start && options.grpc_port >= 0) {
+    absl::StatusOr<GrpcServerPtr> grpc =
+        GrpcServer::start(options.host, options.grpc_port, nullptr, options.extra_grpc_services);
+    if (!grpc.ok()) return grpc.status();
+    s->grpc_ = std::move(*grpc);
+  }
   return s;
 }
 
@@ -32,7 +38,9 @@ absl::Status FrontendServer::serve(ServedModelPtr model, GenerateBackend* backen
   context.backend = backend;
   context.metrics = metrics_.get();
   metrics_->setLoadSource([backend] { return backend->load(); });
-  if (options_.grpc_port >= 0) {
+  if (grpc_ != nullptr) {
+    grpc_->serve(context);
+  } else if (options_.grpc_port >= 0) {
     absl::StatusOr<GrpcServerPtr> grpc = GrpcServer::start(options_.host, options_.grpc_port, context);
     if (!grpc.ok()) return grpc.status();
     grpc_ = std::move(*grpc);

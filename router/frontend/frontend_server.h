@@ -1,7 +1,8 @@
 // The router's front door: the OpenAI HTTP server and the tandem gRPC
 // server over one model and one GenerateBackend, with their metrics. HTTP
 // starts first and answers /health 503 until the model is being served, so
-// orchestrators can watch a slow start; gRPC starts with the model.
+// orchestrators can watch a slow start; gRPC starts with the model (or at
+// once, with FrontendOptions::grpc_at_start).
 #pragma once
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <thread>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "router/generate/openai_service.h"
@@ -28,6 +30,13 @@ struct FrontendOptions {
   size_t max_request_bytes = 4 << 20;
   std::chrono::milliseconds request_timeout{30000};
   OpenAiServiceOptions service;
+  // start gRPC in start(), before the model is known (a router: its workers
+  // register there first); tandem.v1.Inference answers UNAVAILABLE until
+  // serve(). Otherwise gRPC starts in serve().
+  bool grpc_at_start = false;
+  // more services on the gRPC port (not owned; they must outlive the
+  // server), e.g. tandem.v1.Registry. Needs grpc_at_start.
+  std::vector<grpc::Service*> extra_grpc_services;
 };
 
 class FrontendServer;

@@ -8,10 +8,17 @@ namespace tandem::router {
 
 absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
                                                 const JobContext& context) {
+  return start(host, port, &context, {});
+}
+
+absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
+                                                const JobContext* context,
+                                                const std::vector<grpc::Service*>& extra_services) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   GrpcServerPtr s(new GrpcServer());
-  s->service_ = std::make_unique<InferenceService>(context);
+  s->service_ = context != nullptr ? std::make_unique<InferenceService>(*context)
+                                   : std::make_unique<InferenceService>();
   grpc::ServerBuilder builder;
   // an IPv6 literal needs brackets in a gRPC address.
   const std::string address = host.find(':') != std::string::npos
@@ -19,12 +26,18 @@ absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int por
                                   : absl::StrCat(host, ":", port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
+  for (grpc::Service* service : extra_services) builder.RegisterService(service);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
   }
-  s->server_->GetHealthCheckService()->SetServingStatus(true);
+  s->server_->GetHealthCheckService()->SetServingStatus(context != nullptr);
   return s;
+}
+
+void GrpcServer::serve(const JobContext& context) {
+  service_->setContext(context);
+  if (server_ != nullptr && !stopped_) server_->GetHealthCheckService()->SetServingStatus(true);
 }
 
 GrpcServer::~GrpcServer() { shutdown(std::chrono::milliseconds(0)); }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
@@ -22,6 +23,15 @@ class GrpcServer {
   // when the address cannot be bound.
   static absl::StatusOr<GrpcServerPtr> start(const std::string& host, int port,
                                              const JobContext& context);
+  // listens before the model is known (a router waiting for workers):
+  // tandem.v1.Inference answers UNAVAILABLE and health NOT_SERVING until
+  // serve(); `extra_services` (not owned; they must outlive the server, e.g.
+  // tandem.v1.Registry) are served from the start. `context` null = no model yet.
+  static absl::StatusOr<GrpcServerPtr> start(const std::string& host, int port,
+                                             const JobContext* context,
+                                             const std::vector<grpc::Service*>& extra_services);
+  // serves the model of `context` (once): Inference answers, health SERVING.
+  void serve(const JobContext& context);
   ~GrpcServer();
 
   int port() const { return port_; }

@@ -4,6 +4,8 @@
 // A cancelled call (client gone, deadline) cancels the generation.
 #pragma once
 
+#include <atomic>
+
 #include "router/generate/completion_job.h"
 #include "tandem/v1/inference.grpc.pb.h"
 
@@ -12,7 +14,12 @@ namespace tandem::router {
 class InferenceService final : public tandem::v1::Inference::CallbackService {
  public:
   // `context`'s members must outlive the service.
-  explicit InferenceService(const JobContext& context) : context_(context) {}
+  explicit InferenceService(const JobContext& context) { setContext(context); }
+  // a service without a model yet (a router waiting for its workers):
+  // every call answers UNAVAILABLE until setContext().
+  InferenceService() = default;
+  // serves `context` from now on; call once, before or while serving.
+  void setContext(const JobContext& context);
 
   // tandem::v1::Inference::CallbackService
   grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* Generate(
@@ -22,7 +29,8 @@ class InferenceService final : public tandem::v1::Inference::CallbackService {
                                        tandem::v1::ListModelsResponse* response) override;
 
  private:
-  JobContext context_;
+  JobContext context_;            // written once, before ready_
+  std::atomic<bool> ready_{false};
 };
 
 }  // namespace tandem::router

@@ -1,0 +1,213 @@
+#include "router/cluster/remote_request.h"
+
+#include <algorithm>
+
+#include "router/cluster/remote_backend.h"
+#include "server/rpc/sampling_params_proto.h"
+
+namespace tandem::router::cluster {
+
+// Worker.Generate on one decode worker; deletes itself when done.
+class WorkerGenerateCall : public grpc::ClientReadReactor<tandem::v1::WorkerGenerateResponse> {
+ public:
+  WorkerGenerateCall(std::shared_ptr<RemoteRequest> request, tandem::v1::WorkerGenerateRequest wire)
+      : request_(std::move(request)), wire_(std::move(wire)) {}
+
+  void start(tandem::v1::Worker::Stub* stub) {
+    stub->async()->Generate(&context_, &wire_, this);
+    StartRead(&response_);
+    StartCall();
+  }
+  void tryCancel() { context_.TryCancel(); }
+
+  // grpc::ClientReadReactor
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream ended: OnDone follows
+    request_->onMessage(response_, first_);
+    first_ = false;
+    if (!response_.finish_reason().empty()) return;
+    StartRead(&response_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    request_->onCallDone(status);
+    delete this;
+  }
+
+ private:
+  std::shared_ptr<RemoteRequest> request_;
+  tandem::v1::WorkerGenerateRequest wire_;
+  tandem::v1::WorkerGenerateResponse response_;
+  grpc::ClientContext context_;
+  bool first_ = true;
+};
+
+engine::FinishReason finishReasonFromString(const std::string& reason) {
+  if (reason.empty()) return engine::FinishReason::kNone;
+  if (reason == "stop") return engine::FinishReason::kStop;
+  if (reason == "length") return engine::FinishReason::kLength;
+  if (reason == "abort") return engine::FinishReason::kAbort;
+  return engine::FinishReason::kError;
+}
+
+RemoteRequest::RemoteRequest(RemoteBackend* backend, RequestId id, std::vector<int32_t> prompt,
+                             engine::SamplingParams params, GenerateBackend::OutputCallback callback)
+    : backend_(backend),
+      id_(id),
+      prompt_(std::move(prompt)),
+      params_(std::move(params)),
+      callback_(std::move(callback)) {}
+
+std::vector<int32_t> RemoteRequest::nextPrompt() const {
+  std::vector<int32_t> tokens;
+  tokens.reserve(prompt_.size() + delivered_.size());
+  tokens.insert(tokens.end(), prompt_.begin(), prompt_.end());
+  tokens.insert(tokens.end(), delivered_.begin(), delivered_.end());
+  return tokens;
+}
+
+int RemoteRequest::remainingTokens() const {
+  return params_.max_tokens - static_cast<int>(delivered_.size());
+}
+
+bool RemoteRequest::startCall(tandem::v1::Worker::Stub* stub, const std::string& address,
+                              const std::string& prefill_address, const std::string& wire_id) {
+  tandem::v1::WorkerGenerateRequest wire;
+  wire.set_request_id(wire_id);
+  std::vector<int32_t> tokens = nextPrompt();
+  wire.mutable_token_ids()->Assign(tokens.begin(), tokens.end());
+  engine::SamplingParams params = params_;
+  params.max_tokens = remainingTokens();
+  *wire.mutable_params() = rpc::toProto(params, {});
+  wire.set_prefill_address(prefill_address);
+  auto* call = new WorkerGenerateCall(shared_from_this(), std::move(wire));
+  {
+    std::lock_guard lock(mu_);
+    if (cancelled_) {
+      delete call;
+      return false;
+    }
+    call_ = call;
+    address_ = address;
+    abandoned_ = false;
+    worker_gave_up_ = false;
+    backend_->callStarted(address);
+  }
+  // outside mu_: a reaction may run before start() returns. a cancel that
+  // comes first reaches the call through its context.
+  call->start(stub);
+  return true;
+}
+
+bool RemoteRequest::cancel() {
+  std::lock_guard lock(mu_);
+  if (final_delivered_ || cancelled_) return false;
+  cancelled_ = true;
+  if (call_ != nullptr) {
+    call_->tryCancel();
+    return false;
+  }
+  return true;
+}
+
+void RemoteRequest::abandonIfOn(const std::string& address) {
+  std::lock_guard lock(mu_);
+  if (call_ == nullptr || address_ != address || final_delivered_) return;
+  abandoned_ = true;
+  call_->tryCancel();
+}
+
+std::string RemoteRequest::currentAddress() const {
+  std::lock_guard lock(mu_);
+  return call_ == nullptr ? std::string() : address_;
+}
+
+bool RemoteRequest::cancelled() const {
+  std::lock_guard lock(mu_);
+  return cancelled_;
+}
+
+void RemoteRequest::finish(engine::FinishReason reason) {
+  {
+    std::lock_guard lock(mu_);
+    if (final_delivered_) return;
+    final_delivered_ = true;
+  }
+  engine::EngineOutput out;
+  out.id = id_;
+  out.token = -1;
+  out.finish_reason = reason;
+  out.num_prompt_tokens = static_cast<int>(prompt_.size());
+  out.num_output_tokens = static_cast<int>(delivered_.size());
+  out.num_cached_tokens = cached_tokens_;
+  callback_(out);
+  callback_ = nullptr;
+  backend_->requestDone(id_);
+}
+
+void RemoteRequest::onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first) {
+  if (first && backend_->metrics_ != nullptr) backend_->metrics_->countPrefill(msg.prefill());
+  engine::FinishReason reason = finishReasonFromString(msg.finish_reason());
+  {
+    std::lock_guard lock(mu_);
+    if (final_delivered_) return;
+    const bool ours = cancelled_ || abandoned_;
+    // a worker that aborts or fails a request we did not cancel (it is
+    // shutting down, its engine failed): the request moves elsewhere.
+    if ((reason == engine::FinishReason::kAbort || reason == engine::FinishReason::kError) && !ours) {
+      worker_gave_up_ = true;
+      reason = engine::FinishReason::kNone;
+    }
+    if (reason != engine::FinishReason::kNone) final_delivered_ = true;
+  }
+  if (msg.token() < 0 && reason == engine::FinishReason::kNone) return;
+  engine::EngineOutput out;
+  out.id = id_;
+  out.token = msg.token();
+  if (msg.token() >= 0) {
+    delivered_.push_back(msg.token());
+    out.logprob = msg.logprob();
+    out.top_logprobs.reserve(msg.top_logprobs_size());
+    for (const tandem::v1::TokenLogprob& t : msg.top_logprobs()) {
+      out.top_logprobs.push_back({t.token_id(), t.logprob()});
+    }
+  }
+  // cached prompt tokens as the first worker reported them (a migrated
+  // attempt's cache covers tokens the client sees as output).
+  if (attempts <= 1) cached_tokens_ = std::min<int>(msg.num_cached_tokens(), prompt_.size());
+  out.finish_reason = reason;
+  out.num_prompt_tokens = static_cast<int>(prompt_.size());
+  out.num_output_tokens = static_cast<int>(delivered_.size());
+  out.num_cached_tokens = cached_tokens_;
+  callback_(out);
+  if (reason != engine::FinishReason::kNone) callback_ = nullptr;
+}
+
+void RemoteRequest::onCallDone(const grpc::Status& status) {
+  std::string address;
+  bool final_delivered = false;
+  bool cancelled = false;
+  {
+    std::lock_guard lock(mu_);
+    address = address_;
+    call_ = nullptr;
+    final_delivered = final_delivered_;
+    cancelled = cancelled_;
+  }
+  backend_->callEnded(address);
+  if (final_delivered) {
+    backend_->requestDone(id_);
+    return;
+  }
+  if (cancelled) {
+    finish(engine::FinishReason::kAbort);
+    return;
+  }
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT && !worker_gave_up_) {
+    // the worker refuses the request itself: another would too.
+    finish(engine::FinishReason::kError);
+    return;
+  }
+  backend_->retryAfterBrokenCall(shared_from_this(), status, address, !delivered_.empty());
+}
+
+}  // namespace tandem::router::cluster

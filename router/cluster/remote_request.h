@@ -1,0 +1,96 @@
+// One request the RemoteBackend generates on decode workers: the original
+// prompt and parameters, the tokens delivered to the client so far, and the
+// Worker.Generate call in flight (a gRPC callback reactor). When that call
+// ends before its final message the request goes back to the backend,
+// which resubmits prompt ‖ delivered tokens for the remaining max_tokens to
+// another decode worker (migration): the client sees each token once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "router/generate/generate_backend.h"
+#include "tandem/v1/worker.grpc.pb.h"
+
+namespace tandem::router::cluster {
+
+class RemoteBackend;
+class WorkerGenerateCall;
+
+// the engine's finish reason for a worker's finish_reason string
+// (kNone for "", kError for one it does not know).
+engine::FinishReason finishReasonFromString(const std::string& reason);
+
+class RemoteRequest : public std::enable_shared_from_this<RemoteRequest> {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  RemoteRequest(RemoteBackend* backend, RequestId id, std::vector<int32_t> prompt,
+                engine::SamplingParams params, GenerateBackend::OutputCallback callback);
+
+  RequestId id() const { return id_; }
+
+  // what the next attempt sends: the prompt followed by the tokens already
+  // delivered, and the tokens still to generate (mu_ not held; only while
+  // no call is in flight).
+  std::vector<int32_t> nextPrompt() const;
+  int remainingTokens() const;
+  const engine::SamplingParams& params() const { return params_; }
+
+  // starts Worker.Generate on `stub` (D at `address`, with P at
+  // `prefill_address` or "" for a local prefill). false when the request
+  // was cancelled meanwhile (nothing started).
+  bool startCall(tandem::v1::Worker::Stub* stub, const std::string& address,
+                 const std::string& prefill_address, const std::string& wire_id);
+  // the client's cancel: the call in flight is cancelled (its worker frees
+  // the request's blocks). returns true when no call is in flight and the
+  // request is not finished: the caller must then finish it with kAbort
+  // (on a thread where calling back is allowed).
+  bool cancel();
+  // the router gave up on the call's worker (unhealthy): cancels the call
+  // so that the request migrates.
+  void abandonIfOn(const std::string& address);
+  // the decode worker the call in flight runs on ("" = none).
+  std::string currentAddress() const;
+  bool cancelled() const;
+
+  // delivers the final output with `reason` (token -1) unless one was
+  // delivered. only while no call is in flight.
+  void finish(engine::FinishReason reason);
+
+  // the worker call's reactions.
+  void onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first);
+  void onCallDone(const grpc::Status& status);
+
+  // set by the backend: when, with no decode worker, the request fails.
+  Clock::time_point wait_deadline;
+  // decode workers that failed this request (avoided when others exist).
+  std::vector<std::string> failed_on;
+  int attempts = 0;
+
+ private:
+  RemoteBackend* backend_;
+  const RequestId id_;
+  const std::vector<int32_t> prompt_;
+  const engine::SamplingParams params_;
+  GenerateBackend::OutputCallback callback_;
+
+  mutable std::mutex mu_;
+  WorkerGenerateCall* call_ = nullptr;  // guarded by mu_
+  std::string address_;                 // the call's worker; guarded by mu_
+  bool cancelled_ = false;              // by the client; guarded by mu_
+  bool abandoned_ = false;              // by the router; guarded by mu_
+  bool final_delivered_ = false;        // guarded by mu_
+  // delivered tokens; written only by the call's reactions or while idle.
+  std::vector<int32_t> delivered_;
+  int cached_tokens_ = 0;
+  // the worker sent "abort"/"error" we did not ask for: migrate.
+  bool worker_gave_up_ = false;
+};
+
+}  // namespace tandem::router::cluster

@@ -1,0 +1,277 @@
+#include "router/cluster/worker_pool.h"
+
+#include "grpcpp/grpcpp.h"
+
+namespace tandem::router::cluster {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool knownRole(const std::string& role) {
+  return role == "prefill" || role == "decode" || role == "both";
+}
+
+// counts outstanding calls of one poll round.
+struct Latch {
+  std::mutex mu;
+  std::condition_variable cv;
+  int pending = 0;
+  void done() {
+    std::lock_guard lock(mu);
+    if (--pending == 0) cv.notify_all();
+  }
+};
+
+}  // namespace
+
+WorkerPool::WorkerPool(WorkerPoolOptions options, ClusterMetrics* metrics)
+    : options_(options), metrics_(metrics) {}
+
+WorkerPool::~WorkerPool() { stop(); }
+
+void WorkerPool::setMetrics(ClusterMetrics* metrics) {
+  std::lock_guard lock(mu_);
+  metrics_ = metrics;
+  publishMetricsLocked();
+}
+
+void WorkerPool::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void WorkerPool::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void WorkerPool::run() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    const Clock::time_point round = Clock::now();
+    pollOnce();
+    lock.lock();
+    cv_.wait_until(lock, round + options_.poll_interval, [this] { return stop_; });
+  }
+}
+
+WorkerPool::Entry& WorkerPool::entryLocked(const std::string& address) {
+  auto [it, inserted] = workers_.try_emplace(address);
+  if (inserted) {
+    it->second.state.address = address;
+    it->second.unhealthy_since = Clock::now();
+    it->second.stub = tandem::v1::Worker::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  return it->second;
+}
+
+void WorkerPool::setHealthyLocked(Entry& e, bool healthy) {
+  if (e.state.healthy && !healthy) e.unhealthy_since = Clock::now();
+  e.state.healthy = healthy;
+}
+
+bool WorkerPool::registerWorker(const tandem::v1::WorkerInfo& info) {
+  if (info.address().empty() || info.worker_id().empty() || !knownRole(info.role())) return false;
+  std::lock_guard lock(mu_);
+  Entry& e = entryLocked(info.address());
+  if (!e.state.has_info || e.state.info.worker_id() != info.worker_id()) {
+    // a new worker, or a restarted one at the same address: its stats and
+    // KV state are new.
+    e.state.has_stats = false;
+    e.state.stats.Clear();
+  }
+  e.state.sources |= kRegistered;
+  e.state.info = info;
+  e.state.has_info = true;
+  e.failures = 0;
+  setHealthyLocked(e, true);
+  publishMetricsLocked();
+  return true;
+}
+
+void WorkerPool::deregisterWorker(const std::string& worker_id) {
+  std::lock_guard lock(mu_);
+  for (auto it = workers_.begin(); it != workers_.end(); ++it) {
+    Entry& e = it->second;
+    if (!e.state.has_info || e.state.info.worker_id() != worker_id) continue;
+    e.state.sources &= ~static_cast<uint32_t>(kRegistered);
+    if (e.state.sources == 0) {
+      workers_.erase(it);
+    } else {
+      setHealthyLocked(e, false);
+      e.failures = options_.failures_to_unhealthy;
+    }
+    break;
+  }
+  publishMetricsLocked();
+}
+
+void WorkerPool::setDiscovered(WorkerSource source, const std::vector<std::string>& addresses) {
+  std::lock_guard lock(mu_);
+  for (const std::string& address : addresses) {
+    if (!address.empty()) entryLocked(address).state.sources |= source;
+  }
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    uint32_t& sources = it->second.state.sources;
+    if ((sources & source) != 0 &&
+        std::find(addresses.begin(), addresses.end(), it->first) == addresses.end()) {
+      sources &= ~static_cast<uint32_t>(source);
+    }
+    it = sources == 0 ? workers_.erase(it) : std::next(it);
+  }
+  publishMetricsLocked();
+}
+
+std::vector<WorkerState> WorkerPool::snapshot() const {
+  std::lock_guard lock(mu_);
+  std::vector<WorkerState> out;
+  out.reserve(workers_.size());
+  for (const auto& [address, e] : workers_) out.push_back(e.state);
+  return out;
+}
+
+std::shared_ptr<tandem::v1::Worker::Stub> WorkerPool::stub(const std::string& address) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(address);
+  if (it != workers_.end()) return it->second.stub;
+  return tandem::v1::Worker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+}
+
+void WorkerPool::reportFailure(const std::string& address) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(address);
+  if (it == workers_.end()) return;
+  it->second.failures = std::max(it->second.failures, options_.failures_to_unhealthy);
+  setHealthyLocked(it->second, false);
+  publishMetricsLocked();
+}
+
+void WorkerPool::pollOnce() {
+  struct Call {
+    grpc::ClientContext context;
+    tandem::v1::InfoRequest info_request;
+    tandem::v1::StatsRequest stats_request;
+    tandem::v1::WorkerInfo info;
+    tandem::v1::WorkerStats stats;
+    std::string address;
+    std::string worker_id;  // empty: an Info call
+  };
+  std::vector<std::pair<std::shared_ptr<Call>, std::shared_ptr<tandem::v1::Worker::Stub>>> calls;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [address, e] : workers_) {
+      auto call = std::make_shared<Call>();
+      call->address = address;
+      if (e.state.has_info) call->worker_id = e.state.info.worker_id();
+      call->context.set_deadline(std::chrono::system_clock::now() + options_.rpc_deadline);
+      calls.emplace_back(std::move(call), e.stub);
+    }
+  }
+  auto latch = std::make_shared<Latch>();
+  latch->pending = static_cast<int>(calls.size());
+  for (auto& [call, stub] : calls) {
+    if (call->worker_id.empty()) {
+      stub->async()->Info(&call->context, &call->info_request, &call->info,
+                          [this, call, latch](grpc::Status status) {
+                            onInfo(call->address, status.ok(), call->info);
+                            latch->done();
+                          });
+    } else {
+      stub->async()->Stats(&call->context, &call->stats_request, &call->stats,
+                           [this, call, latch](grpc::Status status) {
+                             onStats(call->address, call->worker_id, status.ok(), call->stats);
+                             latch->done();
+                           });
+    }
+  }
+  std::unique_lock lock(latch->mu);
+  latch->cv.wait(lock, [&] { return latch->pending == 0; });
+  lock.unlock();
+  std::lock_guard pool_lock(mu_);
+  dropStaleLocked();
+  publishMetricsLocked();
+}
+
+void WorkerPool::onInfo(const std::string& address, bool ok, const tandem::v1::WorkerInfo& info) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(address);
+  if (it == workers_.end()) return;
+  Entry& e = it->second;
+  if (!ok || info.worker_id().empty() || !knownRole(info.role())) {
+    if (++e.failures >= options_.failures_to_unhealthy) setHealthyLocked(e, false);
+    return;
+  }
+  e.state.info = info;
+  // the worker's own view of its address may differ (0.0.0.0); route to
+  // the one we reach it at.
+  e.state.info.set_address(address);
+  e.state.has_info = true;
+  e.state.has_stats = false;
+  // healthy once its Stats answer.
+}
+
+void WorkerPool::onStats(const std::string& address, const std::string& worker_id, bool ok,
+                         const tandem::v1::WorkerStats& stats) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(address);
+  if (it == workers_.end()) return;
+  Entry& e = it->second;
+  // the entry was replaced (re-registration) while the call was out.
+  if (!e.state.has_info || e.state.info.worker_id() != worker_id) return;
+  if (!ok) {
+    if (++e.failures >= options_.failures_to_unhealthy) setHealthyLocked(e, false);
+    return;
+  }
+  if (!stats.worker_id().empty() && stats.worker_id() != worker_id) {
+    // another incarnation answers at this address: learn it again (a
+    // registered worker also re-registers with its new id).
+    if ((e.state.sources & ~static_cast<uint32_t>(kRegistered)) != 0) {
+      e.state.has_info = false;
+    } else {
+      ++e.failures;
+    }
+    e.state.has_stats = false;
+    setHealthyLocked(e, false);
+    return;
+  }
+  e.failures = 0;
+  e.state.stats = stats;
+  e.state.has_stats = true;
+  setHealthyLocked(e, true);
+}
+
+void WorkerPool::dropStaleLocked() {
+  const Clock::time_point now = Clock::now();
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    const Entry& e = it->second;
+    const bool registered_only = e.state.sources == kRegistered;
+    if (registered_only && !e.state.healthy && now - e.unhealthy_since > options_.drop_after) {
+      it = workers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void WorkerPool::publishMetricsLocked() {
+  if (metrics_ == nullptr) return;
+  std::map<std::pair<std::string, bool>, int> counts;
+  for (const char* role : {"prefill", "decode", "both"}) {
+    counts[{role, true}] = 0;
+    counts[{role, false}] = 0;
+  }
+  for (const auto& [address, e] : workers_) {
+    if (e.state.has_info) ++counts[{e.state.info.role(), e.state.healthy}];
+  }
+  for (const auto& [key, count] : counts) metrics_->setWorkers(key.first, key.second, count);
+}
+
+}  // namespace tandem::router::cluster

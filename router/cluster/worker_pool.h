@@ -1,0 +1,125 @@
+// The workers the router knows, where it learned of each (registration, the
+// static list, the workers file, DNS), what each is (WorkerInfo) and how it
+// is doing (health, last WorkerStats).
+//
+// A poll thread calls Worker.Info on workers it knows only by address and
+// Worker.Stats on the others every poll_interval (deadline rpc_deadline).
+// failures_to_unhealthy consecutive failures make a worker unhealthy (it is
+// not routed to); one success makes it healthy again. A worker known only
+// by registration that stays unhealthy for drop_after is dropped; listed or
+// discovered ones stay and come back when they answer again. A
+// registration from a known address with a new worker_id replaces the
+// entry (a restarted worker).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "router/cluster/cluster_metrics.h"
+#include "tandem/v1/worker.grpc.pb.h"
+
+namespace tandem::router::cluster {
+
+// where the router learned of a worker (bits: one address may come from several).
+enum WorkerSource : uint32_t {
+  kRegistered = 1,
+  kStaticList = 2,
+  kWorkersFile = 4,
+  kDns = 8,
+};
+
+struct WorkerPoolOptions {
+  std::chrono::milliseconds poll_interval{250};
+  std::chrono::milliseconds rpc_deadline{1000};
+  int failures_to_unhealthy = 3;
+  std::chrono::milliseconds drop_after{10000};
+  // what Register answers: how often a worker registers again.
+  int heartbeat_interval_ms = 2000;
+};
+
+// one worker as the pool saw it at a moment (a copy).
+struct WorkerState {
+  std::string address;
+  uint32_t sources = 0;
+  bool has_info = false;  // info is valid (registered, or Worker.Info answered)
+  tandem::v1::WorkerInfo info;
+  bool healthy = false;
+  bool has_stats = false;
+  tandem::v1::WorkerStats stats;
+
+  bool decodeCapable() const { return info.role() == "decode" || info.role() == "both"; }
+  bool prefillOnly() const { return info.role() == "prefill"; }
+};
+
+class WorkerPool {
+ public:
+  // `metrics` may be null; else it must outlive the pool.
+  WorkerPool(WorkerPoolOptions options, ClusterMetrics* metrics);
+  ~WorkerPool();
+
+  // where the worker gauges go from now on (the registry may exist only
+  // after the gRPC server hosting the Registry service started).
+  void setMetrics(ClusterMetrics* metrics);
+
+  // starts / stops the poll thread.
+  void start();
+  void stop();
+
+  // Registry.Register: adds or refreshes the worker at info.address (healthy
+  // at once: it just called). InvalidArgument-worthy infos (no address, no
+  // worker_id, unknown role) return false and change nothing.
+  bool registerWorker(const tandem::v1::WorkerInfo& info);
+  // Registry.Deregister: the worker shuts down. it is dropped unless it is
+  // also listed or discovered, in which case it turns unhealthy.
+  void deregisterWorker(const std::string& worker_id);
+  // the addresses `source` (kStaticList, kWorkersFile or kDns) lists now;
+  // replaces what it listed before.
+  void setDiscovered(WorkerSource source, const std::vector<std::string>& addresses);
+
+  std::vector<WorkerState> snapshot() const;
+  // the stub for calls to the worker at `address` (one channel per address,
+  // kept while the pool knows it).
+  std::shared_ptr<tandem::v1::Worker::Stub> stub(const std::string& address);
+  // marks the worker unhealthy now (a call to it failed in a way that says
+  // it is gone); the next successful poll makes it healthy again.
+  void reportFailure(const std::string& address);
+
+  const WorkerPoolOptions& options() const { return options_; }
+  // polls every worker once now and waits for the answers (tests, startup).
+  void pollOnce();
+
+ private:
+  struct Entry {
+    WorkerState state;
+    int failures = 0;
+    std::chrono::steady_clock::time_point unhealthy_since;
+    std::shared_ptr<tandem::v1::Worker::Stub> stub;
+  };
+
+  void run();
+  // mu_ held.
+  Entry& entryLocked(const std::string& address);
+  void setHealthyLocked(Entry& e, bool healthy);
+  void dropStaleLocked();
+  void publishMetricsLocked();
+  void onInfo(const std::string& address, bool ok, const tandem::v1::WorkerInfo& info);
+  void onStats(const std::string& address, const std::string& worker_id, bool ok,
+               const tandem::v1::WorkerStats& stats);
+
+  const WorkerPoolOptions options_;
+  ClusterMetrics* metrics_;  // guarded by mu_
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> workers_;  // by address; guarded by mu_
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace tandem::router::cluster

@@ -1,0 +1,193 @@
+#include "tests/router/cluster/fake_worker.h"
+
+#include <thread>
+
+namespace tandem::router::cluster::testing {
+
+FakeWorker::FakeWorker(FakeWorkerConfig config) : config_(std::move(config)) {
+  stats_.set_num_blocks(config_.num_blocks);
+  stats_.set_num_free_blocks(config_.num_blocks);
+}
+
+FakeWorker::~FakeWorker() { shutdown(); }
+
+void FakeWorker::start() {
+  stopping_ = false;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port_), grpc::InsecureServerCredentials(),
+                           &port_);
+  builder.RegisterService(this);
+  server_ = builder.BuildAndStart();
+}
+
+void FakeWorker::shutdown() {
+  if (server_ == nullptr) return;
+  stopping_ = true;
+  events_cv_.notify_all();
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_->Wait();
+  server_.reset();
+}
+
+tandem::v1::WorkerInfo FakeWorker::info() const {
+  std::lock_guard lock(mu_);
+  tandem::v1::WorkerInfo info;
+  info.set_worker_id(config_.worker_id);
+  info.set_address(address());
+  info.set_role(config_.role);
+  info.set_model_path("/models/fake");
+  info.set_model_name("fake");
+  info.set_max_model_len(config_.max_model_len);
+  info.set_vocab_size(config_.vocab_size);
+  info.set_block_size(config_.block_size);
+  info.set_num_blocks(config_.num_blocks);
+  return info;
+}
+
+void FakeWorker::setStats(int running, int waiting, int free_blocks, int64_t prefill_queued) {
+  std::lock_guard lock(mu_);
+  stats_.set_num_running(running);
+  stats_.set_num_waiting(waiting);
+  stats_.set_num_free_blocks(free_blocks);
+  stats_.set_num_prefill_tokens_queued(prefill_queued);
+}
+
+void FakeWorker::restartAs(const std::string& worker_id) {
+  {
+    std::lock_guard lock(mu_);
+    config_.worker_id = worker_id;
+    events_.clear();
+    blocks_.clear();
+    last_event_id_ = 0;
+  }
+  events_cv_.notify_all();
+}
+
+void FakeWorker::storeBlock(uint64_t hash, uint64_t parent, int skip) {
+  {
+    std::lock_guard lock(mu_);
+    last_event_id_ += skip + 1;
+    tandem::v1::KvEvent event;
+    event.set_event_id(last_event_id_);
+    event.mutable_stored()->set_hash(hash);
+    event.mutable_stored()->set_parent_hash(parent);
+    blocks_[hash] = event.stored();
+    events_.push_back(event);
+  }
+  events_cv_.notify_all();
+}
+
+void FakeWorker::removeBlock(uint64_t hash) {
+  {
+    std::lock_guard lock(mu_);
+    tandem::v1::KvEvent event;
+    event.set_event_id(++last_event_id_);
+    event.mutable_removed()->set_hash(hash);
+    blocks_.erase(hash);
+    events_.push_back(event);
+  }
+  events_cv_.notify_all();
+}
+
+std::vector<tandem::v1::WorkerGenerateRequest> FakeWorker::generateRequests() const {
+  std::lock_guard lock(mu_);
+  return requests_;
+}
+
+grpc::Status FakeWorker::Generate(grpc::ServerContext* context,
+                                  const tandem::v1::WorkerGenerateRequest* request,
+                                  grpc::ServerWriter<tandem::v1::WorkerGenerateResponse>* writer) {
+  {
+    std::lock_guard lock(mu_);
+    requests_.push_back(*request);
+  }
+  const int prompt_len = request->token_ids_size();
+  const int n = request->params().max_tokens();
+  for (int i = 0; i < n; ++i) {
+    if (context->IsCancelled() || stopping_) {
+      ++cancelled_generates_;
+      return grpc::Status::CANCELLED;
+    }
+    if (die_after >= 0 && i == die_after) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "died");
+    tandem::v1::WorkerGenerateResponse msg;
+    msg.set_token(fakeToken(prompt_len + i));
+    msg.set_num_prompt_tokens(prompt_len);
+    msg.set_num_output_tokens(i + 1);
+    if (i == 0) msg.set_prefill(request->prefill_address().empty() ? "local" : "remote");
+    if (i == n - 1) msg.set_finish_reason("length");
+    if (!writer->Write(msg)) {
+      ++cancelled_generates_;
+      return grpc::Status::CANCELLED;
+    }
+    // sleep in slices so a cancel is seen soon.
+    for (int t = 0; t < token_delay_ms && !context->IsCancelled(); t += 5) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Prefill(grpc::ServerContext*, const tandem::v1::PrefillRequest*,
+                                 tandem::v1::PrefillResponse*) {
+  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "fake");
+}
+
+grpc::Status FakeWorker::KvEvents(grpc::ServerContext* context,
+                                  const tandem::v1::KvEventsRequest* request,
+                                  grpc::ServerWriter<tandem::v1::KvEventBatch>* writer) {
+  if (out_of_range_once.exchange(false)) {
+    return grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "events forgotten");
+  }
+  uint64_t cursor = request->after_event_id();
+  std::string worker_id;
+  std::unique_lock lock(mu_);
+  while (!context->IsCancelled() && !stopping_) {
+    if (config_.worker_id != worker_id) {
+      // a new incarnation numbers its events from 1 again.
+      if (!worker_id.empty()) cursor = 0;
+      worker_id = config_.worker_id;
+    }
+    tandem::v1::KvEventBatch batch;
+    batch.set_worker_id(worker_id);
+    for (const tandem::v1::KvEvent& e : events_) {
+      if (e.event_id() > cursor) *batch.add_events() = e;
+    }
+    if (batch.events_size() > 0) {
+      cursor = batch.events(batch.events_size() - 1).event_id();
+      lock.unlock();
+      if (!writer->Write(batch)) return grpc::Status::CANCELLED;
+      lock.lock();
+      continue;
+    }
+    events_cv_.wait_for(lock, std::chrono::milliseconds(20));
+  }
+  return grpc::Status::CANCELLED;
+}
+
+grpc::Status FakeWorker::KvSnapshot(grpc::ServerContext*, const tandem::v1::KvSnapshotRequest*,
+                                    tandem::v1::KvSnapshotResponse* response) {
+  ++snapshot_calls_;
+  std::lock_guard lock(mu_);
+  response->set_worker_id(config_.worker_id);
+  response->set_last_event_id(last_event_id_);
+  for (const auto& [hash, block] : blocks_) *response->add_blocks() = block;
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Stats(grpc::ServerContext*, const tandem::v1::StatsRequest*,
+                               tandem::v1::WorkerStats* response) {
+  if (fail_stats) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "scripted failure");
+  std::lock_guard lock(mu_);
+  *response = stats_;
+  response->set_worker_id(config_.worker_id);
+  response->set_last_event_id(last_event_id_);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeWorker::Info(grpc::ServerContext*, const tandem::v1::InfoRequest*,
+                              tandem::v1::WorkerInfo* response) {
+  *response = info();
+  return grpc::Status::OK;
+}
+
+}  // namespace tandem::router::cluster::testing

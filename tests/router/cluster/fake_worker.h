@@ -1,0 +1,107 @@
+// A scripted tandem.v1.Worker on a real gRPC server on loopback, for the
+// router's cluster tests. Generate answers token 1000 + p for each position
+// p of the sequence (so a request migrated with prompt ‖ generated tokens
+// continues the same sequence), and can die after k tokens; Stats, Info,
+// KvSnapshot and KvEvents answer what the test sets.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "tandem/v1/worker.grpc.pb.h"
+
+namespace tandem::router::cluster::testing {
+
+// the token a fake worker generates at sequence position `position`.
+inline int32_t fakeToken(int position) { return 1000 + position; }
+
+struct FakeWorkerConfig {
+  std::string worker_id = "w1";
+  std::string role = "decode";
+  int max_model_len = 512;
+  int vocab_size = 32000;
+  int block_size = 4;
+  int num_blocks = 1000;
+};
+
+class FakeWorker final : public tandem::v1::Worker::Service {
+ public:
+  explicit FakeWorker(FakeWorkerConfig config);
+  ~FakeWorker() override;
+
+  // listens on 127.0.0.1 (a free port; the same one again after shutdown()).
+  void start();
+  // stops serving now: calls in progress are cancelled.
+  void shutdown();
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  tandem::v1::WorkerInfo info() const;
+
+  // scripted behaviour
+  void setStats(int running, int waiting, int free_blocks, int64_t prefill_queued = 0);
+  std::atomic<bool> fail_stats{false};
+  std::atomic<int> die_after{-1};  // Generate fails (UNAVAILABLE) after this many tokens
+  std::atomic<int> token_delay_ms{0};
+  // the first KvEvents call answers OUT_OF_RANGE.
+  std::atomic<bool> out_of_range_once{false};
+  // a new incarnation: new worker_id, KV state and event ids from 1.
+  void restartAs(const std::string& worker_id);
+  // appends events (ids assigned in order unless `skip` ids are left out first).
+  void storeBlock(uint64_t hash, uint64_t parent, int skip = 0);
+  void removeBlock(uint64_t hash);
+
+  // what it saw
+  std::vector<tandem::v1::WorkerGenerateRequest> generateRequests() const;
+  int cancelledGenerates() const { return cancelled_generates_.load(); }
+  int snapshotCalls() const { return snapshot_calls_.load(); }
+
+  // tandem::v1::Worker::Service
+  grpc::Status Generate(grpc::ServerContext* context, const tandem::v1::WorkerGenerateRequest* request,
+                        grpc::ServerWriter<tandem::v1::WorkerGenerateResponse>* writer) override;
+  grpc::Status Prefill(grpc::ServerContext* context, const tandem::v1::PrefillRequest* request,
+                       tandem::v1::PrefillResponse* response) override;
+  grpc::Status KvEvents(grpc::ServerContext* context, const tandem::v1::KvEventsRequest* request,
+                        grpc::ServerWriter<tandem::v1::KvEventBatch>* writer) override;
+  grpc::Status KvSnapshot(grpc::ServerContext* context, const tandem::v1::KvSnapshotRequest* request,
+                          tandem::v1::KvSnapshotResponse* response) override;
+  grpc::Status Stats(grpc::ServerContext* context, const tandem::v1::StatsRequest* request,
+                     tandem::v1::WorkerStats* response) override;
+  grpc::Status Info(grpc::ServerContext* context, const tandem::v1::InfoRequest* request,
+                    tandem::v1::WorkerInfo* response) override;
+
+ private:
+  FakeWorkerConfig config_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mu_;
+  std::condition_variable events_cv_;
+  tandem::v1::WorkerStats stats_;                           // guarded by mu_
+  std::vector<tandem::v1::KvEvent> events_;                 // guarded by mu_
+  std::map<uint64_t, tandem::v1::KvBlockStored> blocks_;    // guarded by mu_
+  uint64_t last_event_id_ = 0;                              // guarded by mu_
+  std::vector<tandem::v1::WorkerGenerateRequest> requests_; // guarded by mu_
+  std::atomic<int> cancelled_generates_{0};
+  std::atomic<int> snapshot_calls_{0};
+};
+
+// polls `done` every 10 ms until it holds or `timeout` passes; returns it.
+template <typename F>
+bool waitFor(F done, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace tandem::router::cluster::testing

@@ -1,0 +1,140 @@
+#include "router/cluster/route_planner.h"
+
+#include "gtest/gtest.h"
+
+namespace tandem::router::cluster {
+namespace {
+
+WorkerState worker(const std::string& address, const std::string& role, int running, int waiting,
+                   int free_blocks, int64_t prefill_queued = 0) {
+  WorkerState w;
+  w.address = address;
+  w.has_info = true;
+  w.healthy = true;
+  w.has_stats = true;
+  w.info.set_worker_id(address);
+  w.info.set_address(address);
+  w.info.set_role(role);
+  w.info.set_block_size(4);
+  w.info.set_num_blocks(1000);
+  w.info.set_max_model_len(4096);
+  w.stats.set_num_running(running);
+  w.stats.set_num_waiting(waiting);
+  w.stats.set_num_free_blocks(free_blocks);
+  w.stats.set_num_prefill_tokens_queued(prefill_queued);
+  return w;
+}
+
+std::vector<int32_t> prompt(int n) {
+  std::vector<int32_t> p(n);
+  for (int i = 0; i < n; ++i) p[i] = i + 1;
+  return p;
+}
+
+class RoutePlannerTest : public ::testing::Test {
+ protected:
+  RouteDecision plan(int prompt_len, const std::vector<WorkerState>& workers,
+                     std::vector<std::string> exclude = {}) {
+    absl::StatusOr<RouteDecision> d = planner_.plan(prompt(prompt_len), 16, workers, {}, exclude);
+    EXPECT_TRUE(d.ok()) << d.status();
+    return d.ok() ? *d : RouteDecision{};
+  }
+
+  KvIndex index_;
+  RoutePlanner planner_{RoutePlannerOptions{.max_local_prefill_tokens = 8,
+                                            .max_prefill_queue_tokens = 100},
+                        &index_};
+};
+
+TEST_F(RoutePlannerTest, PicksTheLeastLoadedDecodeWorker) {
+  const std::vector<WorkerState> workers = {
+      worker("d1", "decode", 3, 1, 500), worker("d2", "both", 1, 1, 100),
+      worker("d3", "decode", 2, 2, 900), worker("p1", "prefill", 0, 0, 1000)};
+  EXPECT_EQ(plan(4, workers).decode_address, "d2");
+}
+
+TEST_F(RoutePlannerTest, BreaksLoadTiesByFreeBlocks) {
+  const std::vector<WorkerState> workers = {worker("d1", "decode", 1, 0, 500),
+                                            worker("d2", "decode", 1, 0, 900)};
+  EXPECT_EQ(plan(4, workers).decode_address, "d2");
+}
+
+TEST_F(RoutePlannerTest, CountsTheRoutersOwnRequestsWhenStatsLag) {
+  const std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
+                                            worker("d2", "decode", 1, 0, 500)};
+  absl::StatusOr<RouteDecision> d = planner_.plan(prompt(4), 16, workers, {{"d1", 5}}, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->decode_address, "d2");
+}
+
+TEST_F(RoutePlannerTest, SkipsUnhealthyAndExcludedWorkersUnlessNoneElse) {
+  std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
+                                      worker("d2", "decode", 5, 0, 500)};
+  workers[0].healthy = false;
+  EXPECT_EQ(plan(4, workers).decode_address, "d2");
+  workers[0].healthy = true;
+  EXPECT_EQ(plan(4, workers, {"d1"}).decode_address, "d2");
+  EXPECT_EQ(plan(4, {workers[0]}, {"d1"}).decode_address, "d1");
+}
+
+TEST_F(RoutePlannerTest, NoDecodeWorkerIsUnavailable) {
+  std::vector<WorkerState> workers = {worker("p1", "prefill", 0, 0, 500),
+                                      worker("d1", "decode", 0, 0, 500)};
+  workers[1].healthy = false;
+  EXPECT_TRUE(absl::IsUnavailable(planner_.plan(prompt(4), 16, workers, {}, {}).status()));
+}
+
+TEST_F(RoutePlannerTest, PrefillsRemotelyOnlyAboveTheThreshold) {
+  const std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
+                                            worker("p1", "prefill", 0, 0, 500)};
+  EXPECT_EQ(plan(8, workers).prefill_address, "");  // 8 uncached: not above 8
+  const RouteDecision d = plan(9, workers);
+  EXPECT_EQ(d.prefill_address, "p1");
+  EXPECT_EQ(d.uncached_tokens, 9);
+}
+
+TEST_F(RoutePlannerTest, PrefillsLocallyWithoutAHealthyIdlePrefillWorker) {
+  std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
+                                      worker("p1", "prefill", 0, 0, 500, /*queued=*/100)};
+  EXPECT_EQ(plan(20, workers).prefill_address, "");  // overloaded
+  workers[1].stats.set_num_prefill_tokens_queued(0);
+  workers[1].healthy = false;
+  EXPECT_EQ(plan(20, workers).prefill_address, "");
+  // a "both" worker is not a prefill worker.
+  EXPECT_EQ(plan(20, {worker("d1", "both", 0, 0, 500)}).prefill_address, "");
+}
+
+TEST_F(RoutePlannerTest, PicksThePrefillWorkerWithTheShortestQueue) {
+  const std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
+                                            worker("p1", "prefill", 0, 0, 500, 50),
+                                            worker("p2", "prefill", 0, 0, 500, 10)};
+  EXPECT_EQ(plan(20, workers).prefill_address, "p2");
+}
+
+TEST_F(RoutePlannerTest, BlocksCachedOnDecodeWorkerReduceTheUncachedPart) {
+  const std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
+                                            worker("p1", "prefill", 0, 0, 500)};
+  // d1 holds the first 3 blocks (12 tokens) of a 20-token prompt: 8 left.
+  const std::vector<kvcache::BlockHash> hashes = kvcache::blockHashes(prompt(20), 4);
+  for (int i = 0; i < 3; ++i) {
+    tandem::v1::KvEvent e;
+    e.set_event_id(i + 1);
+    e.mutable_stored()->set_hash(hashes[i]);
+    index_.applyEvent("d1", e);
+  }
+  const RouteDecision d = plan(20, workers);
+  EXPECT_EQ(d.cached_blocks, 3);
+  EXPECT_EQ(d.uncached_tokens, 8);
+  EXPECT_EQ(d.prefill_address, "");
+  EXPECT_EQ(plan(21, workers).prefill_address, "p1");  // 9 uncached
+}
+
+TEST_F(RoutePlannerTest, SkipsDecodeWorkersWhoseCacheIsTooSmall) {
+  std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
+                                      worker("d2", "decode", 3, 0, 500)};
+  workers[0].info.set_num_blocks(2);  // 8 tokens
+  EXPECT_EQ(plan(4, workers).decode_address, "d2");  // 4 + 16 tokens
+}
+
+}  // namespace
+}  // namespace tandem::router::cluster

@@ -1,0 +1,238 @@
+#include "router/cluster/worker_pool.h"
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "router/cluster/registry_service.h"
+#include "router/cluster/worker_discovery.h"
+#include "tests/router/cluster/fake_worker.h"
+#include "tests/test_paths.h"
+
+namespace tandem::router::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeWorker;
+using testing::FakeWorkerConfig;
+using testing::waitFor;
+
+WorkerPoolOptions fastOptions() {
+  WorkerPoolOptions o;
+  o.poll_interval = 30ms;
+  o.rpc_deadline = 300ms;
+  o.failures_to_unhealthy = 3;
+  o.drop_after = 400ms;
+  return o;
+}
+
+std::optional<WorkerState> find(const WorkerPool& pool, const std::string& address) {
+  for (const WorkerState& w : pool.snapshot()) {
+    if (w.address == address) return w;
+  }
+  return std::nullopt;
+}
+
+// the router's side: a Registry server over the pool, and a client to it.
+class WorkerPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pool_.start();
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&registry_);
+    server_ = builder.BuildAndStart();
+    registry_stub_ = tandem::v1::Registry::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    server_->Shutdown();
+    pool_.stop();
+  }
+  grpc::Status registerWorker(const tandem::v1::WorkerInfo& info, int* heartbeat = nullptr) {
+    grpc::ClientContext context;
+    tandem::v1::RegisterResponse response;
+    grpc::Status status = registry_stub_->Register(&context, info, &response);
+    if (heartbeat != nullptr) *heartbeat = response.heartbeat_interval_ms();
+    return status;
+  }
+
+  WorkerPool pool_{fastOptions(), nullptr};
+  RegistryService registry_{&pool_};
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<tandem::v1::Registry::Stub> registry_stub_;
+};
+
+TEST_F(WorkerPoolTest, RegisteredWorkerIsHealthyAndItsStatsArePolled) {
+  FakeWorker worker(FakeWorkerConfig{});
+  worker.start();
+  worker.setStats(3, 2, 700, 0);
+  int heartbeat = 0;
+  ASSERT_TRUE(registerWorker(worker.info(), &heartbeat).ok());
+  EXPECT_EQ(heartbeat, fastOptions().heartbeat_interval_ms);
+  std::optional<WorkerState> w = find(pool_, worker.address());
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->healthy);
+  EXPECT_EQ(w->sources, kRegistered);
+  EXPECT_EQ(w->info.role(), "decode");
+  ASSERT_TRUE(waitFor([&] {
+    auto s = find(pool_, worker.address());
+    return s && s->has_stats && s->stats.num_running() == 3;
+  }));
+  w = find(pool_, worker.address());
+  EXPECT_EQ(w->stats.num_waiting(), 2);
+  EXPECT_EQ(w->stats.num_free_blocks(), 700);
+}
+
+TEST_F(WorkerPoolTest, RejectsARegistrationWithoutAnIdOrRole) {
+  tandem::v1::WorkerInfo info;
+  info.set_address("127.0.0.1:1");
+  info.set_role("decode");
+  EXPECT_EQ(registerWorker(info).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  info.set_worker_id("x");
+  info.set_role("teacher");
+  EXPECT_EQ(registerWorker(info).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(pool_.snapshot().empty());
+}
+
+TEST_F(WorkerPoolTest, FailedPollsMakeARegisteredWorkerUnhealthyThenDropIt) {
+  FakeWorker worker(FakeWorkerConfig{});
+  worker.start();
+  ASSERT_TRUE(registerWorker(worker.info()).ok());
+  worker.fail_stats = true;
+  ASSERT_TRUE(waitFor([&] {
+    auto s = find(pool_, worker.address());
+    return s && !s->healthy;
+  }));
+  // still listed until drop_after, then gone.
+  ASSERT_TRUE(waitFor([&] { return !find(pool_, worker.address()).has_value(); }));
+}
+
+TEST_F(WorkerPoolTest, UnhealthyWorkerRecoversWhenItAnswersAgain) {
+  FakeWorker worker(FakeWorkerConfig{});
+  worker.start();
+  ASSERT_TRUE(registerWorker(worker.info()).ok());
+  worker.fail_stats = true;
+  ASSERT_TRUE(waitFor([&] { return !find(pool_, worker.address())->healthy; }));
+  worker.fail_stats = false;
+  ASSERT_TRUE(waitFor([&] { return find(pool_, worker.address())->healthy; }));
+}
+
+TEST_F(WorkerPoolTest, ReRegistrationWithANewIdReplacesTheWorker) {
+  FakeWorker worker(FakeWorkerConfig{});
+  worker.start();
+  worker.setStats(4, 0, 10);
+  ASSERT_TRUE(registerWorker(worker.info()).ok());
+  ASSERT_TRUE(waitFor([&] { return find(pool_, worker.address())->has_stats; }));
+  worker.restartAs("w1-restarted");
+  worker.setStats(0, 0, 1000);
+  ASSERT_TRUE(registerWorker(worker.info()).ok());
+  std::optional<WorkerState> w = find(pool_, worker.address());
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->info.worker_id(), "w1-restarted");
+  EXPECT_FALSE(w->has_stats);  // the old incarnation's stats are gone
+  EXPECT_EQ(pool_.snapshot().size(), 1u);
+  ASSERT_TRUE(waitFor([&] {
+    auto s = find(pool_, worker.address());
+    return s->has_stats && s->stats.num_free_blocks() == 1000;
+  }));
+}
+
+TEST_F(WorkerPoolTest, DeregisterRemovesTheWorker) {
+  FakeWorker worker(FakeWorkerConfig{});
+  worker.start();
+  ASSERT_TRUE(registerWorker(worker.info()).ok());
+  grpc::ClientContext context;
+  tandem::v1::DeregisterRequest request;
+  request.set_worker_id("w1");
+  tandem::v1::DeregisterResponse response;
+  ASSERT_TRUE(registry_stub_->Deregister(&context, request, &response).ok());
+  EXPECT_TRUE(pool_.snapshot().empty());
+}
+
+TEST_F(WorkerPoolTest, StaticWorkerIsLearnedThroughInfoAndNeverDropped) {
+  FakeWorkerConfig config;
+  config.role = "prefill";
+  FakeWorker worker(config);
+  worker.start();
+  pool_.setDiscovered(kStaticList, {worker.address()});
+  ASSERT_TRUE(waitFor([&] { return find(pool_, worker.address())->healthy; }));
+  std::optional<WorkerState> w = find(pool_, worker.address());
+  EXPECT_EQ(w->info.worker_id(), "w1");
+  EXPECT_EQ(w->info.role(), "prefill");
+  worker.fail_stats = true;
+  ASSERT_TRUE(waitFor([&] { return !find(pool_, worker.address())->healthy; }));
+  std::this_thread::sleep_for(fastOptions().drop_after + 200ms);
+  ASSERT_TRUE(find(pool_, worker.address()).has_value());
+  worker.fail_stats = false;
+  ASSERT_TRUE(waitFor([&] { return find(pool_, worker.address())->healthy; }));
+}
+
+TEST_F(WorkerPoolTest, WorkersFileIsReReadAndItsChangesApplied) {
+  FakeWorker a(FakeWorkerConfig{.worker_id = "a"});
+  FakeWorker b(FakeWorkerConfig{.worker_id = "b"});
+  a.start();
+  b.start();
+  const std::string path = tandem::testing::makeTempDir() + "/workers";
+  std::ofstream(path) << "# workers\n" << a.address() << "\n\n";
+  WorkerDiscoveryOptions options;
+  options.workers_file = path;
+  options.file_interval = 30ms;
+  WorkerDiscovery discovery(options, &pool_);
+  ASSERT_TRUE(discovery.start().ok());
+  ASSERT_TRUE(waitFor([&] {
+    auto s = find(pool_, a.address());
+    return s && s->healthy && s->info.worker_id() == "a";
+  }));
+  std::ofstream(path) << b.address() << "\n";
+  ASSERT_TRUE(waitFor([&] {
+    auto s = find(pool_, b.address());
+    return s && s->healthy && !find(pool_, a.address()).has_value();
+  }));
+  discovery.stop();
+  std::remove(path.c_str());
+}
+
+TEST(WorkerDiscoveryTest, ReadsAddressesSkippingCommentsAndBlanks) {
+  const std::string path = tandem::testing::makeTempDir() + "/workers";
+  std::ofstream(path) << "# comment\n  10.0.0.1:7000  \n\n10.0.0.2:7000\n10.0.0.1:7000\n";
+  absl::StatusOr<std::vector<std::string>> addresses = readWorkersFile(path);
+  ASSERT_TRUE(addresses.ok());
+  EXPECT_EQ(*addresses, (std::vector<std::string>{"10.0.0.1:7000", "10.0.0.2:7000"}));
+  std::remove(path.c_str());
+  EXPECT_TRUE(absl::IsNotFound(readWorkersFile(path).status()));
+}
+
+TEST(WorkerDiscoveryTest, ResolvesEveryAddressOfADnsName) {
+  absl::StatusOr<std::vector<std::string>> addresses = resolveWorkersDns("127.0.0.1:7001");
+  ASSERT_TRUE(addresses.ok()) << addresses.status();
+  EXPECT_EQ(*addresses, std::vector<std::string>{"127.0.0.1:7001"});
+  absl::StatusOr<std::vector<std::string>> local = resolveWorkersDns("localhost:7001");
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_NE(std::find(local->begin(), local->end(), "127.0.0.1:7001"), local->end());
+  EXPECT_TRUE(absl::IsInvalidArgument(resolveWorkersDns("localhost").status()));
+}
+
+TEST(WorkerPoolMetricsTest, CountsWorkersByRoleAndHealth) {
+  prometheus::Registry registry;
+  ClusterMetrics metrics(registry);
+  WorkerPool pool(fastOptions(), &metrics);
+  tandem::v1::WorkerInfo info;
+  info.set_worker_id("d1");
+  info.set_address("127.0.0.1:1");
+  info.set_role("decode");
+  ASSERT_TRUE(pool.registerWorker(info));
+  double healthy = -1;
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "tandem:router_workers") continue;
+    for (const auto& m : family.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& l : m.label) labels[l.name] = l.value;
+      if (labels["role"] == "decode" && labels["state"] == "healthy") healthy = m.gauge.value;
+    }
+  }
+  EXPECT_EQ(healthy, 1);
+}
+
+}  // namespace
+}  // namespace tandem::router::cluster
