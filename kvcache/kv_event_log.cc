@@ -33,6 +33,12 @@ void KvEventLog::onKvEvent(const KvEvent& event) {
 absl::StatusOr<std::vector<NumberedKvEvent>> KvEventLog::readAfter(
     uint64_t after_id, size_t max_events, std::chrono::milliseconds wait) const {
   std::unique_lock lock(mu_);
+  // an id this log never issued comes from an earlier life of the worker:
+  // waiting would silently skip this life's events, so make it resync.
+  if (after_id > last_id_) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "KV event %d was never issued (last: %d); resync from a snapshot", after_id, last_id_));
+  }
   if (last_id_ <= after_id) {
     cv_.wait_for(lock, wait, [&] { return last_id_ > after_id || woken_; });
   }

@@ -45,7 +45,8 @@ class KvEventLog : public KvEventListener {
 
   // up to `max_events` events with ids above `after_id`, oldest first. waits
   // up to `wait` when there are none yet (returns an empty list then).
-  // OutOfRange when event after_id + 1 is no longer kept (take a snapshot).
+  // OutOfRange when event after_id + 1 is no longer kept, or when after_id
+  // is above lastEventId() (an id from before a restart): take a snapshot.
   absl::StatusOr<std::vector<NumberedKvEvent>> readAfter(uint64_t after_id, size_t max_events,
                                                          std::chrono::milliseconds wait) const;
 

@@ -11,14 +11,36 @@ Engine::Engine(const EngineConfig& config, StepModel& model)
       kv_(config.num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, kv_) {}
 
-absl::Status Engine::addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params) {
-  return scheduler_.addRequest(id, std::move(prompt), std::move(params));
+absl::Status Engine::addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+                                bool hold_blocks_on_finish) {
+  return scheduler_.addRequest(id, std::move(prompt), std::move(params), hold_blocks_on_finish);
+}
+
+absl::StatusOr<int> Engine::admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
+                                            SamplingParams params) {
+  return scheduler_.admitAwaitingKv(id, std::move(prompt), std::move(params));
+}
+
+absl::StatusOr<EngineOutput> Engine::completeRemotePrefill(SeqId id, const EngineOutput& first) {
+  Request* req = scheduler_.findRequest(id);
+  if (req == nullptr || req->state != RequestState::kAwaitingKv) {
+    return absl::NotFoundError("no request awaiting kv under this id");
+  }
+  // keep the generator where an aggregated run's would be after sampling
+  // the first token (Sampler::sample draws once unless greedy).
+  if (!req->params.isGreedy()) (void)req->rng.uniform();
+  ASSIGN_OR_RETURN(const RequestOutput r, scheduler_.completeRemotePrefill(id, first.token));
+  return EngineOutput{r.id,          r.token,           first.logprob,       first.top_logprobs,
+                      r.finish_reason, r.num_prompt_tokens, r.num_output_tokens,
+                      r.num_cached_tokens};
 }
 
 absl::Status Engine::abort(SeqId id) { return scheduler_.abort(id); }
 
 std::vector<EngineOutput> Engine::step() {
+  const int64_t preemptions_before = scheduler_.numPreemptions();
   const Batch batch = scheduler_.schedule();
+  stalled_ = batch.seqs.empty() && scheduler_.numPreemptions() == preemptions_before;
   if (batch.seqs.empty()) {
     scheduler_.onStepResult({});
     return {};

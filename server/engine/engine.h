@@ -48,7 +48,26 @@ class Engine {
   Engine(const EngineConfig& config, StepModel& model);
 
   // see Scheduler::addRequest.
-  absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params);
+  absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+                          bool hold_blocks_on_finish = false);
+
+  // ---- disaggregated serving (see Scheduler) ----
+  // see Scheduler::admitAwaitingKv; the blocks are kvCache().blockTable(id).
+  absl::StatusOr<int> admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
+                                      SamplingParams params);
+  // see Scheduler::completeRemotePrefill. `first` carries the token and its
+  // logprobs as the prefill worker sampled them; the returned output has
+  // them and this engine's counts (prompt, cached, output tokens, finish
+  // reason). a non-greedy sample draws exactly once from the request's
+  // generator (Sampler::sample), so the generator is advanced by one draw
+  // here: a seeded request then samples the same tokens as an aggregated
+  // run would. NotFound when `id` is not awaiting KV.
+  absl::StatusOr<EngineOutput> completeRemotePrefill(SeqId id, const EngineOutput& first);
+  // see Scheduler::failRemotePrefill.
+  absl::Status failRemotePrefill(SeqId id) { return scheduler_.failRemotePrefill(id); }
+  // see Scheduler::releaseHeld.
+  bool releaseHeld(SeqId id) { return scheduler_.releaseHeld(id); }
+  bool isHeld(SeqId id) const { return scheduler_.isHeld(id); }
   // see Scheduler::checkRequest (thread-safe).
   absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const {
     return scheduler_.checkRequest(prompt_len, params);
@@ -56,6 +75,12 @@ class Engine {
   // see Scheduler::abort.
   absl::Status abort(SeqId id);
   bool hasUnfinished() const { return scheduler_.hasUnfinished(); }
+  // see Scheduler::hasSchedulable.
+  bool hasSchedulable() const { return scheduler_.hasSchedulable(); }
+  // the last step computed nothing and preempted nothing: the waiting
+  // requests wait for blocks that only a cancel, release or remote-prefill
+  // call can free, so stepping again before one is pointless.
+  bool stalled() const { return stalled_; }
 
   // runs one step and returns one output per token generated, in batch
   // order (empty when there was nothing to compute, or only prefill chunks).
@@ -64,6 +89,10 @@ class Engine {
   std::vector<EngineOutput> step();
 
   const kvcache::KvCacheManager& kvCache() const { return kv_; }
+  // receives the KV cache's events (not owned, may be null).
+  void setKvEventListener(kvcache::KvEventListener* listener) {
+    kv_.setEventListener(listener);
+  }
   const Scheduler& scheduler() const { return scheduler_; }
 
  private:
@@ -75,6 +104,7 @@ class Engine {
   Sampler sampler_;
   // reused across steps.
   std::vector<float> logits_;
+  bool stalled_ = false;
 };
 
 }  // namespace tandem::engine

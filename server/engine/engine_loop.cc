@@ -1,5 +1,7 @@
 #include "server/engine/engine_loop.h"
 
+#include <algorithm>
+#include <future>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -14,13 +16,19 @@ EngineLoop::EngineLoop(LocalEnginePtr engine)
     stats_.num_blocks = engine_->numBlocks();
     stats_.num_free_blocks = engine_->numBlocks();
   }
+  engine_->engine().setKvEventListener(&kv_events_);
   thread_ = std::thread([this] { run(); });
+  loop_id_ = thread_.get_id();
 }
 
-EngineLoop::~EngineLoop() { stop(); }
+EngineLoop::~EngineLoop() {
+  stop();
+  // the log dies before the engine.
+  engine_->engine().setKvEventListener(nullptr);
+}
 
-absl::Status EngineLoop::submit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                                OutputCallback callback) {
+absl::Status EngineLoop::checkSubmission(const std::vector<int32_t>& prompt,
+                                         const SamplingParams& params) const {
   // the engine's checks read only immutable configuration: safe here.
   absl::Status status =
       engine_->engine().checkRequest(static_cast<int64_t>(prompt.size()), params);
@@ -31,21 +39,91 @@ absl::Status EngineLoop::submit(SeqId id, std::vector<int32_t> prompt, SamplingP
           "prompt token id %d is outside the vocabulary [0, %d)", token, vocab_size_));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status EngineLoop::post(Task task) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return absl::FailedPreconditionError("the engine is shutting down");
-    submissions_.push_back({id, std::move(prompt), std::move(params), std::move(callback)});
+    tasks_.push_back(std::move(task));
   }
   wake_.notify_one();
   return absl::OkStatus();
 }
 
+absl::Status EngineLoop::submit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+                                OutputCallback callback) {
+  absl::Status status = checkSubmission(prompt, params);
+  if (!status.ok()) return status;
+  return post([this, id, prompt = std::move(prompt), params = std::move(params),
+               callback = std::move(callback)]() mutable {
+    admit(id, std::move(prompt), std::move(params), std::move(callback), false);
+  });
+}
+
+absl::Status EngineLoop::submitPrefill(SeqId id, std::vector<int32_t> prompt,
+                                       SamplingParams params, PrefillCallbacks callbacks) {
+  params.max_tokens = 1;
+  absl::Status status = checkSubmission(prompt, params);
+  if (!status.ok()) return status;
+  return post([this, id, prompt = std::move(prompt), params = std::move(params),
+               callbacks = std::move(callbacks)]() mutable {
+    const int num_prompt_tokens = static_cast<int>(prompt.size());
+    const bool admitted = !callbacks_.contains(id) && !engine_->engine().isHeld(id);
+    admit(id, std::move(prompt), std::move(params), std::move(callbacks.on_done), true);
+    if (admitted) {
+      prefills_[id] = PrefillProgress{std::move(callbacks.on_progress), num_prompt_tokens, 0};
+    }
+  });
+}
+
+void EngineLoop::releasePrefill(SeqId id) {
+  (void)post([this, id] {
+    // a prefill not done yet is cancelled (on_done gets kAbort).
+    if (engine_->engine().isHeld(id) || prefills_.contains(id)) cancelNow(id);
+  });
+}
+
 void EngineLoop::cancel(SeqId id) {
-  {
-    std::lock_guard lock(mu_);
-    cancels_.push_back(id);
+  (void)post([this, id] { cancelNow(id); });
+}
+
+absl::StatusOr<EngineLoop::KvAllocation> EngineLoop::submitAwaitingKv(SeqId id,
+                                                                     std::vector<int32_t> prompt,
+                                                                     SamplingParams params,
+                                                                     OutputCallback callback) {
+  absl::Status status = checkSubmission(prompt, params);
+  if (!status.ok()) return status;
+  if (std::this_thread::get_id() == loop_id_) {
+    return admitAwaitingKv(id, std::move(prompt), std::move(params), std::move(callback));
   }
-  wake_.notify_one();
+  // the task may capture locals by reference: this call waits for it, and
+  // a posted task always runs (stop() runs the queued ones before exiting).
+  std::promise<absl::StatusOr<KvAllocation>> result;
+  std::future<absl::StatusOr<KvAllocation>> done = result.get_future();
+  status = post([&] {
+    result.set_value(
+        admitAwaitingKv(id, std::move(prompt), std::move(params), std::move(callback)));
+  });
+  if (!status.ok()) return status;
+  return done.get();
+}
+
+void EngineLoop::completeRemotePrefill(SeqId id, EngineOutput first) {
+  (void)post([this, id, first = std::move(first)] {
+    if (!callbacks_.contains(id)) return;
+    if (first.token < 0 || first.token >= vocab_size_) {
+      (void)engine_->engine().failRemotePrefill(id);
+      return;
+    }
+    absl::StatusOr<EngineOutput> out = engine_->engine().completeRemotePrefill(id, first);
+    if (out.ok()) deliver(*out);
+  });
+}
+
+void EngineLoop::failRemotePrefill(SeqId id) {
+  (void)post([this, id] { (void)engine_->engine().failRemotePrefill(id); });
 }
 
 EngineLoopStats EngineLoop::stats() const {
@@ -60,62 +138,106 @@ void EngineLoop::stop() {
   }
   wake_.notify_one();
   if (thread_.joinable()) thread_.join();
+  kv_events_.wakeAll();
 }
 
 void EngineLoop::run() {
   Engine& engine = engine_->engine();
-  std::vector<Submission> submissions;
-  std::vector<SeqId> cancels;
+  std::vector<Task> tasks;
   while (true) {
     bool stopping;
     {
       std::unique_lock lock(mu_);
-      // sleep only when there is nothing to compute.
+      // sleep when there is nothing to compute, or when the last step found
+      // nothing it could compute and only a task can change that.
       wake_.wait(lock, [&] {
-        return stopping_ || !submissions_.empty() || !cancels_.empty() ||
-               engine.hasUnfinished();
+        return stopping_ || !tasks_.empty() || (engine.hasSchedulable() && !engine.stalled());
       });
       stopping = stopping_;
-      submissions.swap(submissions_);
-      cancels.swap(cancels_);
+      tasks.swap(tasks_);
     }
-    admit(submissions, cancels);
+    for (Task& task : tasks) task();
+    tasks.clear();
     if (stopping) break;
-    for (const EngineOutput& output : engine.step()) deliver(output);
+    const std::vector<EngineOutput> outputs = engine.step();
+    reportProgress();
+    for (const EngineOutput& output : outputs) deliver(output);
     publishStats();
   }
   // end whatever is left.
   std::vector<SeqId> left;
   for (const auto& [id, callback] : callbacks_) left.push_back(id);
-  for (SeqId id : left) {
-    (void)engine.abort(id);
-    finishWith(id, FinishReason::kAbort);
-  }
+  for (SeqId id : left) cancelNow(id);
+  std::vector<SeqId> held;
+  for (const auto& [id, progress] : prefills_) held.push_back(id);
+  for (SeqId id : held) engine.releaseHeld(id);
+  prefills_.clear();
   publishStats();
 }
 
-void EngineLoop::admit(std::vector<Submission>& submissions, std::vector<SeqId>& cancels) {
+void EngineLoop::admit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+                       OutputCallback callback, bool hold_blocks_on_finish) {
+  absl::Status status = engine_->engine().addRequest(id, std::move(prompt), std::move(params),
+                                                     hold_blocks_on_finish);
+  if (status.ok()) {
+    callbacks_.emplace(id, std::move(callback));
+  } else {
+    // checked before queuing; only a duplicate id gets here.
+    EngineOutput failed;
+    failed.id = id;
+    failed.token = -1;
+    failed.finish_reason = FinishReason::kError;
+    callback(failed);
+  }
+}
+
+absl::StatusOr<EngineLoop::KvAllocation> EngineLoop::admitAwaitingKv(
+    SeqId id, std::vector<int32_t> prompt, SamplingParams params, OutputCallback callback) {
   Engine& engine = engine_->engine();
-  for (Submission& s : submissions) {
-    absl::Status status = engine.addRequest(s.id, std::move(s.prompt), std::move(s.params));
-    if (status.ok()) {
-      callbacks_.emplace(s.id, std::move(s.callback));
-    } else {
-      // checked in submit(); only a duplicate id gets here.
-      EngineOutput failed;
-      failed.id = s.id;
-      failed.token = -1;
-      failed.finish_reason = FinishReason::kError;
-      s.callback(failed);
+  absl::StatusOr<int> cached = engine.admitAwaitingKv(id, std::move(prompt), std::move(params));
+  if (!cached.ok()) return cached.status();
+  callbacks_.emplace(id, std::move(callback));
+  KvAllocation allocation;
+  allocation.num_cached_tokens = *cached;
+  const auto table = engine.kvCache().blockTable(id);
+  allocation.block_ids.assign(table.begin(), table.end());
+  return allocation;
+}
+
+void EngineLoop::cancelNow(SeqId id) {
+  Engine& engine = engine_->engine();
+  if (engine.releaseHeld(id)) {
+    // a held prefill already had its final output.
+    prefills_.erase(id);
+    return;
+  }
+  prefills_.erase(id);
+  if (!callbacks_.contains(id)) return;
+  (void)engine.abort(id);
+  finishWith(id, FinishReason::kAbort);
+}
+
+void EngineLoop::reportProgress() {
+  const Engine& engine = engine_->engine();
+  for (auto it = prefills_.begin(); it != prefills_.end();) {
+    PrefillProgress& p = it->second;
+    const SeqId id = it->first;
+    const Request* req = engine.scheduler().findRequest(id);
+    const bool held = req == nullptr && engine.isHeld(id);
+    if (req == nullptr && !held) {
+      // failed or cancelled: no more progress.
+      it = prefills_.erase(it);
+      continue;
     }
+    const int computed =
+        held ? p.num_prompt_tokens : std::min(req->num_computed_tokens, p.num_prompt_tokens);
+    if (computed > p.reported) {
+      p.reported = computed;
+      if (p.on_progress) p.on_progress(computed, engine.kvCache().blockTable(id));
+    }
+    // a held prefill stays listed so that stop() can free it.
+    ++it;
   }
-  submissions.clear();
-  for (SeqId id : cancels) {
-    if (!callbacks_.contains(id)) continue;
-    (void)engine.abort(id);
-    finishWith(id, FinishReason::kAbort);
-  }
-  cancels.clear();
 }
 
 void EngineLoop::deliver(const EngineOutput& output) {
@@ -141,6 +263,8 @@ void EngineLoop::publishStats() {
   s.num_blocks = engine.kvCache().numBlocks();
   s.num_free_blocks = engine.kvCache().numFreeBlocks();
   s.num_prefill_tokens_queued = engine.scheduler().numPrefillTokensQueued();
+  s.num_awaiting_kv = engine.scheduler().numAwaitingKv();
+  s.num_held_prefills = engine.scheduler().numHeld();
   std::lock_guard lock(mu_);
   s.num_steps = stats_.num_steps + 1;
   stats_ = s;

@@ -32,8 +32,12 @@ struct EngineLoopStats {
   int num_blocks = 0;
   int num_free_blocks = 0;
   uint64_t num_steps = 0;
-  // prompt tokens of requests not yet fully prefilled.
+  // prompt tokens of requests not yet fully prefilled (here).
   int64_t num_prefill_tokens_queued = 0;
+  // decode side: requests whose prompt KV is being written from outside.
+  int num_awaiting_kv = 0;
+  // prefill side: finished prefills whose blocks are still held.
+  int num_held_prefills = 0;
 };
 
 class EngineLoop {
@@ -71,6 +75,10 @@ class EngineLoop {
   // request's blocks stay allocated and unchanged until releasePrefill(id)
   // (or cancel(id)). both run on the loop thread and must not block.
   // errors as submit().
+  // releasePrefill(id) or cancel(id) before on_done cancels the prefill
+  // (on_done then gets kAbort). a prefill reserves blocks for its whole
+  // prompt when it starts and is never preempted, so the block table
+  // on_progress reports is the same every time.
   struct PrefillCallbacks {
     std::function<void(int num_computed_tokens, std::span<const int32_t> block_table)>
         on_progress;
@@ -96,14 +104,18 @@ class EngineLoop {
   // blocks for the whole prompt and is not scheduled until
   // completeRemotePrefill or failRemotePrefill. waits for the loop thread
   // (between steps). ResourceExhausted when the blocks are not free now (the
-  // caller then uses submit(), which queues); otherwise errors as submit().
+  // caller then uses submit(), which queues); otherwise errors as submit(),
+  // and AlreadyExists for an id in use. may be called from any thread,
+  // including the loop thread (from a callback: it then runs at once).
   absl::StatusOr<KvAllocation> submitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
                                                 SamplingParams params, OutputCallback callback);
   // the prompt's KV is in the blocks and `first` (token, logprob,
   // top_logprobs) is its first token, sampled by P: the request commits its
   // full prompt blocks to the prefix cache, delivers `first` to its callback
   // as its first output (finishing it when it is a stop token or max_tokens
-  // is 1) and decodes on. unknown ids are ignored.
+  // is 1) and decodes on. unknown ids, and ids no longer awaiting KV, are
+  // ignored. a first token outside the vocabulary is treated as
+  // failRemotePrefill(id).
   void completeRemotePrefill(SeqId id, EngineOutput first);
   // the remote prefill failed: the blocks written from outside are dropped
   // unused and the request prefills locally (its prefix-cache hits stay).
@@ -117,21 +129,36 @@ class EngineLoop {
   // the KV cache's events, numbered (the worker streams them to the router).
   kvcache::KvEventLog& kvEvents() { return kv_events_; }
 
-  // ends every unfinished request with kAbort and joins the thread.
-  // idempotent.
+  // ends every unfinished request with kAbort, frees held prefills, wakes
+  // kvEvents() readers for good and joins the thread. idempotent.
   void stop();
 
  private:
-  struct Submission {
-    SeqId id;
-    std::vector<int32_t> prompt;
-    SamplingParams params;
-    OutputCallback callback;
+  using Task = std::function<void()>;
+  using ProgressCallback = std::function<void(int, std::span<const int32_t>)>;
+  // a prefill (P side) whose progress is still reported.
+  struct PrefillProgress {
+    ProgressCallback on_progress;
+    int num_prompt_tokens = 0;
+    int reported = 0;
   };
 
+  // InvalidArgument as submit() describes.
+  absl::Status checkSubmission(const std::vector<int32_t>& prompt,
+                               const SamplingParams& params) const;
+  // queues `task` for the loop thread, in call order with every other task.
+  // FailedPrecondition after stop().
+  absl::Status post(Task task);
+
   void run();
-  // moves the queued submissions and cancellations into the engine.
-  void admit(std::vector<Submission>& submissions, std::vector<SeqId>& cancels);
+  // the tasks below run on the loop thread, between steps.
+  void admit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+             OutputCallback callback, bool hold_blocks_on_finish);
+  absl::StatusOr<KvAllocation> admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
+                                               SamplingParams params, OutputCallback callback);
+  void cancelNow(SeqId id);
+  // calls on_progress for every prefill that advanced in the last step.
+  void reportProgress();
   void deliver(const EngineOutput& output);
   void finishWith(SeqId id, FinishReason reason);
   void publishStats();
@@ -141,16 +168,18 @@ class EngineLoop {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::vector<Submission> submissions_;  // guarded by mu_
-  std::vector<SeqId> cancels_;           // guarded by mu_
-  bool stopping_ = false;                // guarded by mu_
-  EngineLoopStats stats_;                // guarded by mu_
+  std::vector<Task> tasks_;  // guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
+  EngineLoopStats stats_;    // guarded by mu_
 
   kvcache::KvEventLog kv_events_;
 
   // owned by the loop thread.
   std::unordered_map<SeqId, OutputCallback> callbacks_;
+  std::unordered_map<SeqId, PrefillProgress> prefills_;
   std::thread thread_;
+  // thread_'s id, set once in the constructor.
+  std::thread::id loop_id_;
 };
 
 }  // namespace tandem::engine

@@ -17,7 +17,10 @@
 
 namespace tandem::engine {
 
-enum class RequestState { kWaiting, kRunning, kFinished };
+// kAwaitingKv: admitted with blocks for its whole prompt, whose KV another
+// worker is writing (disaggregated prefill); neither waiting nor running, so
+// never scheduled until the remote prefill completes or fails.
+enum class RequestState { kWaiting, kRunning, kAwaitingKv, kFinished };
 
 enum class FinishReason {
   kNone,    // still generating.
@@ -51,6 +54,11 @@ struct Request {
   // reporting (OpenAI's prompt_tokens_details.cached_tokens); -1 until then.
   int num_cached_tokens = -1;
   int num_preemptions = 0;
+  // a prefill served for another worker: it reserves blocks for its whole
+  // prompt when admitted (so its block table is final from its first chunk
+  // and it is never a preemption victim) and, when it finishes normally,
+  // its blocks stay allocated until the scheduler's releaseHeld.
+  bool hold_blocks_on_finish = false;
 
   int numTokens() const { return static_cast<int>(tokens.size()); }
   int numOutputTokens() const { return numTokens() - num_prompt_tokens; }

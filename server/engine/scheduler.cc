@@ -18,7 +18,9 @@ int64_t Scheduler::numPrefillTokensQueued() const {
   int64_t total = 0;
   for (const auto& [id, req] : requests_) {
     // a decoding request has exactly one uncomputed token: its last.
-    if (req->numUncomputedTokens() > 1) total += req->numUncomputedTokens();
+    if (req->state != RequestState::kAwaitingKv && req->numUncomputedTokens() > 1) {
+      total += req->numUncomputedTokens();
+    }
   }
   return total;
 }
@@ -48,16 +50,91 @@ absl::Status Scheduler::checkRequest(int64_t prompt_len, const SamplingParams& p
 }
 
 absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
-                                   SamplingParams params) {
-  if (requests_.contains(id)) {
+                                   SamplingParams params, bool hold_blocks_on_finish) {
+  if (requests_.contains(id) || held_.contains(id)) {
     return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
   }
   RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
   const uint64_t seed = params.seed.value_or(seed_source_.next());
   auto req = std::make_unique<Request>(id, std::move(prompt), std::move(params), seed);
+  req->hold_blocks_on_finish = hold_blocks_on_finish;
   waiting_.push_back(req.get());
   requests_.emplace(id, std::move(req));
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> Scheduler::admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
+                                               SamplingParams params) {
+  TANDEM_CHECK(!step_in_flight_);
+  if (requests_.contains(id) || held_.contains(id)) {
+    return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
+  }
+  RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
+  const int cached = kv_.allocatePrompt(id, prompt);
+  const absl::Status slots = kv_.appendSlots(id, static_cast<int>(prompt.size()) - cached);
+  if (!slots.ok()) {
+    kv_.freeSequence(id);
+    return slots;
+  }
+  const uint64_t seed = params.seed.value_or(seed_source_.next());
+  auto req = std::make_unique<Request>(id, std::move(prompt), std::move(params), seed);
+  req->state = RequestState::kAwaitingKv;
+  req->num_cached_tokens = cached;
+  req->num_computed_tokens = cached;
+  requests_.emplace(id, std::move(req));
+  ++num_awaiting_kv_;
+  return cached;
+}
+
+Request* Scheduler::findAwaiting(SeqId id) {
+  Request* req = findRequest(id);
+  return req != nullptr && req->state == RequestState::kAwaitingKv ? req : nullptr;
+}
+
+absl::StatusOr<RequestOutput> Scheduler::completeRemotePrefill(SeqId id, int32_t first_token) {
+  TANDEM_CHECK(!step_in_flight_);
+  Request* req = findAwaiting(id);
+  if (req == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("request %d is not awaiting kv", id));
+  }
+  req->num_computed_tokens = req->num_prompt_tokens;
+  kv_.commitFullBlocks(id, req->prompt());
+  req->tokens.push_back(first_token);
+  const FinishReason reason = checkStop(*req, first_token);
+  const RequestOutput out{id, first_token, reason, req->num_prompt_tokens,
+                          req->numOutputTokens(), std::max(req->num_cached_tokens, 0)};
+  if (reason != FinishReason::kNone) {
+    finish(*req, reason);  // counts it out of the awaiting ones.
+  } else {
+    // joins as the newest running request, as if admitted now.
+    --num_awaiting_kv_;
+    req->state = RequestState::kRunning;
+    running_.push_back(req);
+  }
+  return out;
+}
+
+absl::Status Scheduler::failRemotePrefill(SeqId id) {
+  TANDEM_CHECK(!step_in_flight_);
+  Request* req = findAwaiting(id);
+  if (req == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("request %d is not awaiting kv", id));
+  }
+  --num_awaiting_kv_;
+  // nothing was committed, so the blocks written from outside go back to
+  // the free queue unhashed; the prefix hits stay cached and hit again.
+  kv_.freeSequence(id);
+  req->num_computed_tokens = 0;
+  req->num_cached_tokens = -1;
+  req->state = RequestState::kWaiting;
+  waiting_.push_front(req);
+  return absl::OkStatus();
+}
+
+bool Scheduler::releaseHeld(SeqId id) {
+  if (held_.erase(id) == 0) return false;
+  kv_.freeSequence(id);
+  return true;
 }
 
 absl::Status Scheduler::abort(SeqId id) {
@@ -78,24 +155,32 @@ Request* Scheduler::findRequest(SeqId id) {
   return it == requests_.end() ? nullptr : it->second.get();
 }
 
+const Request* Scheduler::findRequest(SeqId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
 Batch Scheduler::schedule() {
   TANDEM_CHECK(!step_in_flight_);
   scheduled_.clear();
   int budget = config_.max_num_batched_tokens;
   const int64_t preemptions_before = num_preemptions_;
 
-  // decodes first: they are cheap and keep streams flowing.
-  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+  // decodes first: they are cheap and keep streams flowing. a victim is the
+  // newest preemptible request, at index i or later, so indices before i
+  // stay valid; when req itself was preempted the next one is now at i.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request& req = *running_[i];
-    if (req.numUncomputedTokens() == 1) scheduleRunning(req, 1, budget);
+    const bool stays = req.numUncomputedTokens() != 1 || scheduleRunning(req, 1, budget);
+    if (stays) ++i;
   }
-  // then prefills already under way, oldest first. preemption only pops the
-  // back of running_, so indices before i stay valid.
-  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+  // then prefills already under way, oldest first.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request& req = *running_[i];
-    if (req.numUncomputedTokens() > 1) {
-      scheduleRunning(req, std::min(req.numUncomputedTokens(), config_.chunk_size), budget);
-    }
+    const bool stays =
+        req.numUncomputedTokens() <= 1 ||
+        scheduleRunning(req, std::min(req.numUncomputedTokens(), config_.chunk_size), budget);
+    if (stays) ++i;
   }
   // no new admissions in a step that had to preempt: the cache is full.
   if (num_preemptions_ == preemptions_before) admitWaiting(budget);
@@ -106,22 +191,33 @@ Batch Scheduler::schedule() {
 
 bool Scheduler::scheduleRunning(Request& req, int max_new, int& budget) {
   const int n = std::min(max_new, budget);
-  while (!kv_.appendSlots(req.id, n).ok()) {
-    // every request fits alone (addRequest checks), so running_ is never
-    // empty here: at worst req itself is the victim.
-    TANDEM_CHECK(!running_.empty());
-    Request& victim = *running_.back();
-    preempt(victim, budget);
-    if (&victim == &req) return false;
+  // a held prefill reserved its slots at admission: it needs none here, so
+  // it never preempts (and is never preempted).
+  const int missing = std::max(0, req.num_computed_tokens + n - kv_.numSlots(req.id));
+  while (!kv_.appendSlots(req.id, missing).ok()) {
+    // req needs slots, so it is not a held prefill and can be preempted: at
+    // worst req itself is the victim (it then waits for blocks to return).
+    Request* victim = preemptionVictim();
+    TANDEM_CHECK(victim != nullptr);
+    preempt(*victim, budget);
+    if (victim == &req) return false;
   }
   scheduled_.push_back({req.id, n, req.num_computed_tokens + n == req.numTokens()});
   budget -= n;
   return true;
 }
 
+Request* Scheduler::preemptionVictim() const {
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if (!(*it)->hold_blocks_on_finish) return *it;
+  }
+  return nullptr;
+}
+
 void Scheduler::preempt(Request& victim, int& budget) {
-  TANDEM_CHECK(!running_.empty() && running_.back() == &victim);
-  running_.pop_back();
+  auto pos = std::find(running_.begin(), running_.end(), &victim);
+  TANDEM_CHECK(pos != running_.end() && !victim.hold_blocks_on_finish);
+  running_.erase(pos);
   // a victim already scheduled this step gives its tokens back.
   auto it = std::find_if(scheduled_.begin(), scheduled_.end(),
                          [&](const Scheduled& s) { return s.id == victim.id; });
@@ -144,7 +240,9 @@ void Scheduler::admitWaiting(int& budget) {
     const int cached = kv_.allocatePrompt(req.id, req.tokens);
     if (req.num_cached_tokens < 0) req.num_cached_tokens = cached;
     const int n = std::min({req.numTokens() - cached, config_.chunk_size, budget});
-    if (!kv_.appendSlots(req.id, n).ok()) {
+    // a held prefill reserves its whole prompt now (see Request).
+    const int slots = req.hold_blocks_on_finish ? req.numTokens() - cached : n;
+    if (!kv_.appendSlots(req.id, slots).ok()) {
       // FCFS: nobody jumps the queue; retry when blocks come back.
       kv_.freeSequence(req.id);
       break;
@@ -168,7 +266,10 @@ Batch Scheduler::buildBatch() const {
     chunk.start_pos = req.num_computed_tokens;
     chunk.tokens.assign(req.tokens.begin() + chunk.start_pos,
                         req.tokens.begin() + chunk.start_pos + s.num_new_tokens);
-    const auto table = kv_.blockTable(s.id);
+    // a held prefill holds blocks beyond this chunk: the batch names only
+    // those covering it.
+    const auto table = kv_.blockTable(s.id).first(std::min<size_t>(
+        kv_.blockTable(s.id).size(), kv_.blocksForTokens(chunk.start_pos + s.num_new_tokens)));
     chunk.block_table.assign(table.begin(), table.end());
     chunk.needs_logits = s.needs_logits;
     batch.seqs.push_back(std::move(chunk));
@@ -214,11 +315,19 @@ FinishReason Scheduler::checkStop(const Request& req, int32_t token) const {
 }
 
 void Scheduler::finish(Request& req, FinishReason reason) {
-  kv_.freeSequence(req.id);
+  const bool hold = req.hold_blocks_on_finish &&
+                    (reason == FinishReason::kStop || reason == FinishReason::kLength);
+  if (hold) {
+    held_.insert(req.id);
+  } else {
+    kv_.freeSequence(req.id);
+  }
   if (req.state == RequestState::kRunning) {
     running_.erase(std::find(running_.begin(), running_.end(), &req));
   } else if (req.state == RequestState::kWaiting) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &req));
+  } else if (req.state == RequestState::kAwaitingKv) {
+    --num_awaiting_kv_;
   }
   req.state = RequestState::kFinished;
   req.finish_reason = reason;

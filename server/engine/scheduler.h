@@ -14,6 +14,18 @@
 //
 // Usage per step: batch = schedule(); run the model on it; sample one token
 // for each of batch's logit rows; onStepResult(tokens).
+//
+// Disaggregated serving adds two kinds of request:
+//   - a held prefill (prefill worker): addRequest with
+//     hold_blocks_on_finish. It reserves its whole prompt's blocks when
+//     admitted, is never preempted, and when it finishes its blocks stay
+//     allocated ("held") until releaseHeld, so a sender can copy them out.
+//   - an awaiting-KV request (decode worker): admitAwaitingKv gives it
+//     blocks for its whole prompt at once; it is not scheduled until
+//     completeRemotePrefill (the KV arrived: it joins running and decodes)
+//     or failRemotePrefill (its blocks are dropped and it prefills locally).
+// Every call below happens between steps (never between schedule and
+// onStepResult) unless it says otherwise.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +35,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kvcache/kv_cache_manager.h"
 #include "server/engine/batch.h"
 #include "server/engine/request.h"
@@ -65,10 +79,36 @@ class Scheduler {
   Scheduler(SchedulerConfig config, kvcache::KvCacheManager& kv);
 
   // queues a request. fails, queuing nothing, with AlreadyExists for an id
-  // in use, InvalidArgument for invalid params, an empty prompt, a prompt
-  // with no room left in max_model_len, or a request whose prompt plus
-  // max_tokens needs more KV blocks than the whole cache holds.
-  absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params);
+  // in use (live or held), InvalidArgument for invalid params, an empty
+  // prompt, a prompt with no room left in max_model_len, or a request whose
+  // prompt plus max_tokens needs more KV blocks than the whole cache holds.
+  // with hold_blocks_on_finish the request is a held prefill (see above).
+  absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+                          bool hold_blocks_on_finish = false);
+
+  // admits a request whose prompt KV another worker computes: it takes its
+  // prefix-cache hits and blocks for the rest of the prompt now and returns
+  // the number of prompt tokens found cached (its blocks: blockTable(id) of
+  // the KV cache). fails, changing nothing, as addRequest, and with
+  // ResourceExhausted when the blocks are not free now.
+  absl::StatusOr<int> admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
+                                      SamplingParams params);
+  // the awaiting request's prompt KV is in its blocks and `first_token` is
+  // its first output token: commits its full prompt blocks to the prefix
+  // cache, appends the token and applies the stop checks; the request then
+  // finishes (freeing its blocks) or joins running to decode. returns its
+  // output. NotFound when `id` is not awaiting KV.
+  absl::StatusOr<RequestOutput> completeRemotePrefill(SeqId id, int32_t first_token);
+  // the awaiting request's remote prefill failed: frees its blocks without
+  // committing any (their contents are never used), resets it and puts it
+  // at the front of the waiting queue to prefill locally. NotFound when `id`
+  // is not awaiting KV.
+  absl::Status failRemotePrefill(SeqId id);
+
+  // frees the blocks of a held prefill. false (nothing done) when `id` is
+  // not held.
+  bool releaseHeld(SeqId id);
+  bool isHeld(SeqId id) const { return held_.contains(id); }
 
   // the checks of addRequest that do not depend on the scheduler's state
   // (params, prompt length, cache capacity): ok when addRequest would accept
@@ -76,9 +116,9 @@ class Scheduler {
   // it while another runs the scheduler.
   absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const;
 
-  // cancels a waiting or running request and frees its blocks. when it is
+  // cancels a waiting, running or awaiting-KV request and frees its blocks. when it is
   // in the step in flight, onStepResult skips its row. NotFound when unknown
-  // or already finished.
+  // or already finished (a held prefill is finished: see releaseHeld).
   absl::Status abort(SeqId id);
 
   // the next step's batch (empty when nothing can run). the previous
@@ -94,13 +134,19 @@ class Scheduler {
   // the live request, or null. the engine reads its params, tokens and rng
   // to sample its logit row.
   Request* findRequest(SeqId id);
+  const Request* findRequest(SeqId id) const;
 
   int numWaiting() const { return static_cast<int>(waiting_.size()); }
   int numRunning() const { return static_cast<int>(running_.size()); }
+  int numAwaitingKv() const { return num_awaiting_kv_; }
+  int numHeld() const { return static_cast<int>(held_.size()); }
+  // live requests in any state, awaiting KV included.
   bool hasUnfinished() const { return !requests_.empty(); }
+  // requests that schedule() may compute: waiting or running ones.
+  bool hasSchedulable() const { return !waiting_.empty() || !running_.empty(); }
   int64_t numPreemptions() const { return num_preemptions_; }
-  // tokens (prompt, or prompt and output after a preemption) that live
-  // requests still have to prefill.
+  // tokens (prompt, or prompt and output after a preemption) that waiting
+  // and running requests still have to prefill (awaiting-KV ones excluded).
   int64_t numPrefillTokensQueued() const;
 
  private:
@@ -116,6 +162,11 @@ class Scheduler {
   // the back of running_ until its slots fit. false when it was preempted.
   bool scheduleRunning(Request& req, int max_new, int& budget);
   void preempt(Request& victim, int& budget);
+  // the most recently admitted running request that may be preempted (not a
+  // held prefill); null when none.
+  Request* preemptionVictim() const;
+  // the request awaiting KV under `id`, or null.
+  Request* findAwaiting(SeqId id);
   // admits waiting requests while sequences, budget and blocks last.
   void admitWaiting(int& budget);
   void finish(Request& req, FinishReason reason);
@@ -128,6 +179,9 @@ class Scheduler {
   std::deque<Request*> waiting_;
   // admission order: the back is the next preemption victim.
   std::vector<Request*> running_;
+  // held prefills: finished, their blocks still allocated under their id.
+  absl::flat_hash_set<SeqId> held_;
+  int num_awaiting_kv_ = 0;
   std::vector<Scheduled> scheduled_;
   bool step_in_flight_ = false;
   int64_t num_preemptions_ = 0;

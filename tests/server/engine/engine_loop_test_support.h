@@ -1,0 +1,112 @@
+// Helpers shared by the EngineLoop tests: a callback that collects one
+// request's outputs, greedy params, loops over stories260K, and longer
+// oracle cases (prompt plus the first oracle tokens) that span several KV
+// blocks.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/engine/engine_loop.h"
+#include "tests/stories_oracle.h"
+#include "tests/test_paths.h"
+
+namespace tandem::engine::testing_support {
+
+inline SamplingParams greedy(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;  // the oracle runs past EOS
+  return p;
+}
+
+// collects one request's outputs and signals its end.
+struct Collector {
+  std::mutex mu;
+  std::condition_variable done_cv;
+  std::vector<EngineOutput> outputs;
+  std::vector<int32_t> tokens;
+  FinishReason finish = FinishReason::kNone;
+  int calls_after_finish = 0;
+
+  EngineLoop::OutputCallback callback() {
+    return [this](const EngineOutput& out) {
+      std::lock_guard lock(mu);
+      if (finish != FinishReason::kNone) ++calls_after_finish;
+      outputs.push_back(out);
+      if (out.token >= 0) tokens.push_back(out.token);
+      if (out.finished()) {
+        finish = out.finish_reason;
+        done_cv.notify_all();
+      }
+    };
+  }
+  bool wait(std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    std::unique_lock lock(mu);
+    return done_cv.wait_for(lock, timeout, [&] { return finish != FinishReason::kNone; });
+  }
+  size_t numOutputs() {
+    std::lock_guard lock(mu);
+    return outputs.size();
+  }
+  EngineOutput first() {
+    std::lock_guard lock(mu);
+    return outputs.empty() ? EngineOutput{} : outputs.front();
+  }
+};
+
+// a prompt and its greedy continuation.
+struct Case {
+  std::vector<int32_t> prompt;
+  std::vector<int32_t> expected;
+};
+
+// every oracle case with its first `extra` completion tokens moved into the
+// prompt: greedy decoding is deterministic, so the rest of the completion is
+// still the expected continuation, and the prompts grow past a few blocks.
+inline std::vector<Case> oracleCases(int extra) {
+  std::vector<Case> out;
+  for (const auto& c : testing::storiesOracle()) {
+    Case k;
+    k.prompt = c.prompt_ids;
+    k.prompt.insert(k.prompt.end(), c.completion_ids.begin(), c.completion_ids.begin() + extra);
+    k.expected.assign(c.completion_ids.begin() + extra, c.completion_ids.end());
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+inline LocalEngineOptions smallOptions(int block_size, int chunk_size) {
+  LocalEngineOptions options;
+  options.num_threads = 1;
+  options.block_size = block_size;
+  options.chunk_size = chunk_size;
+  options.max_num_seqs = 16;
+  return options;
+}
+
+inline std::unique_ptr<EngineLoop> makeLoop(const LocalEngineOptions& options) {
+  auto local = LocalEngine::create(testing::storiesGguf(), options);
+  EXPECT_TRUE(local.ok()) << local.status();
+  if (!local.ok()) return nullptr;
+  return std::make_unique<EngineLoop>(std::move(*local));
+}
+
+// polls `pred` for up to 10 s (stats are published after each step).
+template <typename Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 10000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return pred();
+}
+
+}  // namespace tandem::engine::testing_support
