@@ -49,33 +49,48 @@ double seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// P: `reps` + 1 transfers (the first warms up), ids bench-0..; prints the median GB/s.
-int runSender(const std::string& transport, const std::string& endpoint, size_t block_bytes,
-              int blocks, int reps) {
-  if (transport == "tcp") {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(std::atoi(endpoint.c_str())));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return 2;
-    std::vector<char> data(block_bytes * blocks, 1);
-    std::vector<double> gbps;
-    for (int r = 0; r <= reps; ++r) {
-      auto t0 = Clock::now();
-      for (size_t off = 0; off < data.size();) {
-        ssize_t n = send(s, data.data() + off, std::min<size_t>(1 << 20, data.size() - off), 0);
-        if (n <= 0) return 3;
-        off += static_cast<size_t>(n);
-      }
-      char ack;
-      if (recv(s, &ack, 1, MSG_WAITALL) != 1) return 4;
-      if (r > 0) gbps.push_back(static_cast<double>(data.size()) / seconds(t0) / 1e9);
-    }
-    std::printf("%.3f\n", median(gbps));
-    close(s);
-    return 0;
+struct Timings {
+  std::vector<double> raw, kv;  // GB/s per repeat
+};
+
+// P's raw reference for one repeat: `data` over loopback TCP to D's reader,
+// which acks once it has every byte.
+double rawTcpOnce(int sock, const std::vector<char>& data) {
+  auto t0 = Clock::now();
+  for (size_t off = 0; off < data.size();) {
+    ssize_t n = send(sock, data.data() + off, std::min<size_t>(1 << 20, data.size() - off), 0);
+    if (n <= 0) return -1;
+    off += static_cast<size_t>(n);
   }
+  char ack;
+  if (recv(sock, &ack, 1, MSG_WAITALL) != 1) return -1;
+  return static_cast<double>(data.size()) / seconds(t0) / 1e9;
+}
+
+// P's raw reference for shm: one memcpy of the same bytes into a buffer
+// whose pages exist, on this one thread.
+double rawMemcpyOnce(std::vector<char>& dst, const char* src) {
+  auto t0 = Clock::now();
+  std::memcpy(dst.data(), src, dst.size());
+  return static_cast<double>(dst.size()) / seconds(t0) / 1e9 + 0.0 * dst[dst.size() / 2];
+}
+
+int connectTcp(int port) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return -1;
+  return s;
+}
+
+// P: `reps` + 1 rounds (the first warms up), each the raw reference then one
+// KV transfer (ids bench-0..), so both see the same machine load. Prints
+// "raw_median kv_median ratio_median".
+int runSender(const std::string& transport, const std::string& endpoint, int tcp_port,
+              size_t block_bytes, int blocks, int reps) {
+  const size_t bytes = block_bytes * blocks;
   KvSenderOptions options;
   options.block_bytes = block_bytes;
   if (const char* chunk = std::getenv("KV_BENCH_CHUNK_KIB")) {
@@ -84,14 +99,22 @@ int runSender(const std::string& transport, const std::string& endpoint, size_t 
   auto sender = createKvSender(options, *parseTransportChoice(transport));
   if (!sender.ok()) return 5;
   // P's storage: twice the transfer, blocks taken from scattered ids.
-  std::vector<char> storage(block_bytes * blocks * 2);
+  std::vector<char> storage(bytes * 2);
   std::mt19937 rng(1);
   for (auto& c : storage) c = static_cast<char>(rng());
   std::vector<int> src(blocks * 2);
   std::iota(src.begin(), src.end(), 0);
   std::shuffle(src.begin(), src.end(), rng);
-  std::vector<double> gbps;
+  const int sock = transport == "grpc" ? connectTcp(tcp_port) : -1;
+  if (transport == "grpc" && sock < 0) return 2;
+  std::vector<char> raw_data(transport == "grpc" ? bytes : 0, 1);
+  std::vector<char> copy_dst(transport == "shm" ? bytes : 0, 0);
+  Timings t;
+  std::vector<double> ratios;
   for (int r = 0; r <= reps; ++r) {
+    const double raw =
+        sock >= 0 ? rawTcpOnce(sock, raw_data) : rawMemcpyOnce(copy_dst, storage.data());
+    if (raw < 0) return 3;
     auto t0 = Clock::now();
     auto stream = (*sender)->open({endpoint, "bench-" + std::to_string(r)});
     if (!stream.ok()) {
@@ -110,23 +133,33 @@ int runSender(const std::string& transport, const std::string& endpoint, size_t 
       std::fprintf(stderr, "finish: %s\n", s.ToString().c_str());
       return 8;
     }
-    if (r > 0) gbps.push_back(static_cast<double>(block_bytes) * blocks / seconds(t0) / 1e9);
+    const double kv = static_cast<double>(bytes) / seconds(t0) / 1e9;
+    if (r > 0) {
+      t.raw.push_back(raw);
+      t.kv.push_back(kv);
+      ratios.push_back(kv / raw);
+    }
   }
-  std::printf("%.3f\n", median(gbps));
+  std::printf("%.3f %.3f %.3f\n", median(t.raw), median(t.kv), median(ratios));
+  if (sock >= 0) close(sock);
   return 0;
 }
 
-// runs this program as P and returns the median it printed (or -1).
-double spawnSender(const std::string& transport, const std::string& endpoint, size_t block_bytes,
-                   int blocks, int reps) {
+struct Result {
+  double raw = -1, kv = -1, ratio = -1;
+};
+
+// runs this program as P and returns the medians it printed.
+Result spawnSender(const std::string& transport, const std::string& endpoint, int tcp_port,
+                   size_t block_bytes, int blocks, int reps) {
   int pipefd[2];
-  if (pipe(pipefd) != 0) return -1;
+  if (pipe(pipefd) != 0) return {};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
   std::vector<std::string> args = {"/proc/self/exe", "--sender", transport, endpoint,
-                                   std::to_string(block_bytes), std::to_string(blocks),
-                                   std::to_string(reps)};
+                                   std::to_string(tcp_port), std::to_string(block_bytes),
+                                   std::to_string(blocks), std::to_string(reps)};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -134,63 +167,65 @@ double spawnSender(const std::string& transport, const std::string& endpoint, si
   int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(pipefd[1]);
-  if (rc != 0) return -1;
-  char buf[64] = {};
+  if (rc != 0) return {};
+  char buf[128] = {};
   ssize_t n = read(pipefd[0], buf, sizeof(buf) - 1);
   close(pipefd[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  Result result;
+  if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+      std::sscanf(buf, "%lf %lf %lf", &result.raw, &result.kv, &result.ratio) != 3) {
     std::fprintf(stderr, "%s sender failed (status %d)\n", transport.c_str(), status);
-    return -1;
+    return {};
   }
-  return std::atof(buf);
+  return result;
 }
 
-// D of a raw TCP run: reads each repeat's bytes and acks.
-double rawTcp(size_t bytes, int reps, size_t block_bytes, int blocks) {
-  int l = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  listen(l, 1);
-  getsockname(l, reinterpret_cast<sockaddr*>(&a), &len);
-  std::thread reader([&] {
-    int s = accept(l, nullptr, nullptr);
-    std::vector<char> buf(bytes);
-    for (int r = 0; r <= reps; ++r) {
-      if (recv(s, buf.data(), bytes, MSG_WAITALL) != static_cast<ssize_t>(bytes)) break;
-      char ack = 1;
-      send(s, &ack, 1, 0);
-    }
-    close(s);
-  });
-  double gbps = spawnSender("tcp", std::to_string(ntohs(a.sin_port)), block_bytes, blocks, reps);
-  reader.join();
-  close(l);
-  return gbps;
-}
-
-double memcpyBandwidth(size_t bytes, int reps) {
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
-  std::vector<double> gbps;
-  for (int r = 0; r <= reps; ++r) {
-    auto t0 = Clock::now();
-    std::memcpy(dst.data(), src.data(), bytes);
-    if (r > 0) gbps.push_back(static_cast<double>(bytes) / seconds(t0) / 1e9);
+// D's end of the raw TCP reference: reads each round's bytes and acks.
+class RawTcpReader {
+ public:
+  RawTcpReader(size_t bytes, int rounds) {
+    listen_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(listen_, 1);
+    getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this, bytes, rounds] {
+      int s = accept(listen_, nullptr, nullptr);
+      std::vector<char> buf(bytes);
+      for (int r = 0; r < rounds; ++r) {
+        if (recv(s, buf.data(), bytes, MSG_WAITALL) != static_cast<ssize_t>(bytes)) break;
+        char ack = 1;
+        send(s, &ack, 1, 0);
+      }
+      close(s);
+    });
   }
-  return median(gbps) + 0.0 * dst[bytes / 2];
-}
+  ~RawTcpReader() {
+    thread_.join();
+    close(listen_);
+  }
+  int port() const { return port_; }
 
-// D of a KV transfer run over `transport`: expects every repeat, then lets P push.
-double kvTransfer(const std::string& transport, ShmRegionPtr region, int blocks, size_t block_bytes,
-                  int reps) {
+ private:
+  int listen_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// D of a KV transfer run over `transport`: expects every repeat, then lets P
+// push (and, for grpc, stream the raw TCP reference before each transfer).
+Result kvTransfer(const std::string& transport, ShmRegionPtr region, int blocks,
+                  size_t block_bytes, int reps) {
   KvReceiverConfig config;
   config.transports = *parseTransportChoice(transport);
   auto receiver = createKvReceiver(config, {region->data(), block_bytes, blocks * 2}, region);
-  if (!receiver.ok()) return -1;
+  if (!receiver.ok()) return {};
   std::mt19937 rng(2);
   std::vector<int32_t> dst(blocks * 2);
   std::iota(dst.begin(), dst.end(), 0);
@@ -199,17 +234,21 @@ double kvTransfer(const std::string& transport, ShmRegionPtr region, int blocks,
   for (int r = 0; r <= reps; ++r) {
     ExpectedTransfer t{"bench-" + std::to_string(r), dst, {}, std::chrono::seconds(120)};
     for (int i = 0; i < blocks; ++i) t.hashes.push_back(static_cast<uint64_t>(i));
-    if (!(*receiver)->expect(std::move(t), [](const TransferResult&) {}).ok()) return -1;
+    if (!(*receiver)->expect(std::move(t), [](const TransferResult&) {}).ok()) return {};
   }
-  return spawnSender(transport, (*receiver)->endpoint(), block_bytes, blocks, reps);
+  if (transport != "grpc") {
+    return spawnSender(transport, (*receiver)->endpoint(), 0, block_bytes, blocks, reps);
+  }
+  RawTcpReader reader(block_bytes * blocks, reps + 1);
+  return spawnSender(transport, (*receiver)->endpoint(), reader.port(), block_bytes, blocks, reps);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 7 && std::string(argv[1]) == "--sender") {
-    return runSender(argv[2], argv[3], std::strtoull(argv[4], nullptr, 10), std::atoi(argv[5]),
-                     std::atoi(argv[6]));
+  if (argc >= 8 && std::string(argv[1]) == "--sender") {
+    return runSender(argv[2], argv[3], std::atoi(argv[4]), std::strtoull(argv[5], nullptr, 10),
+                     std::atoi(argv[6]), std::atoi(argv[7]));
   }
   const size_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 7;
@@ -220,15 +259,16 @@ int main(int argc, char** argv) {
   if (!region.ok()) return 1;
   std::memset((*region)->data(), 0, (*region)->bytes());  // D's KV storage is in use: pages exist
 
-  std::printf("%d blocks of %zu KiB = %zu MiB, median of %d repeats (after 1 warm-up)\n", blocks,
-              block_bytes >> 10, bytes >> 20, reps);
-  const double tcp = rawTcp(bytes, reps, block_bytes, blocks);
-  const double grpc = kvTransfer("grpc", *region, blocks, block_bytes, reps);
-  const double copy = memcpyBandwidth(bytes, reps);
-  const double shm = kvTransfer("shm", *region, blocks, block_bytes, reps);
-  std::printf("raw loopback TCP : %6.2f GB/s\n", tcp);
-  std::printf("grpc KV transfer : %6.2f GB/s  (%3.0f%% of raw TCP)\n", grpc, 100 * grpc / tcp);
-  std::printf("memcpy           : %6.2f GB/s\n", copy);
-  std::printf("shm KV transfer  : %6.2f GB/s  (%3.0f%% of memcpy)\n", shm, 100 * shm / copy);
-  return 0;
+  std::printf("%d blocks of %zu KiB = %zu MiB, median of %d rounds (after 1 warm-up),\n"
+              "each round: the raw reference, then one KV transfer\n",
+              blocks, block_bytes >> 10, bytes >> 20, reps);
+  const Result grpc = kvTransfer("grpc", *region, blocks, block_bytes, reps);
+  const Result shm = kvTransfer("shm", *region, blocks, block_bytes, reps);
+  std::printf("raw loopback TCP : %6.2f GB/s\n", grpc.raw);
+  std::printf("grpc KV transfer : %6.2f GB/s  (%3.0f%% of raw TCP; median per-round ratio %3.0f%%)\n",
+              grpc.kv, 100 * grpc.kv / grpc.raw, 100 * grpc.ratio);
+  std::printf("memcpy           : %6.2f GB/s\n", shm.raw);
+  std::printf("shm KV transfer  : %6.2f GB/s  (%3.0f%% of memcpy; median per-round ratio %3.0f%%)\n",
+              shm.kv, 100 * shm.kv / shm.raw, 100 * shm.ratio);
+  return grpc.kv > 0 && shm.kv > 0 ? 0 : 1;
 }

@@ -1,11 +1,14 @@
 #include "server/kv_transport/grpc_kv_receiver.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "server/kv_transport/block_checksum.h"
+#include "server/kv_transport/block_copy.h"
+#include "server/kv_transport/grpc_kv_chunk.h"
 #include "server/kv_transport/endpoint.h"
 #include "tandem/v1/kv_transfer.grpc.pb.h"
 
@@ -27,10 +30,10 @@ struct CallGuard {
 };
 
 // one Push call: the transfer's chunks in, the verdict out.
-class PushReactor final : public grpc::ServerReadReactor<v1::KvChunk> {
+class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  explicit PushReactor(std::shared_ptr<TransferTable> table)
-      : table_(std::move(table)), guard_(std::make_shared<CallGuard>()) {
+  PushReactor(std::shared_ptr<TransferTable> table, grpc::ByteBuffer* response)
+      : table_(std::move(table)), response_(response), guard_(std::make_shared<CallGuard>()) {
     StartRead(&chunk_);
   }
 
@@ -45,14 +48,26 @@ class PushReactor final : public grpc::ServerReadReactor<v1::KvChunk> {
       finishOnce(s);
       return;
     }
-    absl::Status s = handle(chunk_);
+    v1::KvChunk meta;
+    KvChunkData data;
+    absl::Status s = decodeKvChunk(chunk_, &meta, &data);
+    chunk_.Clear();
+    if (s.ok()) s = handle(meta, data);
     if (!s.ok()) {
       if (active_) active_->fail(s);
       finishOnce(s);
       return;
     }
-    if (chunk_.last()) {
-      finishOnce(active_->finish());
+    if (meta.last()) {
+      absl::Status verdict = active_->finish();
+      if (verdict.ok()) {
+        v1::KvPushResult result;
+        result.set_blocks(active_->numBlocks());
+        result.set_bytes(bytes_);
+        grpc::Slice slice(result.SerializeAsString());
+        *response_ = grpc::ByteBuffer(&slice, 1);
+      }
+      finishOnce(verdict);
       return;
     }
     std::lock_guard<std::recursive_mutex> lock(guard_->mu);
@@ -84,7 +99,8 @@ class PushReactor final : public grpc::ServerReadReactor<v1::KvChunk> {
     Finish(toGrpc(s));
   }
 
-  absl::Status handle(const v1::KvChunk& chunk) {
+  // stores the chunk's pieces (their bytes in `data`) into D's blocks.
+  absl::Status handle(const v1::KvChunk& chunk, KvChunkData& data) {
     const KvStorage& storage = table_->storage();
     if (active_ == nullptr) {
       if (chunk.block_bytes() != storage.block_bytes) {
@@ -104,10 +120,8 @@ class PushReactor final : public grpc::ServerReadReactor<v1::KvChunk> {
       std::lock_guard<std::recursive_mutex> lock(guard_->mu);
       active_ = *std::move(claimed);
     }
-    const std::string& data = chunk.data();
-    size_t pos = 0;
     for (const v1::KvPiece& p : chunk.pieces()) {
-      if (p.length() > data.size() - pos || p.offset() > storage.block_bytes ||
+      if (p.length() > data.left() || p.offset() > storage.block_bytes ||
           p.length() > storage.block_bytes - p.offset()) {
         return absl::InvalidArgumentError(absl::StrCat("bad piece of block ", p.index()));
       }
@@ -125,11 +139,18 @@ class PushReactor final : public grpc::ServerReadReactor<v1::KvChunk> {
             absl::StrCat("piece of block ", p.index(), " at offset ", p.offset(), " out of order"));
       }
       char* dst = storage.block(active_->dstBlock(block_)) + p.offset();
-      std::memcpy(dst, data.data() + pos, p.length());
-      // the stored bytes are checked, so the check covers this copy too.
-      checksum_.update(dst, p.length());
-      pos += p.length();
+      data.consume(p.length(), [&](const char* src, size_t n) {
+        // in cache-sized slices: the stored bytes are checked while still in
+        // cache, and checking them covers this copy too.
+        for (size_t off = 0; off < n; off += kCopySliceBytes) {
+          const size_t m = std::min(kCopySliceBytes, n - off);
+          std::memcpy(dst + off, src + off, m);
+          checksum_.update(dst + off, m);
+        }
+        dst += n;
+      });
       block_offset_ += p.length();
+      bytes_ += p.length();
       if (block_offset_ == storage.block_bytes) {
         RETURN_IF_ERROR(active_->endBlock(block_, p.checksum(), checksum_.digest()));
         block_ = -1;
@@ -139,9 +160,11 @@ class PushReactor final : public grpc::ServerReadReactor<v1::KvChunk> {
   }
 
   std::shared_ptr<TransferTable> table_;
+  grpc::ByteBuffer* const response_;
   std::shared_ptr<CallGuard> guard_;
   ActiveTransferPtr active_;
-  v1::KvChunk chunk_;
+  grpc::ByteBuffer chunk_;
+  uint64_t bytes_ = 0;
   // the block being received, its bytes so far and their running checksum.
   int block_ = -1;
   size_t block_offset_ = 0;
@@ -150,13 +173,16 @@ class PushReactor final : public grpc::ServerReadReactor<v1::KvChunk> {
 
 }  // namespace
 
-class GrpcKvTransferService final : public v1::KvTransfer::CallbackService {
+// Push over raw ByteBuffers: chunks are decoded by grpc_kv_chunk, so block
+// bytes go from gRPC's receive slices straight into D's blocks.
+class GrpcKvTransferService final
+    : public v1::KvTransfer::WithRawCallbackMethod_Push<v1::KvTransfer::Service> {
  public:
   explicit GrpcKvTransferService(std::shared_ptr<TransferTable> table) : table_(std::move(table)) {}
 
-  grpc::ServerReadReactor<v1::KvChunk>* Push(grpc::CallbackServerContext* context,
-                                             v1::KvPushResult* response) override {
-    return new PushReactor(table_);
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* /*context*/,
+                                                  grpc::ByteBuffer* response) override {
+    return new PushReactor(table_, response);
   }
 
  private:
@@ -180,6 +206,15 @@ absl::StatusOr<std::unique_ptr<GrpcKvReceiver>> GrpcKvReceiver::create(
   // a large per-stream window: each transfer is a fresh stream, which would
   // otherwise start at HTTP/2's 64 KiB and wait for window updates.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  // let senders use HTTP/2's largest frames (2^24 - 1 bytes) instead of
+  // 16 KiB ones: a 1 MiB chunk arrives as one frame, not 64, so it is parsed
+  // as a few large slices.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (1 << 24) - 1);
+  // read the socket in 1-4 MiB pieces rather than growing from 8 KiB: fewer
+  // reads and slices per chunk.
+  builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
+  builder.AddChannelArgument(GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 1 << 20);
+  builder.AddChannelArgument(GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 4 << 20);
   r->server_ = builder.BuildAndStart();
   if (r->server_ == nullptr || r->port_ == 0) {
     return absl::UnavailableError(

@@ -1,7 +1,8 @@
 // KvReceiver over gRPC streaming (works across hosts): serves
 // tandem.v1.KvTransfer on its own gRPC server. Each Push call claims one
-// expected transfer and stores its chunks straight into D's KV storage,
-// verifying every block's checksum on the stored bytes.
+// expected transfer and copies its chunks' bytes from gRPC's receive slices
+// straight into D's KV storage (no protobuf parse of the data), verifying
+// every block's checksum on the stored bytes while they are in cache.
 #pragma once
 
 #include <memory>

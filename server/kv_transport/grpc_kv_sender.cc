@@ -9,34 +9,75 @@
 #include "common/status.h"
 #include "server/kv_transport/block_checksum.h"
 #include "server/kv_transport/endpoint.h"
-#include "tandem/v1/kv_transfer.grpc.pb.h"
+#include "server/kv_transport/grpc_kv_chunk.h"
+#include "grpcpp/generic/generic_stub.h"
 
 namespace tandem::kv_transport {
 
 namespace {
 
-absl::Status toAbsl(const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
+constexpr char kPushMethod[] = "/tandem.v1.KvTransfer/Push";
 
-// one transfer: the stream is also the call's reactor. Blocks wait in a queue
-// of descriptors (no copy) until the single in-flight write completes, so a
-// slow receiver slows the copies, never grows memory.
-class GrpcSendStream final : public KvSendStream, public grpc::ClientWriteReactor<v1::KvChunk> {
+// counts the slices gRPC still holds over the caller's block bytes, so the
+// stream can wait until gRPC let go of every one of them.
+class SourceLease {
+ public:
+  // a slice over `bytes` bytes at `data`, released through this lease.
+  grpc::Slice slice(const char* data, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++held_;
+    }
+    return grpc::Slice(const_cast<char*>(data), bytes, &SourceLease::release, this);
+  }
+
+  void waitReleased() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return held_ == 0; });
+  }
+
+ private:
+  static void release(void* self) {
+    auto* lease = static_cast<SourceLease*>(self);
+    std::lock_guard<std::mutex> lock(lease->mu_);
+    if (--lease->held_ == 0) lease->cv_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t held_ = 0;
+};
+
+// one piece of a queued block taken into the chunk being prepared.
+struct TakenPiece {
+  KvBlock block;
+  size_t offset = 0;
+  size_t length = 0;
+  bool last_of_block = false;
+};
+
+// one transfer: the stream is also the call's reactor. The call is the
+// client-streaming Push, driven through the generic (ByteBuffer) API so a
+// chunk's data field is a list of slices over the caller's blocks: nothing is
+// copied in user space. While one chunk is written, the next is prepared
+// (its blocks checksummed, which also brings them into cache for the
+// kernel's copy); blocks wait in a queue of descriptors, so a slow receiver
+// slows the sender, never grows memory.
+class GrpcSendStream final : public KvSendStream,
+                             public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   GrpcSendStream(const KvSenderOptions& options, std::shared_ptr<grpc::Channel> channel,
                  std::string transfer_id)
-      : options_(options), stub_(v1::KvTransfer::NewStub(channel)),
-        transfer_id_(std::move(transfer_id)) {}
+      : options_(options), stub_(std::move(channel)), transfer_id_(std::move(transfer_id)) {}
 
   // sends the header (D claims the transfer id with it) and starts the call.
   void start() {
     context_.set_deadline(std::chrono::system_clock::now() + options_.timeout);
-    stub_->async()->Push(&context_, &response_, this);
+    stub_.PrepareBidiStreamingCall(&context_, kPushMethod, grpc::StubOptions(), this);
     // held until the last write: send() starts writes from outside the
     // reactor's callbacks, so the call must not end under it.
     AddHold();
+    StartRead(&response_);
     pump();
     StartCall();
   }
@@ -50,8 +91,7 @@ class GrpcSendStream final : public KvSendStream, public grpc::ClientWriteReacto
       hold_ = false;
     }
     if (release) RemoveHold();
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
+    waitDone();
   }
 
   // KvSendStream
@@ -77,19 +117,19 @@ class GrpcSendStream final : public KvSendStream, public grpc::ClientWriteReacto
       finishing_ = true;
     }
     pump();
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
+    waitDone();
     return toAbsl(final_);
   }
 
   uint64_t bytesSent() const override { return bytes_sent_.load(std::memory_order_relaxed); }
 
-  // grpc::ClientWriteReactor
+  // grpc::ClientBidiReactor
   void OnWriteDone(bool ok) override {
     bool release = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       in_flight_ = false;
+      writing_.Clear();
       // a failed write means the call is over; its status comes with OnDone.
       if (!ok) broken_ = true;
       if ((!ok || last_written_) && hold_) {
@@ -104,6 +144,9 @@ class GrpcSendStream final : public KvSendStream, public grpc::ClientWriteReacto
     }
   }
 
+  // D's answer (a KvPushResult) needs no reading: the status says it all.
+  void OnReadDone(bool /*ok*/) override {}
+
   void OnDone(const grpc::Status& status) override {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
@@ -112,6 +155,22 @@ class GrpcSendStream final : public KvSendStream, public grpc::ClientWriteReacto
   }
 
  private:
+  static absl::Status toAbsl(const grpc::Status& s) {
+    if (s.ok()) return absl::OkStatus();
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  }
+
+  // waits for the call's end, then until gRPC released the source bytes.
+  void waitDone() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return done_ && !preparing_; });
+      prepared_.Clear();
+      writing_.Clear();
+    }
+    lease_.waitReleased();
+  }
+
   // the error send() reports, or OK while blocks are accepted. mu_ held.
   absl::Status usableLocked() const {
     if (done_) {
@@ -123,74 +182,121 @@ class GrpcSendStream final : public KvSendStream, public grpc::ClientWriteReacto
     return absl::OkStatus();
   }
 
-  // starts the next write when none is in flight and there is something to
-  // say. Never called with mu_ held: gRPC may run callbacks inline.
+  // writes the prepared chunk when no write is in flight, and prepares the
+  // next one while one is. Never called with mu_ held: gRPC may run
+  // callbacks inline. One thread prepares at a time.
   void pump() {
-    bool last = false;
-    {
+    while (true) {
+      bool write = false, last = false;
+      std::vector<TakenPiece> taken;
+      v1::KvChunk meta;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (done_ || broken_) return;
+        if (!in_flight_ && has_prepared_) {
+          writing_.Swap(&prepared_);
+          has_prepared_ = false;
+          in_flight_ = true;
+          write = true;
+          last = last_written_ = prepared_last_;
+        } else if (!has_prepared_ && !preparing_ && !last_prepared_ &&
+                   (header_pending_ || !queue_.empty() || finishing_)) {
+          preparing_ = true;
+          takeLocked(&meta, &taken);
+        } else {
+          return;
+        }
+      }
+      if (write) {
+        if (last) {
+          StartWriteLast(&writing_, grpc::WriteOptions());
+        } else {
+          StartWrite(&writing_);
+        }
+        continue;
+      }
+      grpc::ByteBuffer chunk = prepare(meta, taken);
       std::lock_guard<std::mutex> lock(mu_);
-      if (in_flight_ || done_ || broken_ || last_written_) return;
-      if (!header_pending_ && queue_.empty() && !finishing_) return;
-      fillChunkLocked();
-      in_flight_ = true;
-      last = chunk_.last();
-      last_written_ = last;
-    }
-    if (last) {
-      StartWriteLast(&chunk_, grpc::WriteOptions());
-    } else {
-      StartWrite(&chunk_);
+      prepared_.Swap(&chunk);
+      has_prepared_ = true;
+      prepared_last_ = last_prepared_ = meta.last();
+      preparing_ = false;
+      if (done_) cv_.notify_all();
     }
   }
 
-  // packs up to chunk_bytes of queued blocks into chunk_, checksumming each
-  // block's source bytes right after copying them (still in cache).
-  void fillChunkLocked() {
-    chunk_.Clear();  // keeps the data string's capacity for the next chunk
+  // takes up to chunk_bytes of queued blocks into the next chunk. mu_ held.
+  void takeLocked(v1::KvChunk* meta, std::vector<TakenPiece>* taken) {
     if (header_pending_) {
-      chunk_.set_transfer_id(transfer_id_);
-      chunk_.set_block_bytes(options_.block_bytes);
+      meta->set_transfer_id(transfer_id_);
+      meta->set_block_bytes(options_.block_bytes);
       header_pending_ = false;
     }
-    std::string* data = chunk_.mutable_data();
-    while (!queue_.empty() && data->size() < options_.chunk_bytes) {
+    size_t bytes = 0;
+    while (!queue_.empty() && bytes < options_.chunk_bytes) {
       const KvBlock& b = queue_.front();
-      const size_t n = std::min(options_.block_bytes - offset_, options_.chunk_bytes - data->size());
-      const char* src = static_cast<const char*>(b.data) + offset_;
-      v1::KvPiece* piece = chunk_.add_pieces();
+      const size_t n = std::min(options_.block_bytes - offset_, options_.chunk_bytes - bytes);
+      v1::KvPiece* piece = meta->add_pieces();
       piece->set_index(b.index);
       piece->set_block_hash(b.hash);
       piece->set_offset(offset_);
       piece->set_length(n);
-      if (offset_ == 0) checksum_.reset();
-      const size_t at = data->size();
-      data->append(src, n);
-      checksum_.update(src, n);
-      if (b.index == options_.corrupt_block_for_test && offset_ == 0) (*data)[at] ^= 0x5a;
+      taken->push_back({b, offset_, n, offset_ + n == options_.block_bytes});
+      bytes += n;
       offset_ += n;
       if (offset_ == options_.block_bytes) {
-        piece->set_checksum(checksum_.digest());
         queue_.pop_front();
         offset_ = 0;
       }
     }
-    bytes_sent_.fetch_add(data->size(), std::memory_order_relaxed);
-    if (finishing_ && queue_.empty()) chunk_.set_last(true);
+    if (finishing_ && queue_.empty()) meta->set_last(true);
+  }
+
+  // checksums the taken pieces' source bytes (setting each block's checksum
+  // on its last piece) and wraps them into one message without copying.
+  grpc::ByteBuffer prepare(v1::KvChunk& meta, const std::vector<TakenPiece>& taken) {
+    std::vector<grpc::Slice> data;
+    data.reserve(taken.size());
+    size_t bytes = 0;
+    for (size_t i = 0; i < taken.size(); ++i) {
+      const TakenPiece& t = taken[i];
+      const char* src = static_cast<const char*>(t.block.data) + t.offset;
+      if (t.offset == 0) checksum_.reset();
+      checksum_.update(src, t.length);
+      if (t.block.index == options_.corrupt_block_for_test && t.offset == 0) {
+        // the test hook spoils a copy, never the caller's block.
+        grpc::Slice copy(src, t.length);
+        const_cast<uint8_t*>(copy.begin())[0] ^= 0x5a;
+        data.push_back(std::move(copy));
+      } else {
+        data.push_back(lease_.slice(src, t.length));
+      }
+      if (t.last_of_block) meta.mutable_pieces(static_cast<int>(i))->set_checksum(checksum_.digest());
+      bytes += t.length;
+    }
+    bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
+    return encodeKvChunk(meta, data);
   }
 
   const KvSenderOptions options_;
-  std::unique_ptr<v1::KvTransfer::Stub> stub_;
+  grpc::GenericStub stub_;
   const std::string transfer_id_;
   grpc::ClientContext context_;
-  v1::KvPushResult response_;
+  grpc::ByteBuffer response_;
+  SourceLease lease_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<KvBlock> queue_;
-  size_t offset_ = 0;        // bytes of queue_.front() already packed
-  BlockChecksum checksum_;   // of queue_.front(), so far
-  v1::KvChunk chunk_;        // owned by gRPC while in_flight_
+  size_t offset_ = 0;          // bytes of queue_.front() already taken
+  BlockChecksum checksum_;     // of the block being prepared, so far
+  grpc::ByteBuffer prepared_;  // the next chunk, ready to write
+  grpc::ByteBuffer writing_;   // owned by gRPC while in_flight_
   bool header_pending_ = true;
+  bool preparing_ = false;
+  bool has_prepared_ = false;
+  bool prepared_last_ = false;
+  bool last_prepared_ = false;
   bool in_flight_ = false;
   bool finishing_ = false;
   bool last_written_ = false;

@@ -1,7 +1,9 @@
 // KvSender over gRPC streaming (works across hosts): one client-streaming
 // Push call per transfer, ~chunk_bytes per message, one message in flight at
-// a time so gRPC's flow control paces the sender. Blocks are copied into the
-// message and checksummed in the same pass, so the source is read once.
+// a time (and the next one prepared) so gRPC's flow control paces the
+// sender. No user-space copy: a message's data field is a list of slices
+// over the caller's blocks (grpc_kv_chunk.h), checksummed just before the
+// kernel copies them, so the source is read from memory once.
 #pragma once
 
 #include <memory>

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "server/kv_transport/block_checksum.h"
+#include "server/kv_transport/block_copy.h"
 #include "server/kv_transport/endpoint.h"
 #include "server/kv_transport/shm_protocol.h"
 
@@ -19,9 +19,11 @@ namespace {
 
 using shm::MessageType;
 
-// source bytes are checksummed and copied in slices this large, so each
-// slice is read from memory once and copied from cache.
-constexpr size_t kSliceBytes = 128 << 10;
+// D is told about copied blocks at least every this many bytes, so it
+// verifies them while the next ones are copied, whatever the caller's batch
+// size. Not much smaller: each notice wakes D, and on a busy host a wake-up
+// can cost P its time slice.
+constexpr size_t kVerifyBatchBytes = 4 << 20;
 
 absl::Status statusFrom(int32_t code, std::string message) {
   if (code == 0) return absl::OkStatus();
@@ -54,6 +56,7 @@ class ShmSendStream final : public KvSendStream {
     RETURN_IF_ERROR(checkEarlyResult());
     if (finished_) return absl::FailedPreconditionError("send() after finish()");
     shm::Writer list;
+    size_t listed_bytes = 0;
     for (const KvBlock& b : blocks) {
       if (b.index < 0 || static_cast<size_t>(b.index) >= dst_.size() || sent_[b.index] ||
           b.data == nullptr) {
@@ -61,22 +64,19 @@ class ShmSendStream final : public KvSendStream {
             absl::StrCat("block index ", b.index, " is out of range, sent twice or empty")));
       }
       sent_[b.index] = true;
-      const char* src = static_cast<const char*>(b.data);
       char* dst = storage_ + static_cast<size_t>(dst_[b.index]) * options_.block_bytes;
-      BlockChecksum checksum;
-      for (size_t off = 0; off < options_.block_bytes; off += kSliceBytes) {
-        const size_t n = std::min(kSliceBytes, options_.block_bytes - off);
-        checksum.update(src + off, n);
-        std::memcpy(dst + off, src + off, n);
-      }
+      const uint64_t checksum = copyWithChecksum(dst, b.data, options_.block_bytes);
       if (b.index == options_.corrupt_block_for_test) dst[options_.block_bytes / 2] ^= 0x5a;
-      list.i32(b.index).u64(b.hash).u64(checksum.digest());
+      list.i32(b.index).u64(b.hash).u64(checksum);
       bytes_sent_ += options_.block_bytes;
+      listed_bytes += options_.block_bytes;
+      // D verifies these while this thread copies the next ones.
+      if (listed_bytes >= kVerifyBatchBytes) {
+        RETURN_IF_ERROR(flush(list));
+        listed_bytes = 0;
+      }
     }
-    // D verifies these while the caller computes or copies the next ones.
-    absl::Status s = shm::writeFrame(sock_, MessageType::kBlocks, list.str());
-    if (!s.ok()) return fail(s);
-    return absl::OkStatus();
+    return flush(list);
   }
 
   absl::Status finish() override {
@@ -94,6 +94,14 @@ class ShmSendStream final : public KvSendStream {
   uint64_t bytesSent() const override { return bytes_sent_; }
 
  private:
+  // names the blocks listed so far to D for verification.
+  absl::Status flush(shm::Writer& list) {
+    if (list.str().empty()) return absl::OkStatus();
+    absl::Status s = shm::writeFrame(sock_, MessageType::kBlocks, list.str());
+    list = shm::Writer();
+    return s.ok() ? absl::OkStatus() : fail(s);
+  }
+
   absl::Status fail(absl::Status s) {
     if (final_.ok()) final_ = std::move(s);
     return final_;

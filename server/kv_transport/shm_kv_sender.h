@@ -1,7 +1,9 @@
 // KvSender over shared memory (same host as D): maps D's KV region once per
-// receiver and copies each block straight into its destination block,
-// checksumming the source in the same pass; D verifies its copy while the
-// next blocks are copied. The only copy is the block copy itself.
+// receiver and copies each block straight into its destination block with
+// non-temporal stores, checksumming each 64 KiB slice of the source right
+// after copying it (block_copy.h), so the source is read from memory once;
+// D is told every ~4 MiB and verifies those blocks while the next ones are
+// copied. The only copy is the block copy itself.
 #pragma once
 
 #include <memory>
