@@ -1,12 +1,127 @@
-// `tandem worker`: placeholder until the worker process lands (issue 5).
-#include "absl/status/status.h"
+// `tandem worker --role prefill|decode|both --model PATH --listen HOST:PORT`:
+// one worker process of a disaggregated deployment (DESIGN.md §1). It
+// serves tandem.v1.Worker over gRPC, /metrics over HTTP, and (with
+// --router) registers with the router. SIGINT or SIGTERM: deregister, stop
+// taking calls, let those in progress finish (up to --drain-timeout), exit 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
 #include "cli/command.h"
+#include "cli/default_model.h"
+#include "cli/engine_flags.h"
+#include "common/status.h"
+#include "server/worker/worker.h"
 
 namespace tandem::cli {
+namespace {
+
+struct WorkerArgs {
+  std::string role = "both";
+  std::string model;
+  std::string served_model_name;
+  std::string listen = "127.0.0.1:0";
+  std::string advertise_host;
+  std::string router;
+  int metrics_port = 0;
+  std::string kv_transport = "auto";
+  double prefill_timeout_s = 10;
+  int corrupt_kv_block = -1;
+  double drain_timeout_s = 30;
+  EngineFlags engine;
+};
+
+// SIGINT and SIGTERM are blocked in every thread (the mask is inherited)
+// and taken by sigwait() on the main thread.
+sigset_t blockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+absl::Status runWorker(const WorkerArgs& args) {
+  worker::WorkerOptions options;
+  ASSIGN_OR_RETURN(options.role, worker::parseWorkerRole(args.role));
+  options.model_path = args.model.empty() ? defaultModelPath() : args.model;
+  options.model_name = args.served_model_name;
+  ASSIGN_OR_RETURN(worker::HostPort listen, worker::parseHostPort(args.listen));
+  options.host = listen.host;
+  options.port = listen.port;
+  options.advertise_host = args.advertise_host;
+  options.router_address = args.router;
+  options.metrics_port = args.metrics_port;
+  ASSIGN_OR_RETURN(options.kv_transport, kv_transport::parseTransportChoice(args.kv_transport));
+  if (!(args.prefill_timeout_s > 0)) {
+    return absl::InvalidArgumentError("--prefill-timeout must be positive");
+  }
+  options.prefill_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(args.prefill_timeout_s * 1000));
+  options.corrupt_kv_block_for_test = args.corrupt_kv_block;
+  options.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.drain_timeout_s * 1000));
+  ASSIGN_OR_RETURN(options.engine, engineOptions(args.engine));
+  const sigset_t stop_signals = blockStopSignals();
+
+  std::fprintf(stderr, "tandem worker: loading %s\n", options.model_path.c_str());
+  ASSIGN_OR_RETURN(worker::WorkerPtr worker, worker::Worker::create(options));
+  const tandem::v1::WorkerInfo& info = worker->info();
+  std::string metrics = info.metrics_url().empty() ? "none" : info.metrics_url();
+  std::fprintf(stderr, "tandem worker: %s %s serving grpc %s, metrics %s\n", info.role().c_str(),
+               info.worker_id().c_str(), info.address().c_str(), metrics.c_str());
+  if (!info.kv_endpoint().empty()) {
+    std::fprintf(stderr, "tandem worker: KV receiver %s\n", info.kv_endpoint().c_str());
+  }
+  std::fflush(stderr);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "tandem worker: %s, draining (up to %.0f s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", args.drain_timeout_s);
+  worker->shutdown(options.drain_timeout);
+  std::fprintf(stderr, "tandem worker: stopped\n");
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void registerWorkerCommand(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("worker", "(not built yet)");
-  setAction(cmd, [] { return absl::UnimplementedError("tandem worker is not built yet"); });
+  auto args = std::make_shared<WorkerArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "worker", "run a prefill, decode or combined worker of a disaggregated deployment");
+  cmd->add_option("--role", args->role, "prefill | decode | both")
+      ->check(CLI::IsMember({"prefill", "decode", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--model", args->model, "HF dir or .gguf (default: the embedded stories260K)");
+  cmd->add_option("--served-model-name", args->served_model_name,
+                  "the model id clients use (default: the file name without extension)");
+  cmd->add_option("--listen", args->listen, "HOST:PORT of the Worker gRPC service (port 0 = any)")
+      ->capture_default_str();
+  cmd->add_option("--advertise-host", args->advertise_host,
+                  "host others dial to reach this worker (default: the --listen host, or the "
+                  "hostname when it is a wildcard)");
+  cmd->add_option("--router", args->router, "the router's gRPC HOST:PORT to register with");
+  cmd->add_option("--metrics-port", args->metrics_port,
+                  "HTTP port of /metrics and /health (0 = any free, -1 = none)")
+      ->capture_default_str();
+  cmd->add_option("--kv-transport", args->kv_transport,
+                  "how KV blocks move: auto (shm on the same host, else grpc), grpc, shm")
+      ->check(CLI::IsMember({"auto", "grpc", "shm"}))
+      ->capture_default_str();
+  cmd->add_option("--prefill-timeout", args->prefill_timeout_s,
+                  "seconds a remote prefill may take before D prefills locally")
+      ->capture_default_str();
+  cmd->add_option("--corrupt-kv-block-for-test", args->corrupt_kv_block,
+                  "test hook: corrupt the block with this index of every transfer P sends");
+  cmd->add_option("--drain-timeout", args->drain_timeout_s,
+                  "seconds in-flight calls may take to finish on SIGINT/SIGTERM")
+      ->capture_default_str();
+  addEngineFlags(cmd, &args->engine);
+  setAction(cmd, [args] { return runWorker(*args); });
 }
 
 }  // namespace tandem::cli

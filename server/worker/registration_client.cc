@@ -1,0 +1,85 @@
+#include "server/worker/registration_client.h"
+
+#include <cstdio>
+
+#include "grpcpp/grpcpp.h"
+
+namespace tandem::worker {
+namespace {
+
+constexpr std::chrono::milliseconds kDefaultHeartbeat{1000};
+constexpr std::chrono::milliseconds kCallTimeout{2000};
+constexpr std::chrono::milliseconds kDeregisterTimeout{1000};
+
+// reconnect at least every second, so a restarted router is found within a
+// heartbeat or two (gRPC's default backoff grows to two minutes).
+grpc::ChannelArguments channelArgs() {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return args;
+}
+
+}  // namespace
+
+RegistrationClient::RegistrationClient(std::string router_address, tandem::v1::WorkerInfo info)
+    : router_address_(std::move(router_address)),
+      info_(std::move(info)),
+      stub_(tandem::v1::Registry::NewStub(grpc::CreateCustomChannel(
+          router_address_, grpc::InsecureChannelCredentials(), channelArgs()))) {
+  thread_ = std::thread([this] { run(); });
+}
+
+RegistrationClient::~RegistrationClient() { stop(); }
+
+int RegistrationClient::numRegistered() const {
+  std::lock_guard lock(mu_);
+  return registered_;
+}
+
+void RegistrationClient::run() {
+  bool failing = false;
+  while (true) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    tandem::v1::RegisterResponse response;
+    const grpc::Status status = stub_->Register(&ctx, info_, &response);
+    std::chrono::milliseconds interval = kDefaultHeartbeat;
+    if (status.ok()) {
+      if (failing) {
+        std::fprintf(stderr, "tandem worker: registered with the router at %s\n",
+                     router_address_.c_str());
+      }
+      failing = false;
+      if (response.heartbeat_interval_ms() > 0) {
+        interval = std::chrono::milliseconds(response.heartbeat_interval_ms());
+      }
+    } else if (!failing) {
+      failing = true;
+      std::fprintf(stderr, "tandem worker: cannot register with the router at %s (%s); retrying\n",
+                   router_address_.c_str(), status.error_message().c_str());
+    }
+    std::unique_lock lock(mu_);
+    if (status.ok()) ++registered_;
+    if (wake_.wait_for(lock, interval, [&] { return stopping_; })) return;
+  }
+}
+
+void RegistrationClient::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kDeregisterTimeout);
+  tandem::v1::DeregisterRequest request;
+  request.set_worker_id(info_.worker_id());
+  tandem::v1::DeregisterResponse response;
+  (void)stub_->Deregister(&ctx, request, &response);
+}
+
+}  // namespace tandem::worker

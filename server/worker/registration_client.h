@@ -1,0 +1,47 @@
+// Keeps a worker registered with its router: Registry.Register(WorkerInfo)
+// at once and then every heartbeat_interval_ms the router asks for (1 s when
+// it names none or cannot be reached), so a restarted router relearns the
+// worker within one interval. Failures are logged once (and the recovery),
+// retried, and never fatal. stop() deregisters.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "tandem/v1/worker.grpc.pb.h"
+
+namespace tandem::worker {
+
+class RegistrationClient {
+ public:
+  // starts registering `info` with the Registry at `router_address`.
+  RegistrationClient(std::string router_address, tandem::v1::WorkerInfo info);
+  // stop()s.
+  ~RegistrationClient();
+
+  // stops the heartbeat and calls Registry.Deregister (bounded by a short
+  // deadline; a router that cannot be reached is not waited for).
+  // Idempotent.
+  void stop();
+
+  // successful Register calls so far (for tests).
+  int numRegistered() const;
+
+ private:
+  void run();
+
+  const std::string router_address_;
+  const tandem::v1::WorkerInfo info_;
+  std::unique_ptr<tandem::v1::Registry::Stub> stub_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;   // guarded by mu_
+  int registered_ = 0;      // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace tandem::worker

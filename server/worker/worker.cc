@@ -1,0 +1,173 @@
+#include "server/worker/worker.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "kernels/host_buffer.h"
+#include "server/kv_transport/kv_transport_factory.h"
+#include "server/worker/metrics_http.h"
+
+namespace tandem::worker {
+namespace {
+
+// how long shutdown waits for work outside gRPC (prefill jobs, calls to
+// prefill workers) after the server stopped; each is bounded by its own
+// timeouts, this only guards against a stuck one.
+constexpr std::chrono::seconds kWorkGrace{15};
+
+bool isWildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+std::string advertisedHost(const WorkerOptions& options) {
+  if (!options.advertise_host.empty()) return options.advertise_host;
+  if (!isWildcard(options.host)) return options.host;
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') return name;
+  return "127.0.0.1";
+}
+
+std::string modelName(const WorkerOptions& options) {
+  if (!options.model_name.empty()) return options.model_name;
+  std::filesystem::path p(options.model_path);
+  if (!p.has_filename()) p = p.parent_path();
+  return p.stem().string();
+}
+
+}  // namespace
+
+absl::StatusOr<WorkerPtr> Worker::create(const WorkerOptions& options) {
+  WorkerPtr worker(new Worker());
+  absl::Status status = worker->start(options);
+  if (!status.ok()) return status;
+  return worker;
+}
+
+absl::Status Worker::start(const WorkerOptions& options) {
+  context_.options = options;
+  context_.metrics = &metrics_;
+  context_.peers = &peers_;
+  const bool decode = servesGenerate(options.role);
+  const bool prefill = servesPrefill(options.role);
+  const std::string advertise = advertisedHost(options);
+
+  // D keeps its KV storage in a memfd so prefill workers on this host write
+  // blocks straight into it (shm transport).
+  engine::LocalEngineOptions engine_options = options.engine;
+  if (decode) {
+    engine_options.kv_storage = [this](size_t bytes) -> absl::StatusOr<kernels::BufferPtr> {
+      ASSIGN_OR_RETURN(region_, kv_transport::ShmRegion::create(bytes));
+      return kernels::HostBuffer::alias(region_->data(), bytes);
+    };
+  }
+  ASSIGN_OR_RETURN(engine::LocalEnginePtr local,
+                   engine::LocalEngine::create(options.model_path, engine_options));
+  const kvcache::KvLayout layout = local->runner().kvLayout();
+  context_.block_size = layout.block_size;
+  context_.block_bytes = layout.blockBytes();
+  const int num_blocks = local->numBlocks();
+  const int max_model_len = local->maxModelLen();
+  loop_ = std::make_unique<engine::EngineLoop>(std::move(local));
+  context_.loop = loop_.get();
+  metrics_.setLoadSource([loop = loop_.get()] { return loop->stats(); });
+
+  if (decode) {
+    kv_transport::KvReceiverConfig config;
+    config.transports = options.kv_transport;
+    config.grpc.host = isWildcard(options.host) ? "0.0.0.0" : options.host;
+    config.grpc.port = 0;
+    config.grpc.advertise_host = advertise;
+    kv_transport::KvStorage storage{region_->data(), context_.block_bytes, num_blocks};
+    ASSIGN_OR_RETURN(receiver_, kv_transport::createKvReceiver(
+                                    config, storage,
+                                    options.kv_transport == kv_transport::TransportChoice::kGrpc
+                                        ? nullptr
+                                        : region_));
+    context_.receiver = receiver_.get();
+  }
+  if (prefill) {
+    kv_transport::KvSenderOptions sender_options;
+    sender_options.block_bytes = context_.block_bytes;
+    sender_options.timeout = options.prefill_timeout;
+    sender_options.corrupt_block_for_test = options.corrupt_kv_block_for_test;
+    ASSIGN_OR_RETURN(sender_, kv_transport::createKvSender(sender_options, options.kv_transport));
+    context_.sender = sender_.get();
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  service_ = std::make_unique<WorkerService>(context_);
+  grpc::ServerBuilder builder;
+  const std::string address = formatHostPort(options.host, options.port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
+  }
+
+  std::string metrics_url;
+  if (options.metrics_port >= 0) {
+    ASSIGN_OR_RETURN(http_, startMetricsHttp(options.host, options.metrics_port, &metrics_,
+                                             &draining_));
+    metrics_url = absl::StrCat("http://", formatHostPort(advertise, http_->port()), "/metrics");
+  }
+
+  tandem::v1::WorkerInfo& info = context_.info;
+  info.set_worker_id(absl::StrFormat("%016x", kv_transport::randomU64()));
+  info.set_address(formatHostPort(advertise, port_));
+  info.set_role(std::string(workerRoleName(options.role)));
+  info.set_model_path(options.model_path);
+  info.set_model_name(modelName(options));
+  info.set_max_model_len(max_model_len);
+  info.set_vocab_size(loop_->vocabSize());
+  info.set_block_size(context_.block_size);
+  info.set_num_blocks(num_blocks);
+  info.set_metrics_url(metrics_url);
+  if (receiver_ != nullptr) info.set_kv_endpoint(receiver_->endpoint());
+  server_->GetHealthCheckService()->SetServingStatus(true);
+
+  if (!options.router_address.empty()) {
+    registration_ = std::make_unique<RegistrationClient>(options.router_address, info);
+  }
+  return absl::OkStatus();
+}
+
+Worker::~Worker() { shutdown(std::chrono::milliseconds(0)); }
+
+int Worker::metricsPort() const { return http_ != nullptr ? http_->port() : -1; }
+
+void Worker::shutdown(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(shutdown_mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  draining_ = true;
+  context_.stopping = true;
+  if (registration_ != nullptr) registration_->stop();
+  if (server_ != nullptr) {
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    if (loop_ != nullptr) loop_->kvEvents().wakeAll();
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    server_->Wait();
+  }
+  context_.tracker.waitIdle(kWorkGrace);
+  if (http_ != nullptr) http_->shutdown(std::chrono::milliseconds(0));
+  // pending transfers end Cancelled: their requests fall back to local
+  // prefill, which the loop's stop then aborts.
+  receiver_.reset();
+  context_.receiver = nullptr;
+  if (loop_ != nullptr) loop_->stop();
+  context_.tracker.waitIdle(kWorkGrace);
+  sender_.reset();
+  context_.sender = nullptr;
+}
+
+}  // namespace tandem::worker

@@ -1,0 +1,76 @@
+// One `tandem worker` process's serving side, as an object (the CLI wraps
+// it; tests run several in one process): the engine and its loop, the KV
+// transport ends its role needs (D: a memfd region holding the KV storage
+// and a receiver serving gRPC and shm; P: a sender), the gRPC server
+// (tandem.v1.Worker, grpc.health.v1, reflection), /metrics and /health over
+// HTTP, and the registration with a router.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "router/http/http_server.h"
+#include "server/kv_transport/shm_region.h"
+#include "server/worker/registration_client.h"
+#include "server/worker/worker_context.h"
+#include "server/worker/worker_options.h"
+#include "server/worker/worker_service.h"
+
+namespace tandem::worker {
+
+class Worker;
+using WorkerPtr = std::unique_ptr<Worker>;
+
+class Worker {
+ public:
+  // loads the model, starts the engine, the transport, the servers and (with
+  // options.router_address) the registration. Errors: the engine's
+  // (LocalEngine::create), the transport's, Unavailable when an address
+  // cannot be bound.
+  static absl::StatusOr<WorkerPtr> create(const WorkerOptions& options);
+  // shutdown(0).
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // who this worker is (as Worker.Info answers and Register sends).
+  const tandem::v1::WorkerInfo& info() const { return context_.info; }
+  // the bound gRPC port, and the HTTP one (-1 when metrics are off).
+  int port() const { return port_; }
+  int metricsPort() const;
+  WorkerMetrics& metrics() { return metrics_; }
+  engine::EngineLoop& loop() { return *loop_; }
+  // null without --router.
+  RegistrationClient* registration() { return registration_.get(); }
+
+  // deregisters, turns health NOT_SERVING, lets calls in progress finish
+  // until `grace` has passed, cancels the rest, and stops the engine.
+  // Idempotent; not from a gRPC or HTTP thread.
+  void shutdown(std::chrono::milliseconds grace);
+
+ private:
+  Worker() = default;
+  absl::Status start(const WorkerOptions& options);
+
+  WorkerContext context_;
+  WorkerMetrics metrics_;
+  PrefillPeers peers_;
+  std::atomic<bool> draining_{false};
+  kv_transport::ShmRegionPtr region_;
+  std::unique_ptr<engine::EngineLoop> loop_;
+  kv_transport::KvReceiverPtr receiver_;
+  kv_transport::KvSenderPtr sender_;
+  std::unique_ptr<WorkerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  http::HttpServerPtr http_;
+  std::unique_ptr<RegistrationClient> registration_;
+  int port_ = 0;
+  std::mutex shutdown_mu_;
+  bool stopped_ = false;  // guarded by shutdown_mu_
+};
+
+}  // namespace tandem::worker

@@ -1,0 +1,63 @@
+// What a `tandem worker` process is: its role in disaggregated serving, the
+// model it serves, where it listens, where it registers, and how it moves KV
+// blocks. Filled from the command line (cli/worker_command.cc) or by tests.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "server/engine/local_engine.h"
+#include "server/kv_transport/kv_transport_factory.h"
+
+namespace tandem::worker {
+
+// prefill: serves Prefill only (pushes KV to decode workers).
+// decode: serves Generate, prefilling locally or on a prefill worker.
+// both: serves every call.
+enum class WorkerRole { kPrefill, kDecode, kBoth };
+
+// "prefill" | "decode" | "both"; InvalidArgument otherwise.
+absl::StatusOr<WorkerRole> parseWorkerRole(std::string_view name);
+std::string_view workerRoleName(WorkerRole role);
+inline bool servesPrefill(WorkerRole role) { return role != WorkerRole::kDecode; }
+inline bool servesGenerate(WorkerRole role) { return role != WorkerRole::kPrefill; }
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
+// "host:port" or "[v6]:port"; InvalidArgument when it does not parse.
+absl::StatusOr<HostPort> parseHostPort(std::string_view text);
+// host:port with brackets around an IPv6 literal.
+std::string formatHostPort(std::string_view host, int port);
+
+struct WorkerOptions {
+  WorkerRole role = WorkerRole::kBoth;
+  // HF dir or .gguf.
+  std::string model_path;
+  // the name clients use; empty = the model file's name without extension.
+  std::string model_name;
+  // where the Worker gRPC service listens (port 0 = any free port).
+  std::string host = "127.0.0.1";
+  int port = 0;
+  // the host others should dial (WorkerInfo.address, the KV endpoint);
+  // empty = `host`, or this machine's hostname when `host` is a wildcard.
+  std::string advertise_host;
+  // the router's gRPC address to register with; empty = none.
+  std::string router_address;
+  // /metrics and /health over HTTP: 0 = any free port, -1 = none.
+  int metrics_port = 0;
+  // P: how to push blocks; D: which receivers to serve (auto = both).
+  kv_transport::TransportChoice kv_transport = kv_transport::TransportChoice::kAuto;
+  // D: how long a remote prefill (the Prefill call and the transfer) may take.
+  std::chrono::milliseconds prefill_timeout{10000};
+  // P: the block with this index in every transfer is corrupted in transit.
+  int corrupt_kv_block_for_test = -1;
+  engine::LocalEngineOptions engine;
+  // how long shutdown lets calls in progress finish before cancelling them.
+  std::chrono::milliseconds drain_timeout{30000};
+};
+
+}  // namespace tandem::worker

@@ -1,0 +1,64 @@
+#include "server/worker/worker_service.h"
+
+#include "server/worker/generate_call.h"
+#include "server/worker/kv_events_call.h"
+#include "server/worker/prefill_call.h"
+
+namespace tandem::worker {
+
+grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* WorkerService::Generate(
+    grpc::CallbackServerContext* context, const tandem::v1::WorkerGenerateRequest* request) {
+  return new GenerateReactor(context_, *request);
+}
+
+grpc::ServerUnaryReactor* WorkerService::Prefill(grpc::CallbackServerContext* context,
+                                                 const tandem::v1::PrefillRequest* request,
+                                                 tandem::v1::PrefillResponse* response) {
+  return new PrefillReactor(context_, *request, response);
+}
+
+grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* WorkerService::KvEvents(
+    grpc::CallbackServerContext* context, const tandem::v1::KvEventsRequest* request) {
+  return new KvEventsReactor(context_, *request);
+}
+
+grpc::ServerUnaryReactor* WorkerService::KvSnapshot(grpc::CallbackServerContext* context,
+                                                    const tandem::v1::KvSnapshotRequest* request,
+                                                    tandem::v1::KvSnapshotResponse* response) {
+  const kvcache::KvSnapshot snapshot = context_.loop->kvEvents().snapshot();
+  response->set_worker_id(context_.info.worker_id());
+  response->set_last_event_id(snapshot.last_event_id);
+  for (const kvcache::BlockStored& block : snapshot.blocks) *response->add_blocks() = toProto(block);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::Stats(grpc::CallbackServerContext* context,
+                                               const tandem::v1::StatsRequest* request,
+                                               tandem::v1::WorkerStats* response) {
+  const engine::EngineLoopStats stats = context_.loop->stats();
+  response->set_worker_id(context_.info.worker_id());
+  response->set_num_running(stats.num_running);
+  response->set_num_waiting(stats.num_waiting);
+  response->set_num_blocks(stats.num_blocks);
+  response->set_num_free_blocks(stats.num_free_blocks);
+  response->set_num_active_blocks(stats.num_blocks - stats.num_free_blocks);
+  response->set_num_prefill_tokens_queued(stats.num_prefill_tokens_queued);
+  response->set_last_event_id(context_.loop->kvEvents().lastEventId());
+  response->set_num_transfers_in_flight(context_.transfers_in_flight.load());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::Info(grpc::CallbackServerContext* context,
+                                              const tandem::v1::InfoRequest* request,
+                                              tandem::v1::WorkerInfo* response) {
+  *response = context_.info;
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace tandem::worker

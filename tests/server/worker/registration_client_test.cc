@@ -1,0 +1,126 @@
+// A worker started with a router address registers with it, again every
+// heartbeat interval the router names, and deregisters when it stops; a
+// router that is not there yet does not stop it.
+#include <mutex>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/worker/worker.h"
+#include "tandem/v1/worker.grpc.pb.h"
+#include "tests/server/worker/worker_test_client.h"
+
+namespace tandem::worker {
+namespace {
+
+// a minimal real Registry: records what it receives.
+class RecordingRegistry final : public tandem::v1::Registry::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
+                                     const tandem::v1::WorkerInfo* info,
+                                     tandem::v1::RegisterResponse* response) override {
+    {
+      std::lock_guard lock(mu_);
+      registered_.push_back(*info);
+    }
+    response->set_heartbeat_interval_ms(50);
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* Deregister(grpc::CallbackServerContext* ctx,
+                                       const tandem::v1::DeregisterRequest* request,
+                                       tandem::v1::DeregisterResponse* response) override {
+    {
+      std::lock_guard lock(mu_);
+      deregistered_.push_back(request->worker_id());
+    }
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  std::vector<tandem::v1::WorkerInfo> registered() {
+    std::lock_guard lock(mu_);
+    return registered_;
+  }
+  std::vector<std::string> deregistered() {
+    std::lock_guard lock(mu_);
+    return deregistered_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<tandem::v1::WorkerInfo> registered_;
+  std::vector<std::string> deregistered_;
+};
+
+struct RegistryServer {
+  explicit RegistryServer(int port_wanted = 0) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(port_wanted),
+                             grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+  }
+  ~RegistryServer() {
+    server->Shutdown(std::chrono::system_clock::now());
+    server->Wait();
+  }
+  RecordingRegistry service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+bool waitFor(const std::function<bool()>& cond) {
+  for (int i = 0; i < 500; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(RegistrationTest, RegistersRepeatedlyAndDeregistersOnShutdown) {
+  RegistryServer registry;
+  ASSERT_NE(registry.port, 0);
+  WorkerOptions options = testing::smallWorkerOptions(WorkerRole::kDecode);
+  options.router_address = "127.0.0.1:" + std::to_string(registry.port);
+  auto worker = Worker::create(options);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  // the router asked for a 50 ms heartbeat: several registrations soon.
+  ASSERT_TRUE(waitFor([&] { return registry.service.registered().size() >= 3; }));
+  for (const auto& info : registry.service.registered()) {
+    EXPECT_EQ(info.worker_id(), (*worker)->info().worker_id());
+    EXPECT_EQ(info.address(), (*worker)->info().address());
+    EXPECT_EQ(info.role(), "decode");
+    EXPECT_EQ(info.model_path(), options.model_path);
+    EXPECT_EQ(info.kv_endpoint(), (*worker)->info().kv_endpoint());
+    EXPECT_FALSE(info.kv_endpoint().empty());
+  }
+  (*worker)->shutdown(std::chrono::milliseconds(100));
+  EXPECT_EQ(registry.service.deregistered(),
+            std::vector<std::string>{(*worker)->info().worker_id()});
+}
+
+// the router starts after the worker (or restarted): the worker keeps
+// trying every second and is learnt once the router is up.
+TEST(RegistrationTest, KeepsTryingUntilTheRouterIsUp) {
+  int port = 0;
+  {
+    RegistryServer probe;  // find a free port, then free it
+    port = probe.port;
+  }
+  WorkerOptions options = testing::smallWorkerOptions(WorkerRole::kPrefill);
+  options.router_address = "127.0.0.1:" + std::to_string(port);
+  auto worker = Worker::create(options);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ((*worker)->registration()->numRegistered(), 0);
+  RegistryServer registry(port);
+  ASSERT_EQ(registry.port, port);
+  ASSERT_TRUE(waitFor([&] { return !registry.service.registered().empty(); }));
+  EXPECT_EQ(registry.service.registered()[0].role(), "prefill");
+  EXPECT_TRUE(registry.service.registered()[0].kv_endpoint().empty());
+}
+
+}  // namespace
+}  // namespace tandem::worker

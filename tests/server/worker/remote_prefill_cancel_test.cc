@@ -1,0 +1,127 @@
+// D against a prefill worker that never answers (a stub Worker service on
+// loopback): D's --prefill-timeout bounds the wait and D prefills locally;
+// a client that cancels its Generate call cancels the Prefill call on P and
+// frees D's request.
+#include <atomic>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "server/worker/worker.h"
+#include "tandem/v1/worker.grpc.pb.h"
+#include "tests/server/worker/worker_test_client.h"
+#include "tests/stories_oracle.h"
+
+namespace tandem::worker {
+namespace {
+
+// answers Prefill only when the caller gives up.
+class StallingPrefillService final : public tandem::v1::Worker::CallbackService {
+ public:
+  class Reactor final : public grpc::ServerUnaryReactor {
+   public:
+    explicit Reactor(StallingPrefillService* service) : service_(service) {}
+    void OnCancel() override {
+      ++service_->cancelled;
+      Finish(grpc::Status::CANCELLED);
+    }
+    void OnDone() override { delete this; }
+
+   private:
+    StallingPrefillService* service_;
+  };
+
+  grpc::ServerUnaryReactor* Prefill(grpc::CallbackServerContext* ctx,
+                                    const tandem::v1::PrefillRequest* request,
+                                    tandem::v1::PrefillResponse* response) override {
+    ++received;
+    return new Reactor(this);
+  }
+
+  std::atomic<int> received{0};
+  std::atomic<int> cancelled{0};
+};
+
+class StalledPrefillTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(port_, 0);
+  }
+  void startDecodeWorker(std::chrono::milliseconds prefill_timeout) {
+    WorkerOptions options = testing::smallWorkerOptions(WorkerRole::kDecode, 4);
+    options.prefill_timeout = prefill_timeout;
+    auto d = Worker::create(options);
+    ASSERT_TRUE(d.ok()) << d.status();
+    d_ = std::move(*d);
+  }
+  void TearDown() override {
+    d_.reset();
+    server_->Shutdown(std::chrono::system_clock::now());
+    server_->Wait();
+  }
+
+  bool waitFor(const std::function<bool()>& cond) {
+    for (int i = 0; i < 2000; ++i) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  }
+
+  StallingPrefillService service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  WorkerPtr d_;
+};
+
+TEST_F(StalledPrefillTest, TimeoutFallsBackToALocalPrefill) {
+  startDecodeWorker(std::chrono::milliseconds(300));
+  const auto& c = tandem::testing::storiesOracle()[2];
+  const auto start = std::chrono::steady_clock::now();
+  testing::GenerateResult r =
+      testing::generate(d_->info().address(), c.prompt_ids,
+                        static_cast<int>(c.completion_ids.size()), "127.0.0.1:" + std::to_string(port_));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_EQ(r.prefill, "remote_failed");
+  EXPECT_EQ(r.tokens, c.completion_ids);
+  EXPECT_EQ(service_.received.load(), 1);
+  EXPECT_EQ(testing::metricValue(d_->metrics().render(),
+                                 "tandem:kv_transfer_failures_total{reason=\"timeout\"}"),
+            1);
+}
+
+TEST_F(StalledPrefillTest, CancelledGenerateCancelsThePrefillCall) {
+  startDecodeWorker(std::chrono::milliseconds(20000));
+  auto stub = tandem::v1::Worker::NewStub(
+      grpc::CreateChannel(d_->info().address(), grpc::InsecureChannelCredentials()));
+  tandem::v1::WorkerGenerateRequest request;
+  const auto& c = tandem::testing::storiesOracle()[0];
+  request.mutable_token_ids()->Assign(c.prompt_ids.begin(), c.prompt_ids.end());
+  request.mutable_params()->set_temperature(0);
+  request.mutable_params()->set_max_tokens(8);
+  request.set_prefill_address("127.0.0.1:" + std::to_string(port_));
+  grpc::ClientContext ctx;
+  auto reader = stub->Generate(&ctx, request);
+  ASSERT_TRUE(waitFor([&] { return service_.received.load() == 1; }));
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  ctx.TryCancel();
+  tandem::v1::WorkerGenerateResponse msg;
+  EXPECT_FALSE(reader->Read(&msg));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // P saw its call cancelled long before D's 20 s prefill timeout...
+  ASSERT_TRUE(waitFor([&] { return service_.cancelled.load() == 1; }));
+  EXPECT_LT(std::chrono::steady_clock::now() - cancelled_at, std::chrono::seconds(2));
+  // ...and D dropped the transfer and freed the request's blocks.
+  ASSERT_TRUE(waitFor([&] {
+    const engine::EngineLoopStats s = d_->loop().stats();
+    return s.num_free_blocks == s.num_blocks;
+  }));
+  EXPECT_EQ(testing::metricValue(d_->metrics().render(), "tandem:kv_transfer_failures_total{reason=\"timeout\"}"), 0);
+}
+
+}  // namespace
+}  // namespace tandem::worker
