@@ -1,20 +1,31 @@
-// `tandem serve`: the OpenAI HTTP API and the tandem gRPC API over an engine
-// in this process (the embedded stories260K model by default). SIGINT or
-// SIGTERM drains: health turns 503, requests in progress finish (up to
-// --drain-timeout), then the process exits 0.
+// `tandem serve`: the OpenAI HTTP API and the tandem gRPC API over the
+// embedded stories260K model by default.
+//
+// By default it runs `tandem router` plus --prefill-workers (1) prefill and
+// --decode-workers (1) decode `tandem worker` processes, supervised by this
+// one (serve_cluster.h). With --decode-workers 0 (and --prefill-workers 0)
+// the router and one engine run in this process, as before issue 5.
+// SIGINT or SIGTERM drains: health turns 503, requests in progress finish
+// (up to --drain-timeout), then the process exits 0.
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
+#include "cli/serve_cluster.h"
+#include "common/process/supervisor.h"
 #include "common/status.h"
 #include "router/frontend/frontend_server.h"
 #include "router/generate/local_backend.h"
@@ -33,7 +44,31 @@ struct ServeArgs {
   int request_timeout_s = 30;
   size_t max_request_mb = 4;
   EngineFlags engine;
+  int prefill_workers = 1;
+  int decode_workers = 1;
+  // the flags as given, to pass on to the router and worker processes.
+  std::vector<std::string> router_flags;
+  std::vector<std::string> worker_flags;
 };
+
+// the flags among `names` given on the command line, as they were given
+// (options with each of their values, flags alone).
+std::vector<std::string> givenFlags(CLI::App* cmd, const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    const CLI::Option* opt = cmd->get_option(name);
+    if (opt->count() == 0) continue;
+    if (opt->get_expected_max() == 0 || opt->get_type_size_max() == 0) {  // a flag
+      out.push_back(name);
+      continue;
+    }
+    for (const std::string& value : opt->results()) {
+      out.push_back(name);
+      out.push_back(value);
+    }
+  }
+  return out;
+}
 
 // SIGINT and SIGTERM are blocked in every thread (the mask is inherited)
 // and taken by sigwait() on the main thread.
@@ -46,8 +81,56 @@ sigset_t blockStopSignals() {
   return set;
 }
 
+// the worker processes' engine flags: --threads split evenly among the
+// workers (0 = every core; each gets at least 1) and a --kv-budget split
+// evenly too (it is the budget of the whole `tandem serve`).
+absl::StatusOr<std::vector<std::string>> workerEngineFlags(const ServeArgs& args) {
+  ASSIGN_OR_RETURN(engine::LocalEngineOptions options, engineOptions(args.engine));
+  const int workers = args.prefill_workers + args.decode_workers;
+  const int total_threads = options.num_threads > 0
+                                ? options.num_threads
+                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> flags = {"--threads", std::to_string(std::max(1, total_threads / workers))};
+  if (options.kv_budget_bytes > 0) {
+    const uint64_t bytes = std::max<uint64_t>(1, options.kv_budget_bytes / workers);
+    flags.insert(flags.end(), {"--kv-budget", std::to_string(bytes)});
+  } else if (options.kv_fraction > 0) {
+    flags.insert(flags.end(), {"--kv-budget", absl::StrFormat("%.6f", options.kv_fraction / workers)});
+  }
+  flags.insert(flags.end(), args.worker_flags.begin(), args.worker_flags.end());
+  return flags;
+}
+
+absl::Status serveWithWorkers(const ServeArgs& args) {
+  if (args.prefill_workers < 0) return absl::InvalidArgumentError("--prefill-workers must be >= 0");
+  if (args.frontend.grpc_port < 0) {
+    return absl::InvalidArgumentError(
+        "--grpc-port -1 needs --decode-workers 0: workers register on the router's gRPC port");
+  }
+  ServeClusterConfig config;
+  ASSIGN_OR_RETURN(config.tandem_binary, process::selfExecutable());
+  config.model = args.model;
+  config.prefill_workers = args.prefill_workers;
+  config.decode_workers = args.decode_workers;
+  config.host = args.frontend.host;
+  config.http_port = args.frontend.http_port;
+  config.grpc_port = args.frontend.grpc_port;
+  config.router_flags = args.router_flags;
+  ASSIGN_OR_RETURN(config.worker_flags, workerEngineFlags(args));
+  config.drain_timeout_s = args.drain_timeout_s;
+  const sigset_t stop_signals = blockStopSignals();
+  std::fprintf(stderr, "tandem serve: starting the router, %d prefill and %d decode workers (%s)\n",
+               config.prefill_workers, config.decode_workers, config.model.c_str());
+  return runServeCluster(config, stop_signals);
+}
+
 absl::Status runServe(ServeArgs args) {
   if (args.model.empty()) args.model = defaultModelPath();
+  if (args.decode_workers < 0) return absl::InvalidArgumentError("--decode-workers must be >= 0");
+  if (args.decode_workers > 0) return serveWithWorkers(args);
+  if (args.prefill_workers > 0) {
+    return absl::InvalidArgumentError("--prefill-workers needs --decode-workers >= 1");
+  }
   if (const char* env = std::getenv("TANDEM_API_KEYS"); env != nullptr && *env != '\0') {
     for (absl::string_view key : absl::StrSplit(env, ',', absl::SkipWhitespace())) {
       args.api_keys.emplace_back(key);
@@ -121,7 +204,30 @@ void registerServeCommand(CLI::App& app) {
   cmd->add_option("--drain-timeout", args->drain_timeout_s,
                   "seconds in-flight requests may take to finish on SIGINT/SIGTERM")->capture_default_str();
   addEngineFlags(cmd, &args->engine);
-  setAction(cmd, [args] { return runServe(*args); });
+  cmd->add_option("--prefill-workers", args->prefill_workers,
+                  "prefill worker processes (tandem worker --role prefill)")->capture_default_str();
+  cmd->add_option("--decode-workers", args->decode_workers,
+                  "decode worker processes; 0 = router and engine in this process (then "
+                  "--prefill-workers 0 too). --threads and --kv-budget are split evenly among "
+                  "the workers")->capture_default_str();
+  // passed on to the processes as given; their defaults are theirs.
+  cmd->add_option("--max-local-prefill-tokens",
+                  "router: prompts with more uncached tokens than this are prefilled on a "
+                  "prefill worker (default: the router's)");
+  cmd->add_option("--kv-transport", "workers: auto|grpc|shm (default auto)");
+  cmd->add_option("--prefill-timeout",
+                  "decode workers: seconds a remote prefill may take before prefilling locally");
+  setAction(cmd, [args, cmd] {
+    args->router_flags = givenFlags(
+        cmd, {"--served-model-name", "--http-threads", "--api-key", "--chat-template",
+              "--max-pending-requests", "--max-prompt-tokens", "--max-request-mb",
+              "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens"});
+    args->worker_flags = givenFlags(
+        cmd, {"--served-model-name", "--block-size", "--max-num-seqs", "--max-batched-tokens",
+              "--chunk-size", "--max-model-len", "--no-prefix-cache", "--kv-transport",
+              "--prefill-timeout"});
+    return runServe(*args);
+  });
 }
 
 }  // namespace tandem::cli

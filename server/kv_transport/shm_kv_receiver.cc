@@ -98,7 +98,8 @@ class Server {
         if (fd >= 0) conns_[next_id_++].fd = fd;
       }
       for (size_t i = 2; i < fds.size(); ++i) {
-        if (fds[i].revents != 0) serve(ids[i - 2]);
+        // an abort above may have closed this connection already.
+        if (fds[i].revents != 0 && conns_.count(ids[i - 2]) != 0) serve(ids[i - 2]);
       }
     }
     std::vector<uint64_t> left;

@@ -23,7 +23,10 @@ export function startServer(args = [], env = {}) {
     const timer = setTimeout(() => reject(new Error(`tandem serve did not start:\n${log}`)), 30000);
     proc.stderr.on('data', (chunk) => {
       log += chunk;
-      const m = /on http:\/\/([^:]+):(\d+) .*and grpc [^ ]+:(\d+)/.exec(log);
+      // serve's own ready line: the router it starts prints one of the same
+      // shape ("[router] tandem router: ...") and, before it serves, a
+      // "listening on http://... and grpc ..." line.
+      const m = /^tandem serve: model .*on http:\/\/([^:]+):(\d+) .*and grpc [^ ]+:(\d+)/m.exec(log);
       if (m && !proc.started) {
         proc.started = true;
         clearTimeout(timer);
