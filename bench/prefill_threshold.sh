@@ -29,7 +29,7 @@ if [[ ! -e "$model" ]]; then
     --shape dim=512,layers=8,heads=8,kv_heads=8,ffn=1536,vocab=512,max_pos=2048 \
     --vocab-from "$root/models/stories260K/gguf/stories260K.gguf" >/dev/null
 fi
-common=(--model "$model" --max-model-len 2048 --kv-budget 256M --threads 1)
+common=(--model "$model" --max-model-len "${MAX_MODEL_LEN:-2048}" --kv-budget 256M --threads 1)
 pids=()
 cleanup() { kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT

@@ -22,7 +22,9 @@
 namespace tandem::router::cluster {
 
 struct RoutePlannerOptions {
-  int max_local_prefill_tokens = 256;
+  // prompts with more uncached tokens on D than this go to a prefill worker;
+  // 64 measured (bench/RESULTS.md, "Remote prefill threshold").
+  int max_local_prefill_tokens = 64;
   int64_t max_prefill_queue_tokens = 16384;
 };
 
