@@ -99,7 +99,17 @@ class ShmSendStream final : public KvSendStream {
     if (list.str().empty()) return absl::OkStatus();
     absl::Status s = shm::writeFrame(sock_, MessageType::kBlocks, list.str());
     list = shm::Writer();
-    return s.ok() ? absl::OkStatus() : fail(s);
+    return s.ok() ? absl::OkStatus() : fail(verdictAfter(std::move(s)));
+  }
+
+  // a write failed: D may have answered (e.g. DataLoss for a corrupt block)
+  // and closed before reading it. Its verdict, still in the socket, wins
+  // over the broken pipe. D closed its end, so the read does not wait.
+  absl::Status verdictAfter(absl::Status write_error) {
+    auto frame = shm::readFrame(sock_, in_, deadline_);
+    if (!frame.ok()) return write_error;
+    absl::Status s = resultOf(*frame);
+    return s.ok() ? write_error : s;
   }
 
   absl::Status fail(absl::Status s) {
