@@ -1,7 +1,7 @@
 // The router's cluster metrics, next to the serving metrics on the same
 // Prometheus registry: how prompts were prefilled (from each decode
 // worker's first message), request migrations, workers by role and health,
-// and KV index resyncs.
+// and the KV index: snapshots applied, resyncs, blocks held per worker.
 #pragma once
 
 #include <string>
@@ -23,8 +23,16 @@ class ClusterMetrics {
   void countPrefill(const std::string& kind);
   // tandem:router_migrations_total
   void countMigration() { migrations_->Increment(); }
-  // tandem:router_kv_resyncs_total
+  // tandem:router_kv_resyncs_total: snapshots of a worker after its first.
   void countKvResync() { kv_resyncs_->Increment(); }
+  // tandem:router_kv_snapshots_total: every snapshot the KV index applied
+  // (a worker's first one and its resyncs).
+  void countKvSnapshot() { kv_snapshots_->Increment(); }
+  // tandem:router_kv_index_blocks{worker=address} = blocks the KV index
+  // holds for the worker.
+  void setKvIndexBlocks(const std::string& worker, size_t blocks);
+  // drops the worker's tandem:router_kv_index_blocks series (it left).
+  void removeKvIndexWorker(const std::string& worker);
   // tandem:router_workers{role, state="healthy|unhealthy"} = count.
   void setWorkers(const std::string& role, bool healthy, int count);
 
@@ -32,6 +40,8 @@ class ClusterMetrics {
   prometheus::Family<prometheus::Counter>* prefills_;
   prometheus::Counter* migrations_;
   prometheus::Counter* kv_resyncs_;
+  prometheus::Counter* kv_snapshots_;
+  prometheus::Family<prometheus::Gauge>* kv_index_blocks_;
   prometheus::Family<prometheus::Gauge>* workers_;
 };
 

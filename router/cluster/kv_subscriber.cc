@@ -64,6 +64,8 @@ class KvSubscriber::Subscription {
         resyncs_->fetch_add(1);
         if (metrics_ != nullptr) metrics_->countKvResync();
       }
+      if (metrics_ != nullptr) metrics_->countKvSnapshot();
+      publishBlocks();
       synced_before = true;
       if (!follow(snapshot.worker_id(), snapshot.last_event_id())) return;
     }
@@ -91,6 +93,7 @@ class KvSubscriber::Subscription {
         index_->applyEvent(address_, event);
         last = event.event_id();
       }
+      publishBlocks();
     }
     context.TryCancel();
     grpc::Status status = reader->Finish();
@@ -101,6 +104,10 @@ class KvSubscriber::Subscription {
       return waitRetry();
     }
     return true;
+  }
+
+  void publishBlocks() {
+    if (metrics_ != nullptr) metrics_->setKvIndexBlocks(address_, index_->numBlocks(address_));
   }
 
   const KvSubscriberOptions& options_;
@@ -187,7 +194,10 @@ void KvSubscriber::reconcile() {
     }
   }
   gone.clear();  // joins their threads, outside mu_
-  for (const std::string& address : gone_addresses) index_->removeWorker(address);
+  for (const std::string& address : gone_addresses) {
+    index_->removeWorker(address);
+    if (metrics_ != nullptr) metrics_->removeKvIndexWorker(address);
+  }
 }
 
 }  // namespace tandem::router::cluster

@@ -4,7 +4,10 @@
 // tandem:router_kv_resyncs_total) when the worker answers OUT_OF_RANGE (it
 // no longer keeps the events we need), when event ids skip, when a batch
 // comes from another worker_id (the worker restarted), or when the stream
-// breaks. Workers that leave the pool are unsubscribed and forgotten.
+// breaks. Every snapshot applied is counted in
+// tandem:router_kv_snapshots_total, and the blocks the index holds per worker
+// are published in tandem:router_kv_index_blocks{worker}. Workers that leave
+// the pool are unsubscribed and forgotten.
 #pragma once
 
 #include <chrono>

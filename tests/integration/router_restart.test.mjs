@@ -1,10 +1,11 @@
 // The router SIGKILLed under load and started again on the same ports: the
 // workers (still running) register again, none is lost, and new requests
-// succeed with the oracle's outputs.
+// succeed with the oracle's outputs. The new router rebuilds its KV index
+// from the workers' snapshots, and routes by it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  startCluster, startRouter, waitForHealthy, inferenceClient, oracle, oracleRequest, scrape, sum, sleep,
+  startCluster, startRouter, waitFor, waitForHealthy, inferenceClient, oracle, oracleRequest, scrape, sum, sleep,
 } from './cluster.mjs';
 
 test('a router restarted mid-load finds every worker again and serves new requests', async () => {
@@ -62,6 +63,58 @@ test('a router restarted mid-load finds every worker again and serves new reques
     loading = false;
     client.close();
     await load.catch(() => {});
+    await cluster.stop();
+  }
+});
+
+// a greedy /v1/completions of token ids on the router; resolves with the body.
+async function complete(router, prompt, maxTokens) {
+  const models = await (await fetch(`${router.url}/v1/models`)).json();
+  const res = await fetch(`${router.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: models.data[0].id, prompt, max_tokens: maxTokens, temperature: 0 }),
+  });
+  const body = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(body));
+  return body;
+}
+
+test('a restarted router rebuilds its KV index from the workers\' snapshots and routes by it', async () => {
+  // one decode worker, so the cached prompt can only land where its blocks are.
+  const cluster = await startCluster({ prefill: 1, decode: 1 });
+  const [d] = cluster.decode;
+  try {
+    // 100 tokens (6 full blocks of 16), above the remote-prefill threshold: P prefills it.
+    const prompt = [...oracle.cases[0].prompt_ids, ...oracle.cases[0].completion_ids,
+      ...oracle.cases[1].completion_ids].slice(0, 100);
+    assert.equal(prompt.length, 100);
+    const first = await complete(cluster.router, prompt, 4);
+    let router = await scrape(cluster.router.metricsUrl);
+    assert.equal(sum(router, 'tandem:router_prefills_total', { kind: 'remote' }), 1);
+
+    const { httpPort, grpcPort } = cluster.router;
+    cluster.router.kill('SIGKILL');
+    await cluster.router.exited;
+    cluster.router = await startRouter({ httpPort, grpcPort });
+    await waitForHealthy(cluster.router, { prefill: 1, decode: 1 });
+    // every worker's snapshot applied; D's blocks in the index.
+    await waitFor(async () => {
+      router = await scrape(cluster.router.metricsUrl);
+      return sum(router, 'tandem:router_kv_snapshots_total') >= 2 &&
+        sum(router, 'tandem:router_kv_index_blocks', { worker: d.address }) >= 6;
+    }, 10000, 'the new router\'s KV index holding D\'s blocks');
+    assert.equal(sum(router, 'tandem:router_kv_resyncs_total'), 0);
+
+    // the same prompt: the index says D holds 96 of its tokens, so only 4
+    // are uncached and D prefills them itself, reusing the rest.
+    const second = await complete(cluster.router, prompt, 4);
+    assert.ok(second.usage.prompt_tokens_details.cached_tokens >= 96, JSON.stringify(second.usage));
+    assert.equal(second.choices[0].text, first.choices[0].text);
+    router = await scrape(cluster.router.metricsUrl);
+    assert.equal(sum(router, 'tandem:router_prefills_total', { kind: 'local' }), 1);
+    assert.equal(sum(router, 'tandem:router_prefills_total', { kind: 'remote' }), 0);
+  } finally {
     await cluster.stop();
   }
 });

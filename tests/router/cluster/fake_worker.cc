@@ -141,6 +141,12 @@ grpc::Status FakeWorker::KvEvents(grpc::ServerContext* context,
   uint64_t cursor = request->after_event_id();
   std::string worker_id;
   std::unique_lock lock(mu_);
+  // as the real worker's event log: an id never issued comes from an
+  // earlier incarnation (a restart between the caller's snapshot and this
+  // call), so the caller must resync.
+  if (cursor > last_event_id_) {
+    return grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "event id never issued");
+  }
   while (!context->IsCancelled() && !stopping_) {
     if (config_.worker_id != worker_id) {
       // a new incarnation numbers its events from 1 again.

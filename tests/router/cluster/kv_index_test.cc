@@ -81,7 +81,7 @@ class KvSubscriberTest : public ::testing::Test {
     KvSubscriberOptions sub;
     sub.reconcile_interval = 20ms;
     sub.retry_delay = 20ms;
-    subscriber_ = std::make_unique<KvSubscriber>(sub, pool_.get(), &index_, nullptr);
+    subscriber_ = std::make_unique<KvSubscriber>(sub, pool_.get(), &index_, &metrics_);
     subscriber_->start();
   }
   void TearDown() override {
@@ -91,8 +91,26 @@ class KvSubscriberTest : public ::testing::Test {
   int held(std::vector<kvcache::BlockHash> hashes) {
     return index_.leadingBlocks(worker_.address(), hashes);
   }
+  // tandem:router_kv_index_blocks{worker=the worker}; -1 when absent.
+  double indexBlocksGauge() {
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != "tandem:router_kv_index_blocks") continue;
+      for (const auto& m : family.metric) {
+        if (m.label.size() == 1 && m.label[0].value == worker_.address()) return m.gauge.value;
+      }
+    }
+    return -1;
+  }
+  double snapshotsCounter() {
+    for (const auto& family : registry_.Collect()) {
+      if (family.name == "tandem:router_kv_snapshots_total") return family.metric[0].counter.value;
+    }
+    return -1;
+  }
 
   FakeWorker worker_{FakeWorkerConfig{}};
+  prometheus::Registry registry_;
+  ClusterMetrics metrics_{registry_};
   std::unique_ptr<WorkerPool> pool_;
   KvIndex index_;
   std::unique_ptr<KvSubscriber> subscriber_;
@@ -106,6 +124,9 @@ TEST_F(KvSubscriberTest, BuildsTheIndexFromTheSnapshotThenEvents) {
   ASSERT_TRUE(waitFor([&] { return held({11, 12, 13}) == 1; }));
   EXPECT_EQ(worker_.snapshotCalls(), 1);
   EXPECT_EQ(subscriber_->resyncs(), 0);
+  EXPECT_EQ(snapshotsCounter(), 1);
+  // blocks 11 and 13 are held (12 was removed).
+  EXPECT_TRUE(waitFor([&] { return indexBlocksGauge() == 2; }));
 }
 
 TEST_F(KvSubscriberTest, ResyncsFromASnapshotAfterAGapInEventIds) {
@@ -113,6 +134,8 @@ TEST_F(KvSubscriberTest, ResyncsFromASnapshotAfterAGapInEventIds) {
   worker_.storeBlock(13, 12, /*skip=*/2);  // events 3 and 4 never come
   ASSERT_TRUE(waitFor([&] { return subscriber_->resyncs() == 1 && held({11, 12, 13}) == 3; }));
   EXPECT_EQ(worker_.snapshotCalls(), 2);
+  EXPECT_EQ(snapshotsCounter(), 2);
+  EXPECT_TRUE(waitFor([&] { return indexBlocksGauge() == 3; }));
 }
 
 TEST_F(KvSubscriberTest, ResyncsWhenAWorkerRestartsWithANewId) {
@@ -125,8 +148,11 @@ TEST_F(KvSubscriberTest, ResyncsWhenAWorkerRestartsWithANewId) {
 
 TEST_F(KvSubscriberTest, ForgetsAWorkerThatLeavesThePool) {
   ASSERT_TRUE(waitFor([&] { return held({11, 12}) == 2; }));
+  EXPECT_TRUE(waitFor([&] { return indexBlocksGauge() == 2; }));
   pool_->deregisterWorker("w1");
   ASSERT_TRUE(waitFor([&] { return index_.numBlocks(worker_.address()) == 0; }));
+  // its series goes with it.
+  EXPECT_TRUE(waitFor([&] { return indexBlocksGauge() == -1; }));
 }
 
 TEST(KvSubscriberOutOfRangeTest, ResyncsWhenTheWorkerNoLongerKeepsTheEvents) {
@@ -152,10 +178,13 @@ TEST(KvSubscriberOutOfRangeTest, ResyncsWhenTheWorkerNoLongerKeepsTheEvents) {
   }));
   subscriber.stop();
   double resyncs = -1;
+  double snapshots = -1;
   for (const auto& family : registry.Collect()) {
     if (family.name == "tandem:router_kv_resyncs_total") resyncs = family.metric[0].counter.value;
+    if (family.name == "tandem:router_kv_snapshots_total") snapshots = family.metric[0].counter.value;
   }
   EXPECT_EQ(resyncs, 1);
+  EXPECT_EQ(snapshots, 2);
 }
 
 }  // namespace

@@ -1,10 +1,15 @@
-// the router's front door before its model is known: gRPC listens at
+// the router's front door: before its model is known gRPC listens at
 // start() with the Registry service, while tandem.v1.Inference answers
-// UNAVAILABLE and HTTP /health is not ready.
+// UNAVAILABLE and HTTP /health is not ready; once serving, /health follows
+// whether a decode worker is healthy (a readiness probe).
 #include "gtest/gtest.h"
 #include "router/cluster/registry_service.h"
+#include "router/cluster/remote_backend.h"
 #include "router/frontend/frontend_server.h"
 #include "tandem/v1/inference.grpc.pb.h"
+#include "tests/router/cluster/fake_worker.h"
+#include "tests/router/http/raw_client.h"
+#include "tests/test_paths.h"
 
 namespace tandem::router::cluster {
 namespace {
@@ -46,6 +51,57 @@ TEST(RouterFrontendTest, RegistryServesBeforeTheModelWhileInferenceIsUnavailable
   EXPECT_FALSE(reader->Read(&response));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
   (*frontend)->drainAndStop(std::chrono::milliseconds(0));
+}
+
+// the status of GET `path` on 127.0.0.1:port (0 when there is no answer).
+int httpStatus(int port, const std::string& path) {
+  auto client = http::testing::RawClient::connect(port);
+  if (client == nullptr) return 0;
+  if (!client->send("GET " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")) return 0;
+  auto response = client->readResponse();
+  return response ? response->status : 0;
+}
+
+TEST(RouterFrontendTest, HealthIsNotReadyWhileNoDecodeWorkerIsHealthy) {
+  using namespace std::chrono_literals;
+  testing::FakeWorker d1(testing::FakeWorkerConfig{.worker_id = "d1"});
+  testing::FakeWorker p1(testing::FakeWorkerConfig{.worker_id = "p1", .role = "prefill"});
+  d1.start();
+  p1.start();
+  WorkerPoolOptions pool_options;
+  pool_options.poll_interval = 30ms;
+  pool_options.rpc_deadline = 300ms;
+  WorkerPool pool(pool_options, nullptr);
+  pool.start();
+  ASSERT_TRUE(pool.registerWorker(d1.info()));
+  ASSERT_TRUE(pool.registerWorker(p1.info()));
+  pool.pollOnce();
+  RemoteBackend backend(RemoteBackendOptions{}, &pool, nullptr, nullptr);
+  FrontendOptions options;
+  options.http_port = 0;
+  options.grpc_port = -1;
+  absl::StatusOr<FrontendServerPtr> frontend = FrontendServer::start(options);
+  ASSERT_TRUE(frontend.ok()) << frontend.status();
+  const int port = (*frontend)->httpPort();
+  EXPECT_EQ(httpStatus(port, "/health"), 503);  // no model yet
+  absl::StatusOr<ServedModelPtr> model =
+      ServedModel::load(tandem::testing::storiesGguf(), "stories", 512);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*frontend)->serve(std::move(*model), &backend).ok());
+  EXPECT_EQ(httpStatus(port, "/health"), 200);
+
+  // the only decode worker goes away: not ready (a prefill worker alone
+  // cannot serve), while /live still answers.
+  d1.shutdown();
+  EXPECT_TRUE(testing::waitFor([&] { return httpStatus(port, "/health") == 503; }));
+  EXPECT_EQ(httpStatus(port, "/live"), 200);
+  // it comes back on the same address: ready again.
+  d1.start();
+  EXPECT_TRUE(testing::waitFor([&] { return httpStatus(port, "/health") == 200; }));
+
+  (*frontend)->drainAndStop(0ms);
+  backend.stop();
+  pool.stop();
 }
 
 }  // namespace

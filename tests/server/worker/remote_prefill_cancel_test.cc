@@ -1,7 +1,8 @@
 // D against a prefill worker that never answers (a stub Worker service on
 // loopback): D's --prefill-timeout bounds the wait and D prefills locally;
 // a client that cancels its Generate call cancels the Prefill call on P and
-// frees D's request.
+// frees D's request; a D whose cache has no room for a prompt now prefills
+// it locally (queued) instead of asking P.
 #include <atomic>
 #include <thread>
 
@@ -50,9 +51,12 @@ class StalledPrefillTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(port_, 0);
   }
-  void startDecodeWorker(std::chrono::milliseconds prefill_timeout) {
+  // num_blocks > 0: a KV cache of exactly that many blocks.
+  void startDecodeWorker(std::chrono::milliseconds prefill_timeout, int num_blocks = 0) {
     WorkerOptions options = testing::smallWorkerOptions(WorkerRole::kDecode, 4);
     options.prefill_timeout = prefill_timeout;
+    // stories260K: 5 layers x K,V x 4 kv heads x 8 dims x F32 = 1280 bytes a token.
+    if (num_blocks > 0) options.engine.kv_budget_bytes = static_cast<uint64_t>(num_blocks) * 4 * 1280;
     auto d = Worker::create(options);
     ASSERT_TRUE(d.ok()) << d.status();
     d_ = std::move(*d);
@@ -121,6 +125,38 @@ TEST_F(StalledPrefillTest, CancelledGenerateCancelsThePrefillCall) {
     return s.num_free_blocks == s.num_blocks;
   }));
   EXPECT_EQ(testing::metricValue(d_->metrics().render(), "tandem:kv_transfer_failures_total{reason=\"timeout\"}"), 0);
+}
+
+// a request awaiting P's KV holds 18 of D's 20 blocks (P stalls until D's
+// prefill timeout); a remote-prefill request for 3 blocks then finds no room,
+// so D queues it for a local prefill without calling P, and it completes
+// with the oracle's tokens once the blocks come free.
+TEST_F(StalledPrefillTest, FullDecodeWorkerPrefillsLocallyInsteadOfWaitingForP) {
+  startDecodeWorker(std::chrono::milliseconds(1000), /*num_blocks=*/20);
+  ASSERT_EQ(d_->info().num_blocks(), 20);
+  const std::string p_address = "127.0.0.1:" + std::to_string(port_);
+  std::vector<int32_t> filler(72);  // 18 blocks of 4
+  for (int i = 0; i < 72; ++i) filler[i] = 300 + i;
+  testing::GenerateResult filler_result;
+  std::thread filler_thread(
+      [&] { filler_result = testing::generate(d_->info().address(), filler, 4, p_address); });
+  ASSERT_TRUE(waitFor([&] { return service_.received.load() == 1; }));
+  EXPECT_EQ(d_->loop().stats().num_free_blocks, 2);
+
+  const auto& c = tandem::testing::storiesOracle()[1];  // 12 prompt tokens: 3 blocks
+  testing::GenerateResult r = testing::generate(
+      d_->info().address(), c.prompt_ids, static_cast<int>(c.completion_ids.size()), p_address);
+  filler_thread.join();
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.prefill, "local");
+  EXPECT_EQ(r.tokens, c.completion_ids);
+  ASSERT_TRUE(filler_result.status.ok()) << filler_result.status.error_message();
+  EXPECT_EQ(filler_result.prefill, "remote_failed");
+  EXPECT_EQ(filler_result.tokens.size(), 4u);
+  EXPECT_EQ(service_.received.load(), 1);  // only the filler asked P
+  const std::string metrics = d_->metrics().render();
+  EXPECT_EQ(testing::metricValue(metrics, "tandem:prefills_total{kind=\"local\"}"), 1);
+  EXPECT_EQ(testing::metricValue(metrics, "tandem:prefills_total{kind=\"remote_failed\"}"), 1);
 }
 
 }  // namespace

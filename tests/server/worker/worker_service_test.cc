@@ -109,6 +109,23 @@ TEST_F(WorkerServiceTest, KvEventsAfterTheLastIdWaitsForNewEvents) {
   reader->Finish();
 }
 
+// an id above the worker's last comes from an earlier life of the worker
+// (the router saw it before a restart): the stream ends with OUT_OF_RANGE
+// at once so the router resyncs from a snapshot.
+TEST_F(WorkerServiceTest, KvEventsAfterAnIdNeverIssuedIsOutOfRange) {
+  const auto& c = tandem::testing::storiesOracle()[0];
+  ASSERT_TRUE(generate(worker_->info().address(), c.prompt_ids, 4).status.ok());
+  const uint64_t last = worker_->loop().kvEvents().lastEventId();
+  ASSERT_GT(last, 0u);
+  auto ctx = context();
+  tandem::v1::KvEventsRequest request;
+  request.set_after_event_id(last + 5);
+  auto reader = stub_->KvEvents(ctx.get(), request);
+  tandem::v1::KvEventBatch batch;
+  EXPECT_FALSE(reader->Read(&batch));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::OUT_OF_RANGE);
+}
+
 TEST_F(WorkerServiceTest, InfoDescribesTheWorker) {
   tandem::v1::WorkerInfo info;
   ASSERT_TRUE(stub_->Info(context().get(), {}, &info).ok());
