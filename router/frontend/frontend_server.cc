@@ -60,6 +60,9 @@ void FrontendServer::trimWhileIdle() {
     // once per idle period: trimming walks the whole heap.
     if (idle && !trimmed) malloc_trim(0);
     trimmed = idle;
+    // gRPC health follows the backend as /health does (e.g. no healthy
+    // decode worker behind the router → NOT_SERVING).
+    if (grpc_) grpc_->setReady(backend_->ready());
   }
 }
 

@@ -62,8 +62,10 @@ class FrontendServer {
 
  private:
   FrontendServer() = default;
-  // while idle, hands freed heap back to the OS (glibc keeps it otherwise),
-  // so the process returns to its baseline after a burst of load.
+  // once a second while serving: keeps gRPC health in step with the
+  // backend's readiness and, while idle, hands freed heap back to the OS
+  // (glibc keeps it otherwise), so the process returns to its baseline
+  // after a burst of load.
   void trimWhileIdle();
 
   FrontendOptions options_;

@@ -32,17 +32,26 @@ absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int por
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
   }
   s->server_->GetHealthCheckService()->SetServingStatus(context != nullptr);
+  s->serving_ = context != nullptr;
   return s;
 }
 
 void GrpcServer::serve(const JobContext& context) {
   service_->setContext(context);
+  serving_ = true;
   if (server_ != nullptr && !stopped_) server_->GetHealthCheckService()->SetServingStatus(true);
+}
+
+void GrpcServer::setReady(bool ready) {
+  if (server_ == nullptr || stopped_ || !serving_ || draining_) return;
+  if (ready_.exchange(ready ? 1 : 0) == (ready ? 1 : 0)) return;
+  server_->GetHealthCheckService()->SetServingStatus(ready);
 }
 
 GrpcServer::~GrpcServer() { shutdown(std::chrono::milliseconds(0)); }
 
 void GrpcServer::setDraining() {
+  draining_ = true;
   if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
 }
 

@@ -3,6 +3,7 @@
 // and server reflection (grpcurl, grpcui).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -35,6 +36,10 @@ class GrpcServer {
   ~GrpcServer();
 
   int port() const { return port_; }
+  // health follows the backend: SERVING when `ready` (it can take
+  // requests, e.g. a decode worker is healthy), NOT_SERVING otherwise. No
+  // effect before serve() or once draining.
+  void setReady(bool ready);
   // health says NOT_SERVING from now on.
   void setDraining();
   // lets calls in progress finish until `grace`, then cancels the rest.
@@ -46,6 +51,9 @@ class GrpcServer {
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  std::atomic<bool> serving_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<int> ready_{-1};  // last status set by setReady; -1 = none
   bool stopped_ = false;
 };
 

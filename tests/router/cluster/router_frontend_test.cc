@@ -1,7 +1,14 @@
 // the router's front door: before its model is known gRPC listens at
 // start() with the Registry service, while tandem.v1.Inference answers
 // UNAVAILABLE and HTTP /health is not ready; once serving, /health follows
-// whether a decode worker is healthy (a readiness probe).
+// whether a decode worker is healthy (a readiness probe), and so does gRPC
+// health.
+#include <future>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "router/cluster/registry_service.h"
 #include "router/cluster/remote_backend.h"
@@ -62,6 +69,27 @@ int httpStatus(int port, const std::string& path) {
   return response ? response->status : 0;
 }
 
+// the status byte of grpc.health.v1.Health/Check for the server ("" service):
+// 1 SERVING, 2 NOT_SERVING, -1 when the call failed.
+int grpcHealth(int port) {
+  grpc::GenericStub generic(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  grpc::Slice empty_message("", 0);  // HealthCheckRequest{service: ""} has no bytes
+  grpc::ByteBuffer request(&empty_message, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                    &response, [&](grpc::Status st) { done.set_value(st); });
+  if (!done.get_future().get().ok()) return -1;
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return -1;
+  std::string bytes;
+  for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  return bytes.size() == 2 && bytes[0] == '\x08' ? bytes[1] : -1;
+}
+
 TEST(RouterFrontendTest, HealthIsNotReadyWhileNoDecodeWorkerIsHealthy) {
   using namespace std::chrono_literals;
   testing::FakeWorker d1(testing::FakeWorkerConfig{.worker_id = "d1"});
@@ -79,25 +107,32 @@ TEST(RouterFrontendTest, HealthIsNotReadyWhileNoDecodeWorkerIsHealthy) {
   RemoteBackend backend(RemoteBackendOptions{}, &pool, nullptr, nullptr);
   FrontendOptions options;
   options.http_port = 0;
-  options.grpc_port = -1;
+  options.grpc_port = 0;
+  options.grpc_at_start = true;
   absl::StatusOr<FrontendServerPtr> frontend = FrontendServer::start(options);
   ASSERT_TRUE(frontend.ok()) << frontend.status();
   const int port = (*frontend)->httpPort();
+  const int grpc_port = (*frontend)->grpcPort();
   EXPECT_EQ(httpStatus(port, "/health"), 503);  // no model yet
+  EXPECT_EQ(grpcHealth(grpc_port), 2);
   absl::StatusOr<ServedModelPtr> model =
       ServedModel::load(tandem::testing::storiesGguf(), "stories", 512);
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_TRUE((*frontend)->serve(std::move(*model), &backend).ok());
   EXPECT_EQ(httpStatus(port, "/health"), 200);
+  EXPECT_EQ(grpcHealth(grpc_port), 1);
 
   // the only decode worker goes away: not ready (a prefill worker alone
   // cannot serve), while /live still answers.
   d1.shutdown();
   EXPECT_TRUE(testing::waitFor([&] { return httpStatus(port, "/health") == 503; }));
   EXPECT_EQ(httpStatus(port, "/live"), 200);
+  // gRPC health follows within the frontend's 1 s housekeeping tick.
+  EXPECT_TRUE(testing::waitFor([&] { return grpcHealth(grpc_port) == 2; }));
   // it comes back on the same address: ready again.
   d1.start();
   EXPECT_TRUE(testing::waitFor([&] { return httpStatus(port, "/health") == 200; }));
+  EXPECT_TRUE(testing::waitFor([&] { return grpcHealth(grpc_port) == 1; }));
 
   (*frontend)->drainAndStop(0ms);
   backend.stop();
