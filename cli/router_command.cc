@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_split.h"
 #include "cli/command.h"
+#include "cli/frontend_flags.h"
 #include "common/status.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
@@ -34,12 +34,7 @@ using namespace tandem::router::cluster;
 struct RouterArgs {
   std::string model;
   std::string served_model_name;
-  std::string chat_template;
-  router::FrontendOptions frontend;
-  std::vector<std::string> api_keys;
-  double drain_timeout_s = 30;
-  int request_timeout_s = 30;
-  size_t max_request_mb = 4;
+  FrontendFlags web;
   std::vector<std::string> workers;
   std::string workers_file;
   std::string workers_dns;
@@ -73,24 +68,17 @@ std::optional<WorkerState> waitForDecodeWorker(WorkerPool& pool, const sigset_t&
 }
 
 absl::Status runRouter(RouterArgs args) {
-  if (const char* env = std::getenv("TANDEM_API_KEYS"); env != nullptr && *env != '\0') {
-    for (absl::string_view key : absl::StrSplit(env, ',', absl::SkipWhitespace())) {
-      args.api_keys.emplace_back(key);
-    }
-  }
-  if (args.frontend.grpc_port < 0) {
+  if (args.web.options.grpc_port < 0) {
     return absl::InvalidArgumentError("the router needs its gRPC port (workers register there)");
   }
-  args.frontend.service.api_keys = args.api_keys;
-  args.frontend.max_request_bytes = args.max_request_mb << 20;
-  args.frontend.request_timeout = std::chrono::seconds(args.request_timeout_s);
+  router::FrontendOptions frontend_options = frontendOptions(args.web);
   const sigset_t stop_signals = blockStopSignals();
 
   WorkerPool pool(WorkerPoolOptions{}, nullptr);
   RegistryService registry(&pool);
-  args.frontend.grpc_at_start = true;
-  args.frontend.extra_grpc_services = {&registry};
-  ASSIGN_OR_RETURN(router::FrontendServerPtr frontend, router::FrontendServer::start(args.frontend));
+  frontend_options.grpc_at_start = true;
+  frontend_options.extra_grpc_services = {&registry};
+  ASSIGN_OR_RETURN(router::FrontendServerPtr frontend, router::FrontendServer::start(frontend_options));
   ClusterMetrics metrics(frontend->metrics().registry());
   pool.setMetrics(&metrics);
   pool.start();
@@ -108,16 +96,16 @@ absl::Status runRouter(RouterArgs args) {
   backend_options.no_worker_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));
   RemoteBackend backend(backend_options, &pool, &index, &metrics);
-  const std::string& host = args.frontend.host;
+  const std::string& host = args.web.options.host;
   std::fprintf(stderr, "tandem router: listening on http://%s:%d and grpc %s:%d, waiting for workers\n",
                host.c_str(), frontend->httpPort(), host.c_str(), frontend->grpcPort());
   std::fflush(stderr);
 
   auto shutdown = [&](int sig) {
     std::fprintf(stderr, "tandem router: %s, draining (up to %.0f s)\n",
-                 sig == SIGINT ? "SIGINT" : "SIGTERM", args.drain_timeout_s);
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", args.web.drain_timeout_s);
     frontend->drainAndStop(
-        std::chrono::milliseconds(static_cast<int64_t>(args.drain_timeout_s * 1000)));
+        std::chrono::milliseconds(static_cast<int64_t>(args.web.drain_timeout_s * 1000)));
     backend.stop();
     subscriber.stop();
     discovery.stop();
@@ -139,7 +127,7 @@ absl::Status runRouter(RouterArgs args) {
                first->info.worker_id().c_str(), first->info.role().c_str(), first->address.c_str(),
                model_path.c_str());
   ASSIGN_OR_RETURN(router::ServedModelPtr model,
-                   router::ServedModel::load(model_path, name, max_model_len, args.chat_template));
+                   router::ServedModel::load(model_path, name, max_model_len, args.web.chat_template));
   const std::string served_name = model->name();
   if (model->usesFallbackTemplate()) {
     std::fprintf(stderr, "tandem router: the model has no chat template; chat uses a plain one "
@@ -180,26 +168,7 @@ void registerRouterCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--migration-timeout", args->migration_timeout_s,
                   "seconds a request waits for a decode worker before failing")->capture_default_str();
-  cmd->add_option("--host", args->frontend.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--http-port", args->frontend.http_port, "OpenAI HTTP API port (0 = any free)")
-      ->capture_default_str();
-  cmd->add_option("--grpc-port", args->frontend.grpc_port,
-                  "gRPC port: the tandem API and the workers' registry (0 = any free)")
-      ->capture_default_str();
-  cmd->add_option("--http-threads", args->frontend.http_threads, "HTTP I/O threads")->capture_default_str();
-  cmd->add_option("--api-key", args->api_keys,
-                  "require Authorization: Bearer KEY (repeatable; also TANDEM_API_KEYS=k1,k2)");
-  cmd->add_option("--chat-template", args->chat_template, "a Jinja chat template file to use");
-  cmd->add_option("--max-pending-requests", args->frontend.service.max_pending_requests,
-                  "generation requests in progress before 429")->capture_default_str();
-  cmd->add_option("--max-prompt-tokens", args->frontend.service.max_prompt_tokens,
-                  "longest prompt accepted (0 = the context length)")->capture_default_str();
-  cmd->add_option("--max-request-mb", args->max_request_mb, "largest request body, MiB")
-      ->capture_default_str();
-  cmd->add_option("--request-timeout", args->request_timeout_s,
-                  "seconds a client has to send a whole request")->capture_default_str();
-  cmd->add_option("--drain-timeout", args->drain_timeout_s,
-                  "seconds in-flight requests may take to finish on SIGINT/SIGTERM")->capture_default_str();
+  addFrontendFlags(cmd, &args->web, "gRPC port: the tandem API and the workers' registry (0 = any free)");
   setAction(cmd, [args] { return runRouter(*args); });
 }
 

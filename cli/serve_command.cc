@@ -20,10 +20,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
+#include "cli/frontend_flags.h"
 #include "cli/serve_cluster.h"
 #include "common/process/supervisor.h"
 #include "common/status.h"
@@ -37,12 +37,7 @@ namespace {
 struct ServeArgs {
   std::string model;
   std::string served_model_name;
-  std::string chat_template;
-  router::FrontendOptions frontend;
-  std::vector<std::string> api_keys;
-  double drain_timeout_s = 30;
-  int request_timeout_s = 30;
-  size_t max_request_mb = 4;
+  FrontendFlags web;
   EngineFlags engine;
   int prefill_workers = 1;
   int decode_workers = 1;
@@ -103,7 +98,7 @@ absl::StatusOr<std::vector<std::string>> workerEngineFlags(const ServeArgs& args
 
 absl::Status serveWithWorkers(const ServeArgs& args) {
   if (args.prefill_workers < 0) return absl::InvalidArgumentError("--prefill-workers must be >= 0");
-  if (args.frontend.grpc_port < 0) {
+  if (args.web.options.grpc_port < 0) {
     return absl::InvalidArgumentError(
         "--grpc-port -1 needs --decode-workers 0: workers register on the router's gRPC port");
   }
@@ -112,12 +107,12 @@ absl::Status serveWithWorkers(const ServeArgs& args) {
   config.model = args.model;
   config.prefill_workers = args.prefill_workers;
   config.decode_workers = args.decode_workers;
-  config.host = args.frontend.host;
-  config.http_port = args.frontend.http_port;
-  config.grpc_port = args.frontend.grpc_port;
+  config.host = args.web.options.host;
+  config.http_port = args.web.options.http_port;
+  config.grpc_port = args.web.options.grpc_port;
   config.router_flags = args.router_flags;
   ASSIGN_OR_RETURN(config.worker_flags, workerEngineFlags(args));
-  config.drain_timeout_s = args.drain_timeout_s;
+  config.drain_timeout_s = args.web.drain_timeout_s;
   const sigset_t stop_signals = blockStopSignals();
   std::fprintf(stderr, "tandem serve: starting the router, %d prefill and %d decode workers (%s)\n",
                config.prefill_workers, config.decode_workers, config.model.c_str());
@@ -131,18 +126,11 @@ absl::Status runServe(ServeArgs args) {
   if (args.prefill_workers > 0) {
     return absl::InvalidArgumentError("--prefill-workers needs --decode-workers >= 1");
   }
-  if (const char* env = std::getenv("TANDEM_API_KEYS"); env != nullptr && *env != '\0') {
-    for (absl::string_view key : absl::StrSplit(env, ',', absl::SkipWhitespace())) {
-      args.api_keys.emplace_back(key);
-    }
-  }
-  args.frontend.service.api_keys = args.api_keys;
-  args.frontend.max_request_bytes = args.max_request_mb << 20;
-  args.frontend.request_timeout = std::chrono::seconds(args.request_timeout_s);
   ASSIGN_OR_RETURN(engine::LocalEngineOptions engine_options, engineOptions(args.engine));
   const sigset_t stop_signals = blockStopSignals();
 
-  ASSIGN_OR_RETURN(router::FrontendServerPtr frontend, router::FrontendServer::start(args.frontend));
+  ASSIGN_OR_RETURN(router::FrontendServerPtr frontend,
+                   router::FrontendServer::start(frontendOptions(args.web)));
   std::fprintf(stderr, "tandem serve: loading %s\n", args.model.c_str());
   ASSIGN_OR_RETURN(engine::LocalEnginePtr local, engine::LocalEngine::create(args.model, engine_options));
   const int max_model_len = local->maxModelLen();
@@ -151,7 +139,7 @@ absl::Status runServe(ServeArgs args) {
       std::make_unique<engine::EngineLoop>(std::move(local)));
   ASSIGN_OR_RETURN(router::ServedModelPtr model,
                    router::ServedModel::load(args.model, args.served_model_name, max_model_len,
-                                             args.chat_template));
+                                             args.web.chat_template));
   const std::string name = model->name();
   if (model->usesFallbackTemplate()) {
     std::fprintf(stderr, "tandem serve: the model has no chat template; chat uses a plain one "
@@ -161,15 +149,15 @@ absl::Status runServe(ServeArgs args) {
   std::fprintf(stderr,
                "tandem serve: model '%s' (context %d, %d KV blocks) on http://%s:%d (OpenAI API) "
                "and grpc %s:%d\n",
-               name.c_str(), max_model_len, num_blocks, args.frontend.host.c_str(),
-               frontend->httpPort(), args.frontend.host.c_str(), frontend->grpcPort());
+               name.c_str(), max_model_len, num_blocks, args.web.options.host.c_str(),
+               frontend->httpPort(), args.web.options.host.c_str(), frontend->grpcPort());
   std::fflush(stderr);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "tandem serve: %s, draining (up to %.0f s)\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", args.drain_timeout_s);
-  frontend->drainAndStop(std::chrono::milliseconds(static_cast<int64_t>(args.drain_timeout_s * 1000)));
+               sig == SIGINT ? "SIGINT" : "SIGTERM", args.web.drain_timeout_s);
+  frontend->drainAndStop(std::chrono::milliseconds(static_cast<int64_t>(args.web.drain_timeout_s * 1000)));
   backend->stop();
   std::fprintf(stderr, "tandem serve: stopped\n");
   return absl::OkStatus();
@@ -184,25 +172,7 @@ void registerServeCommand(CLI::App& app) {
   cmd->add_option("--model", args->model, "HF dir or .gguf (default: the embedded stories260K)");
   cmd->add_option("--served-model-name", args->served_model_name,
                   "the model id clients use (default: the file name without extension)");
-  cmd->add_option("--host", args->frontend.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--http-port", args->frontend.http_port, "OpenAI HTTP API port (0 = any free)")
-      ->capture_default_str();
-  cmd->add_option("--grpc-port", args->frontend.grpc_port, "gRPC API port (0 = any free, -1 = off)")
-      ->capture_default_str();
-  cmd->add_option("--http-threads", args->frontend.http_threads, "HTTP I/O threads")->capture_default_str();
-  cmd->add_option("--api-key", args->api_keys,
-                  "require Authorization: Bearer KEY (repeatable; also TANDEM_API_KEYS=k1,k2)");
-  cmd->add_option("--chat-template", args->chat_template, "a Jinja chat template file to use");
-  cmd->add_option("--max-pending-requests", args->frontend.service.max_pending_requests,
-                  "generation requests in progress before 429")->capture_default_str();
-  cmd->add_option("--max-prompt-tokens", args->frontend.service.max_prompt_tokens,
-                  "longest prompt accepted (0 = the context length)")->capture_default_str();
-  cmd->add_option("--max-request-mb", args->max_request_mb, "largest request body, MiB")
-      ->capture_default_str();
-  cmd->add_option("--request-timeout", args->request_timeout_s,
-                  "seconds a client has to send a whole request")->capture_default_str();
-  cmd->add_option("--drain-timeout", args->drain_timeout_s,
-                  "seconds in-flight requests may take to finish on SIGINT/SIGTERM")->capture_default_str();
+  addFrontendFlags(cmd, &args->web, "gRPC API port (0 = any free, -1 = off)");
   addEngineFlags(cmd, &args->engine);
   cmd->add_option("--prefill-workers", args->prefill_workers,
                   "prefill worker processes (tandem worker --role prefill)")->capture_default_str();

@@ -1,0 +1,46 @@
+#include "cli/frontend_flags.h"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "absl/strings/str_split.h"
+
+namespace tandem::cli {
+
+void addFrontendFlags(CLI::App* cmd, FrontendFlags* flags, const std::string& grpc_port_help) {
+  router::FrontendOptions& o = flags->options;
+  cmd->add_option("--host", o.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--http-port", o.http_port, "OpenAI HTTP API port (0 = any free)")
+      ->capture_default_str();
+  cmd->add_option("--grpc-port", o.grpc_port, grpc_port_help)->capture_default_str();
+  cmd->add_option("--http-threads", o.http_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--api-key", flags->api_keys,
+                  "require Authorization: Bearer KEY (repeatable; also TANDEM_API_KEYS=k1,k2)");
+  cmd->add_option("--chat-template", flags->chat_template, "a Jinja chat template file to use");
+  cmd->add_option("--max-pending-requests", o.service.max_pending_requests,
+                  "generation requests in progress before 429")->capture_default_str();
+  cmd->add_option("--max-prompt-tokens", o.service.max_prompt_tokens,
+                  "longest prompt accepted (0 = the context length)")->capture_default_str();
+  cmd->add_option("--max-request-mb", flags->max_request_mb, "largest request body, MiB")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", flags->request_timeout_s,
+                  "seconds a client has to send a whole request")->capture_default_str();
+  cmd->add_option("--drain-timeout", flags->drain_timeout_s,
+                  "seconds in-flight requests may take to finish on SIGINT/SIGTERM")
+      ->capture_default_str();
+}
+
+router::FrontendOptions frontendOptions(const FrontendFlags& flags) {
+  router::FrontendOptions o = flags.options;
+  o.service.api_keys = flags.api_keys;
+  if (const char* env = std::getenv("TANDEM_API_KEYS"); env != nullptr && *env != '\0') {
+    for (absl::string_view key : absl::StrSplit(env, ',', absl::SkipWhitespace())) {
+      o.service.api_keys.emplace_back(key);
+    }
+  }
+  o.max_request_bytes = flags.max_request_mb << 20;
+  o.request_timeout = std::chrono::seconds(flags.request_timeout_s);
+  return o;
+}
+
+}  // namespace tandem::cli
