@@ -281,6 +281,13 @@ void HttpConnection::onRead(const error_code& ec, size_t bytes) {
     return;  // a half-closed client may still read our error; linger reads again
   }
   if (ec) {
+    // EOF with a write in flight: the client may have read the whole
+    // response and closed before the write's handler ran. Let it run: a
+    // response it completes is not a disconnect.
+    if (ec == asio::error::eof && writing_) {
+      peer_eof_ = true;
+      return;
+    }
     // EOF or reset: the client is gone. Mid-response this is the disconnect
     // that cancels the request (onClose).
     closeNow();
@@ -330,7 +337,11 @@ void HttpConnection::onWrite(const error_code& ec) {
   }
   writes_in_flight_ = 0;
   if (sent > 0 && state_) state_->removePending(sent);
-  if (ended) onResponseDone();
+  if (ended) onResponseDone();  // reads again: a closed client is seen then
+  if (peer_eof_ && !ended) {
+    closeNow();  // gone mid-response: onClose runs
+    return;
+  }
   flush();
 }
 

@@ -150,6 +150,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::vector<boost::asio::const_buffer> write_buffers_;
   size_t writes_in_flight_ = 0;  // entries of output_ being written
   bool writing_ = false;
+  // the client closed its side while a write was in flight: decided when
+  // that write completes (it may carry the response's last byte).
+  bool peer_eof_ = false;
 };
 
 }  // namespace tandem::http
