@@ -4,7 +4,6 @@
 // --workers-dns). The router learns the model from the first healthy decode
 // worker (tokenizer from its model path, or from --model), then serves.
 // SIGINT or SIGTERM drains like `tandem serve`.
-#include <pthread.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "cli/frontend_flags.h"
 #include "common/status.h"
 #include "router/cluster/cluster_metrics.h"
@@ -41,15 +41,6 @@ struct RouterArgs {
   RoutePlannerOptions planner;
   double migration_timeout_s = 30;
 };
-
-sigset_t blockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
 
 // the first healthy decode-capable worker, waiting for one; nullopt when a
 // stop signal came first (its number in *sig).
@@ -103,7 +94,7 @@ absl::Status runRouter(RouterArgs args) {
 
   auto shutdown = [&](int sig) {
     std::fprintf(stderr, "tandem router: %s, draining (up to %.0f s)\n",
-                 sig == SIGINT ? "SIGINT" : "SIGTERM", args.web.drain_timeout_s);
+                 stopSignalName(sig), args.web.drain_timeout_s);
     frontend->drainAndStop(
         std::chrono::milliseconds(static_cast<int64_t>(args.web.drain_timeout_s * 1000)));
     backend.stop();
@@ -139,7 +130,7 @@ absl::Status runRouter(RouterArgs args) {
                frontend->grpcPort());
   std::fflush(stderr);
 
-  sigwait(&stop_signals, &sig);
+  sig = waitForStopSignal(stop_signals);
   shutdown(sig);
   return absl::OkStatus();
 }

@@ -7,7 +7,6 @@
 // the router and one engine run in this process, as before issue 5.
 // SIGINT or SIGTERM drains: health turns 503, requests in progress finish
 // (up to --drain-timeout), then the process exits 0.
-#include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
 #include "cli/frontend_flags.h"
@@ -63,17 +63,6 @@ std::vector<std::string> givenFlags(CLI::App* cmd, const std::vector<std::string
     }
   }
   return out;
-}
-
-// SIGINT and SIGTERM are blocked in every thread (the mask is inherited)
-// and taken by sigwait() on the main thread.
-sigset_t blockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
 }
 
 // the worker processes' engine flags: --threads split evenly among the
@@ -153,10 +142,9 @@ absl::Status runServe(ServeArgs args) {
                frontend->httpPort(), args.web.options.host.c_str(), frontend->grpcPort());
   std::fflush(stderr);
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  const int sig = waitForStopSignal(stop_signals);
   std::fprintf(stderr, "tandem serve: %s, draining (up to %.0f s)\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", args.web.drain_timeout_s);
+               stopSignalName(sig), args.web.drain_timeout_s);
   frontend->drainAndStop(std::chrono::milliseconds(static_cast<int64_t>(args.web.drain_timeout_s * 1000)));
   backend->stop();
   std::fprintf(stderr, "tandem serve: stopped\n");

@@ -3,7 +3,6 @@
 // serves tandem.v1.Worker over gRPC, /metrics over HTTP, and (with
 // --router) registers with the router. SIGINT or SIGTERM: deregister, stop
 // taking calls, let those in progress finish (up to --drain-timeout), exit 0.
-#include <pthread.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -11,6 +10,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
 #include "common/status.h"
@@ -33,17 +33,6 @@ struct WorkerArgs {
   double drain_timeout_s = 30;
   EngineFlags engine;
 };
-
-// SIGINT and SIGTERM are blocked in every thread (the mask is inherited)
-// and taken by sigwait() on the main thread.
-sigset_t blockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
 
 absl::Status runWorker(const WorkerArgs& args) {
   worker::WorkerOptions options;
@@ -78,10 +67,9 @@ absl::Status runWorker(const WorkerArgs& args) {
   }
   std::fflush(stderr);
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  const int sig = waitForStopSignal(stop_signals);
   std::fprintf(stderr, "tandem worker: %s, draining (up to %.0f s)\n",
-               sig == SIGINT ? "SIGINT" : "SIGTERM", args.drain_timeout_s);
+               stopSignalName(sig), args.drain_timeout_s);
   worker->shutdown(options.drain_timeout);
   std::fprintf(stderr, "tandem worker: stopped\n");
   return absl::OkStatus();
