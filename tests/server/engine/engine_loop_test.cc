@@ -9,48 +9,15 @@
 #include <mutex>
 
 #include "gtest/gtest.h"
+#include "tests/server/engine/engine_loop_test_support.h"
 #include "tests/stories_oracle.h"
 #include "tests/test_paths.h"
 
 namespace tandem::engine {
 namespace {
 
-SamplingParams greedy(int max_tokens) {
-  SamplingParams p;
-  p.temperature = 0.0f;
-  p.max_tokens = max_tokens;
-  p.ignore_eos = true;  // the oracle runs past EOS
-  return p;
-}
-
-// collects one request's outputs and signals its end.
-struct Collector {
-  std::mutex mu;
-  std::condition_variable done_cv;
-  std::vector<int32_t> tokens;
-  FinishReason finish = FinishReason::kNone;
-  int calls_after_finish = 0;
-
-  EngineLoop::OutputCallback callback() {
-    return [this](const EngineOutput& out) {
-      std::lock_guard lock(mu);
-      if (finish != FinishReason::kNone) ++calls_after_finish;
-      if (out.token >= 0) tokens.push_back(out.token);
-      if (out.finished()) {
-        finish = out.finish_reason;
-        done_cv.notify_all();
-      }
-    };
-  }
-  bool wait(std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    std::unique_lock lock(mu);
-    return done_cv.wait_for(lock, timeout, [&] { return finish != FinishReason::kNone; });
-  }
-  size_t size() {
-    std::lock_guard lock(mu);
-    return tokens.size();
-  }
-};
+using testing_support::Collector;
+using testing_support::greedy;
 
 class EngineLoopTest : public ::testing::Test {
  protected:
@@ -90,7 +57,7 @@ TEST_F(EngineLoopTest, CancelEndsARequestWithAbortAndFreesItsBlocks) {
   SamplingParams p = greedy(2000);
   p.ignore_eos = true;
   ASSERT_TRUE(loop_->submit(7, testing::storiesOracle()[0].prompt_ids, p, c.callback()).ok());
-  while (c.size() < 5) std::this_thread::yield();
+  while (c.numTokens() < 5) std::this_thread::yield();
   loop_->cancel(7);
   ASSERT_TRUE(c.wait());
   EXPECT_EQ(c.finish, FinishReason::kAbort);

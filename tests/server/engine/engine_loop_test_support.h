@@ -56,6 +56,10 @@ struct Collector {
     std::lock_guard lock(mu);
     return outputs.size();
   }
+  size_t numTokens() {
+    std::lock_guard lock(mu);
+    return tokens.size();
+  }
   EngineOutput first() {
     std::lock_guard lock(mu);
     return outputs.empty() ? EngineOutput{} : outputs.front();
