@@ -110,9 +110,11 @@ class FakeOpenAiServer::Impl {
                                {"total_tokens", s->prompt_tokens + s->max_tokens},
                                {"prompt_tokens_details", {{"cached_tokens", options_.cached_tokens}}}}}};
       out += absl::StrCat("data: ", usage.dump(), "\n\ndata: [DONE]\n\n");
+      // counted before the bytes leave: a client that read them may ask
+      // /metrics before this thread would get past finish().
+      ++served_;
       s->writer->write(std::move(out));
       s->writer->finish();
-      ++served_;
     });
   }
 
