@@ -27,7 +27,7 @@
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "common/status.h"
-#include "router/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::cli {
 namespace {

@@ -7,7 +7,7 @@ namespace tandem::cli {
 namespace {
 
 // "0.25" is a fraction of available memory; "268435456", "256M", "2G" bytes.
-absl::Status parseKvBudget(const std::string& text, engine::LocalEngineOptions* opts) {
+absl::Status parseKvBudget(const std::string& text, engine::EngineAssemblyOptions* opts) {
   if (text.empty()) return absl::OkStatus();
   double fraction;
   if (text.find('.') != std::string::npos && absl::SimpleAtod(text, &fraction)) {
@@ -36,7 +36,7 @@ absl::Status parseKvBudget(const std::string& text, engine::LocalEngineOptions* 
 }  // namespace
 
 void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
-  engine::LocalEngineOptions& o = flags->options;
+  engine::EngineAssemblyOptions& o = flags->options;
   cmd->add_option("--threads", o.num_threads, "compute threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-budget", flags->kv_budget, "KV cache: bytes (256M, 2G) or a fraction of free memory (0.2)");
   cmd->add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
@@ -47,8 +47,8 @@ void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache, "disable prefix caching");
 }
 
-absl::StatusOr<engine::LocalEngineOptions> engineOptions(const EngineFlags& flags) {
-  engine::LocalEngineOptions o = flags.options;
+absl::StatusOr<engine::EngineAssemblyOptions> engineOptions(const EngineFlags& flags) {
+  engine::EngineAssemblyOptions o = flags.options;
   absl::Status status = parseKvBudget(flags.kv_budget, &o);
   if (!status.ok()) return status;
   o.enable_prefix_caching = !flags.no_prefix_cache;

@@ -7,12 +7,12 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "server/engine/local_engine.h"
+#include "server/engine/engine_assembly.h"
 
 namespace tandem::cli {
 
 struct EngineFlags {
-  engine::LocalEngineOptions options;
+  engine::EngineAssemblyOptions options;
   std::string kv_budget;
   bool no_prefix_cache = false;
 };
@@ -23,6 +23,6 @@ void addEngineFlags(CLI::App* cmd, EngineFlags* flags);
 
 // the options the flags describe; InvalidArgument for a --kv-budget that
 // does not parse.
-absl::StatusOr<engine::LocalEngineOptions> engineOptions(const EngineFlags& flags);
+absl::StatusOr<engine::EngineAssemblyOptions> engineOptions(const EngineFlags& flags);
 
 }  // namespace tandem::cli

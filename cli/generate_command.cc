@@ -16,8 +16,8 @@
 #include "common/mapped_file.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
-#include "router/tokenizer/tokenizer.h"
-#include "server/engine/local_engine.h"
+#include "server/engine/engine_assembly.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::cli {
 namespace {
@@ -30,7 +30,7 @@ struct GenerateArgs {
   std::string prompt;
   std::string prompt_ids;
   std::string batch_file;
-  engine::SamplingParams params;
+  generation::SamplingParams params;
   float temperature = 0.0f;
   std::optional<uint64_t> seed;
   bool json_output = false;
@@ -57,13 +57,13 @@ absl::StatusOr<std::vector<int32_t>> parseIds(const std::string& text) {
   return ids;
 }
 
-const char* finishName(engine::FinishReason r) {
+const char* finishName(generation::FinishReason r) {
   switch (r) {
-    case engine::FinishReason::kStop: return "stop";
-    case engine::FinishReason::kLength: return "length";
-    case engine::FinishReason::kAbort: return "abort";
-    case engine::FinishReason::kError: return "error";
-    case engine::FinishReason::kNone: break;
+    case generation::FinishReason::kStop: return "stop";
+    case generation::FinishReason::kLength: return "length";
+    case generation::FinishReason::kAbort: return "abort";
+    case generation::FinishReason::kError: return "error";
+    case generation::FinishReason::kNone: break;
   }
   return "";
 }
@@ -89,7 +89,7 @@ absl::Status runGenerate(GenerateArgs args) {
   args.params.temperature = args.temperature;
   args.params.seed = args.seed;
   RETURN_IF_ERROR(args.params.validate());
-  ASSIGN_OR_RETURN(engine::LocalEngineOptions engine_options, engineOptions(args.engine));
+  ASSIGN_OR_RETURN(engine::EngineAssemblyOptions engine_options, engineOptions(args.engine));
 
   ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load(args.model));
   std::vector<Job> jobs;
@@ -120,7 +120,7 @@ absl::Status runGenerate(GenerateArgs args) {
     }
   }
 
-  ASSIGN_OR_RETURN(auto local, engine::LocalEngine::create(args.model, engine_options));
+  ASSIGN_OR_RETURN(auto local, engine::EngineAssembly::create(args.model, engine_options));
   engine::Engine& eng = local->engine();
   Clock::time_point t0 = Clock::now();
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -128,9 +128,9 @@ absl::Status runGenerate(GenerateArgs args) {
     RETURN_IF_ERROR(eng.addRequest(i, jobs[i].prompt, args.params));
   }
   while (eng.hasUnfinished()) {
-    for (const engine::EngineOutput& out : eng.step()) {
+    for (const generation::TokenOutput& out : eng.step()) {
       Job& job = jobs[out.id];
-      if (out.finish_reason == engine::FinishReason::kError) {
+      if (out.finish_reason == generation::FinishReason::kError) {
         return absl::InternalError("the model failed during generation");
       }
       if (job.output.empty()) job.first = Clock::now();

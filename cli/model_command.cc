@@ -10,12 +10,12 @@
 #include "cli/command.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
+#include "formats/gguf_file.h"
 #include "nlohmann/json.hpp"
-#include "router/chat/chat_template.h"
-#include "router/tokenizer/tokenizer.h"
-#include "server/model/gguf_file.h"
 #include "server/model/synth.h"
 #include "server/model/weights.h"
+#include "text/chat/chat_template.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::cli {
 namespace {

@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/stop_signals.h"
 #include "cli/frontend_flags.h"
+#include "cli/stop_signals.h"
 #include "common/status.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
 #include "router/cluster/kv_subscriber.h"
 #include "router/cluster/registry_service.h"
-#include "router/cluster/remote_backend.h"
+#include "router/cluster/remote_generator.h"
 #include "router/cluster/worker_discovery.h"
 #include "router/cluster/worker_pool.h"
 #include "router/frontend/frontend_server.h"
@@ -82,11 +82,11 @@ absl::Status runRouter(RouterArgs args) {
   KvIndex index;
   KvSubscriber subscriber(KvSubscriberOptions{}, &pool, &index, &metrics);
   subscriber.start();
-  RemoteBackendOptions backend_options;
+  RemoteGeneratorOptions backend_options;
   backend_options.planner = args.planner;
   backend_options.no_worker_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));
-  RemoteBackend backend(backend_options, &pool, &index, &metrics);
+  RemoteGenerator backend(backend_options, &pool, &index, &metrics);
   const std::string& host = args.web.options.host;
   std::fprintf(stderr, "tandem router: listening on http://%s:%d and grpc %s:%d, waiting for workers\n",
                host.c_str(), frontend->httpPort(), host.c_str(), frontend->grpcPort());

@@ -20,16 +20,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/command.h"
-#include "cli/stop_signals.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
 #include "cli/frontend_flags.h"
 #include "cli/serve_cluster.h"
+#include "cli/stop_signals.h"
 #include "common/process/supervisor.h"
 #include "common/status.h"
 #include "router/frontend/frontend_server.h"
-#include "router/generate/local_backend.h"
 #include "server/engine/engine_loop.h"
+#include "server/engine/local_generator.h"
 
 namespace tandem::cli {
 namespace {
@@ -69,7 +69,7 @@ std::vector<std::string> givenFlags(CLI::App* cmd, const std::vector<std::string
 // workers (0 = every core; each gets at least 1) and a --kv-budget split
 // evenly too (it is the budget of the whole `tandem serve`).
 absl::StatusOr<std::vector<std::string>> workerEngineFlags(const ServeArgs& args) {
-  ASSIGN_OR_RETURN(engine::LocalEngineOptions options, engineOptions(args.engine));
+  ASSIGN_OR_RETURN(engine::EngineAssemblyOptions options, engineOptions(args.engine));
   const int workers = args.prefill_workers + args.decode_workers;
   const int total_threads = options.num_threads > 0
                                 ? options.num_threads
@@ -115,16 +115,16 @@ absl::Status runServe(ServeArgs args) {
   if (args.prefill_workers > 0) {
     return absl::InvalidArgumentError("--prefill-workers needs --decode-workers >= 1");
   }
-  ASSIGN_OR_RETURN(engine::LocalEngineOptions engine_options, engineOptions(args.engine));
+  ASSIGN_OR_RETURN(engine::EngineAssemblyOptions engine_options, engineOptions(args.engine));
   const sigset_t stop_signals = blockStopSignals();
 
   ASSIGN_OR_RETURN(router::FrontendServerPtr frontend,
                    router::FrontendServer::start(frontendOptions(args.web)));
   std::fprintf(stderr, "tandem serve: loading %s\n", args.model.c_str());
-  ASSIGN_OR_RETURN(engine::LocalEnginePtr local, engine::LocalEngine::create(args.model, engine_options));
+  ASSIGN_OR_RETURN(engine::EngineAssemblyPtr local, engine::EngineAssembly::create(args.model, engine_options));
   const int max_model_len = local->maxModelLen();
   const int num_blocks = local->numBlocks();
-  auto backend = std::make_unique<router::LocalBackend>(
+  auto backend = std::make_unique<engine::LocalGenerator>(
       std::make_unique<engine::EngineLoop>(std::move(local)));
   ASSIGN_OR_RETURN(router::ServedModelPtr model,
                    router::ServedModel::load(args.model, args.served_model_name, max_model_len,

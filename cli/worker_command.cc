@@ -10,9 +10,9 @@
 #include <string>
 
 #include "cli/command.h"
-#include "cli/stop_signals.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
+#include "cli/stop_signals.h"
 #include "common/status.h"
 #include "server/worker/worker.h"
 

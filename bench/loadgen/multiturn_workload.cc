@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "bench/loadgen/token_synth.h"
-#include "router/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::bench {
 

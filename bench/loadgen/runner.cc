@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_join.h"
 #include "bench/loadgen/progress.h"
-#include "router/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::bench {
 

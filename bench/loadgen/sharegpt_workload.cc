@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
-#include "router/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::bench {
 namespace {

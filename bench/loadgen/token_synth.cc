@@ -3,8 +3,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "router/tokenizer/text_util.h"
-#include "router/tokenizer/tokenizer.h"
+#include "text/tokenizer/text_util.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::bench {
 namespace {

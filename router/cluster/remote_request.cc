@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "router/cluster/remote_backend.h"
-#include "server/rpc/sampling_params_proto.h"
+#include "proto/convert/sampling_params_proto.h"
+#include "router/cluster/remote_generator.h"
 
 namespace tandem::router::cluster {
 
@@ -41,16 +41,16 @@ class WorkerGenerateCall : public grpc::ClientReadReactor<tandem::v1::WorkerGene
   bool first_ = true;
 };
 
-engine::FinishReason finishReasonFromString(const std::string& reason) {
-  if (reason.empty()) return engine::FinishReason::kNone;
-  if (reason == "stop") return engine::FinishReason::kStop;
-  if (reason == "length") return engine::FinishReason::kLength;
-  if (reason == "abort") return engine::FinishReason::kAbort;
-  return engine::FinishReason::kError;
+generation::FinishReason finishReasonFromString(const std::string& reason) {
+  if (reason.empty()) return generation::FinishReason::kNone;
+  if (reason == "stop") return generation::FinishReason::kStop;
+  if (reason == "length") return generation::FinishReason::kLength;
+  if (reason == "abort") return generation::FinishReason::kAbort;
+  return generation::FinishReason::kError;
 }
 
-RemoteRequest::RemoteRequest(RemoteBackend* backend, RequestId id, std::vector<int32_t> prompt,
-                             engine::SamplingParams params, GenerateBackend::OutputCallback callback)
+RemoteRequest::RemoteRequest(RemoteGenerator* backend, generation::RequestId id, std::vector<int32_t> prompt,
+                             generation::SamplingParams params, generation::Generator::OutputCallback callback)
     : backend_(backend),
       id_(id),
       prompt_(std::move(prompt)),
@@ -75,7 +75,7 @@ bool RemoteRequest::startCall(tandem::v1::Worker::Stub* stub, const std::string&
   wire.set_request_id(wire_id);
   std::vector<int32_t> tokens = nextPrompt();
   wire.mutable_token_ids()->Assign(tokens.begin(), tokens.end());
-  engine::SamplingParams params = params_;
+  generation::SamplingParams params = params_;
   params.max_tokens = remainingTokens();
   *wire.mutable_params() = rpc::toProto(params, {});
   wire.set_prefill_address(prefill_address);
@@ -126,13 +126,13 @@ bool RemoteRequest::cancelled() const {
   return cancelled_;
 }
 
-void RemoteRequest::finish(engine::FinishReason reason) {
+void RemoteRequest::finish(generation::FinishReason reason) {
   {
     std::lock_guard lock(mu_);
     if (final_delivered_) return;
     final_delivered_ = true;
   }
-  engine::EngineOutput out;
+  generation::TokenOutput out;
   out.id = id_;
   out.token = -1;
   out.finish_reason = reason;
@@ -146,21 +146,21 @@ void RemoteRequest::finish(engine::FinishReason reason) {
 
 void RemoteRequest::onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first) {
   if (first && backend_->metrics_ != nullptr) backend_->metrics_->countPrefill(msg.prefill());
-  engine::FinishReason reason = finishReasonFromString(msg.finish_reason());
+  generation::FinishReason reason = finishReasonFromString(msg.finish_reason());
   {
     std::lock_guard lock(mu_);
     if (final_delivered_) return;
     const bool ours = cancelled_ || abandoned_;
     // a worker that aborts or fails a request we did not cancel (it is
     // shutting down, its engine failed): the request moves elsewhere.
-    if ((reason == engine::FinishReason::kAbort || reason == engine::FinishReason::kError) && !ours) {
+    if ((reason == generation::FinishReason::kAbort || reason == generation::FinishReason::kError) && !ours) {
       worker_gave_up_ = true;
-      reason = engine::FinishReason::kNone;
+      reason = generation::FinishReason::kNone;
     }
-    if (reason != engine::FinishReason::kNone) final_delivered_ = true;
+    if (reason != generation::FinishReason::kNone) final_delivered_ = true;
   }
-  if (msg.token() < 0 && reason == engine::FinishReason::kNone) return;
-  engine::EngineOutput out;
+  if (msg.token() < 0 && reason == generation::FinishReason::kNone) return;
+  generation::TokenOutput out;
   out.id = id_;
   out.token = msg.token();
   if (msg.token() >= 0) {
@@ -179,7 +179,7 @@ void RemoteRequest::onMessage(const tandem::v1::WorkerGenerateResponse& msg, boo
   out.num_output_tokens = static_cast<int>(delivered_.size());
   out.num_cached_tokens = cached_tokens_;
   callback_(out);
-  if (reason != engine::FinishReason::kNone) callback_ = nullptr;
+  if (reason != generation::FinishReason::kNone) callback_ = nullptr;
 }
 
 void RemoteRequest::onCallDone(const grpc::Status& status) {
@@ -199,12 +199,12 @@ void RemoteRequest::onCallDone(const grpc::Status& status) {
     return;
   }
   if (cancelled) {
-    finish(engine::FinishReason::kAbort);
+    finish(generation::FinishReason::kAbort);
     return;
   }
   if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT && !worker_gave_up_) {
     // the worker refuses the request itself: another would too.
-    finish(engine::FinishReason::kError);
+    finish(generation::FinishReason::kError);
     return;
   }
   backend_->retryAfterBrokenCall(shared_from_this(), status, address, !delivered_.empty());

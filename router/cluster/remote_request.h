@@ -1,4 +1,4 @@
-// One request the RemoteBackend generates on decode workers: the original
+// One request the RemoteGenerator generates on decode workers: the original
 // prompt and parameters, the tokens delivered to the client so far, and the
 // Worker.Generate call in flight (a gRPC callback reactor). When that call
 // ends before its final message the request goes back to the backend,
@@ -13,34 +13,34 @@
 #include <string>
 #include <vector>
 
+#include "generation/generator.h"
 #include "grpcpp/grpcpp.h"
-#include "router/generate/generate_backend.h"
 #include "tandem/v1/worker.grpc.pb.h"
 
 namespace tandem::router::cluster {
 
-class RemoteBackend;
+class RemoteGenerator;
 class WorkerGenerateCall;
 
 // the engine's finish reason for a worker's finish_reason string
 // (kNone for "", kError for one it does not know).
-engine::FinishReason finishReasonFromString(const std::string& reason);
+generation::FinishReason finishReasonFromString(const std::string& reason);
 
 class RemoteRequest : public std::enable_shared_from_this<RemoteRequest> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  RemoteRequest(RemoteBackend* backend, RequestId id, std::vector<int32_t> prompt,
-                engine::SamplingParams params, GenerateBackend::OutputCallback callback);
+  RemoteRequest(RemoteGenerator* backend, generation::RequestId id, std::vector<int32_t> prompt,
+                generation::SamplingParams params, generation::Generator::OutputCallback callback);
 
-  RequestId id() const { return id_; }
+  generation::RequestId id() const { return id_; }
 
   // what the next attempt sends: the prompt followed by the tokens already
   // delivered, and the tokens still to generate (mu_ not held; only while
   // no call is in flight).
   std::vector<int32_t> nextPrompt() const;
   int remainingTokens() const;
-  const engine::SamplingParams& params() const { return params_; }
+  const generation::SamplingParams& params() const { return params_; }
 
   // starts Worker.Generate on `stub` (D at `address`, with P at
   // `prefill_address` or "" for a local prefill). false when the request
@@ -61,7 +61,7 @@ class RemoteRequest : public std::enable_shared_from_this<RemoteRequest> {
 
   // delivers the final output with `reason` (token -1) unless one was
   // delivered. only while no call is in flight.
-  void finish(engine::FinishReason reason);
+  void finish(generation::FinishReason reason);
 
   // the worker call's reactions.
   void onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first);
@@ -74,11 +74,11 @@ class RemoteRequest : public std::enable_shared_from_this<RemoteRequest> {
   int attempts = 0;
 
  private:
-  RemoteBackend* backend_;
-  const RequestId id_;
+  RemoteGenerator* backend_;
+  const generation::RequestId id_;
   const std::vector<int32_t> prompt_;
-  const engine::SamplingParams params_;
-  GenerateBackend::OutputCallback callback_;
+  const generation::SamplingParams params_;
+  generation::Generator::OutputCallback callback_;
 
   mutable std::mutex mu_;
   WorkerGenerateCall* call_ = nullptr;  // guarded by mu_

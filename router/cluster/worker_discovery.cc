@@ -8,9 +8,9 @@
 #include <fstream>
 #include <memory>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 
 namespace tandem::router::cluster {
 

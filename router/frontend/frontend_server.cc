@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "router/openai/api_error.h"
+
 namespace tandem::router {
 
 absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& options) {
@@ -17,6 +19,7 @@ absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& o
   http.num_threads = options.http_threads;
   http.max_body_bytes = options.max_request_bytes;
   http.request_timeout = options.request_timeout;
+  http.error_body = openai::serverErrorBody;
   absl::StatusOr<http::HttpServerPtr> server = http::HttpServer::start(http, s->service_->handler());
   if (!server.ok()) return server.status();
   s->http_ = std::move(*server);
@@ -31,7 +34,7 @@ absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& o
 
 FrontendServer::~FrontendServer() { drainAndStop(std::chrono::milliseconds(0)); }
 
-absl::Status FrontendServer::serve(ServedModelPtr model, GenerateBackend* backend) {
+absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* backend) {
   model_ = std::move(model);
   JobContext context;
   context.model = model_.get();
@@ -55,7 +58,7 @@ void FrontendServer::trimWhileIdle() {
   bool trimmed = true;
   std::unique_lock lock(trim_mu_);
   while (!trim_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_trim_; })) {
-    const BackendLoad load = backend_->load();
+    const generation::GeneratorLoad load = backend_->load();
     const bool idle = load.num_running == 0 && load.num_waiting == 0 && service_->pending() == 0;
     // once per idle period: trimming walks the whole heap.
     if (idle && !trimmed) malloc_trim(0);

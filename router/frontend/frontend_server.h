@@ -1,5 +1,5 @@
 // The router's front door: the OpenAI HTTP server and the tandem gRPC
-// server over one model and one GenerateBackend, with their metrics. HTTP
+// server over one model and one generation::Generator, with their metrics. HTTP
 // starts first and answers /health 503 until the model is being served, so
 // orchestrators can watch a slow start; gRPC starts with the model (or at
 // once, with FrontendOptions::grpc_at_start).
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/http/http_server.h"
 #include "router/generate/openai_service.h"
 #include "router/generate/served_model.h"
 #include "router/grpc/grpc_server.h"
-#include "router/http/http_server.h"
 #include "router/metrics/serving_metrics.h"
 
 namespace tandem::router {
@@ -50,7 +50,7 @@ class FrontendServer {
 
   // serves `model` on `backend` (which must outlive the server): HTTP
   // becomes ready and gRPC starts listening.
-  absl::Status serve(ServedModelPtr model, GenerateBackend* backend);
+  absl::Status serve(ServedModelPtr model, generation::Generator* backend);
 
   // stops taking requests (health 503 / NOT_SERVING, new generations 503),
   // lets those in progress finish until `grace`, then closes everything.
@@ -74,7 +74,7 @@ class FrontendServer {
   ServedModelPtr model_;
   http::HttpServerPtr http_;
   GrpcServerPtr grpc_;
-  GenerateBackend* backend_ = nullptr;
+  generation::Generator* backend_ = nullptr;
   std::mutex trim_mu_;
   std::condition_variable trim_cv_;
   bool stop_trim_ = false;  // guarded by trim_mu_

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "router/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::router {
 

@@ -3,7 +3,7 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
-#include "router/http/http_error.h"
+#include "router/openai/api_error.h"
 
 namespace tandem::router {
 namespace {
@@ -17,13 +17,13 @@ std::string newRequestId(openai::Endpoint endpoint) {
                          rng(), rng());
 }
 
-const char* finishName(engine::FinishReason reason) {
+const char* finishName(generation::FinishReason reason) {
   switch (reason) {
-    case engine::FinishReason::kStop: return "stop";
-    case engine::FinishReason::kLength: return "length";
-    case engine::FinishReason::kAbort: return "abort";
-    case engine::FinishReason::kError: return "error";
-    case engine::FinishReason::kNone: break;
+    case generation::FinishReason::kStop: return "stop";
+    case generation::FinishReason::kLength: return "length";
+    case generation::FinishReason::kAbort: return "abort";
+    case generation::FinishReason::kError: return "error";
+    case generation::FinishReason::kNone: break;
   }
   return "";
 }
@@ -99,16 +99,16 @@ void CompletionJob::submitAll() {
   // outputs arriving meanwhile wait for mu_.
   auto self = shared_from_this();
   for (auto& choice : choices_) {
-    engine::SamplingParams params = request_.sampling;
+    generation::SamplingParams params = request_.sampling;
     // choices of one seeded request differ from each other, yet repeat.
     if (params.seed) *params.seed += static_cast<uint64_t>(choice->index);
     const int c = choice->index;
-    absl::StatusOr<RequestId> id = context_.backend->submit(
+    absl::StatusOr<generation::RequestId> id = context_.backend->submit(
         prompts_[choice->prompt_index].tokens, std::move(params),
-        [self, c](const engine::EngineOutput& out) { self->onOutput(c, out); });
+        [self, c](const generation::TokenOutput& out) { self->onOutput(c, out); });
     if (!id.ok()) {
       const int status = absl::IsUnavailable(id.status()) ? 503 : 400;
-      http::ApiError error = http::errorFor(status, std::string(id.status().message()));
+      openai::ApiError error = openai::errorFor(status, std::string(id.status().message()));
       if (status == 400 && id.status().message().find("context length") != std::string::npos) {
         error.code = "context_length_exceeded";
       }
@@ -120,7 +120,7 @@ void CompletionJob::submitAll() {
       // the lock is held: fail() would take it again.
       context_.metrics->countRequest(endpointLabel(request_.endpoint), error.status);
       context_.metrics->requestEnded();
-      writer_->respond(error.status, kJsonHeaders, http::errorBody(error));
+      writer_->respond(error.status, kJsonHeaders, openai::errorBody(error));
       return;
     }
     choice->backend_id = *id;
@@ -129,22 +129,22 @@ void CompletionJob::submitAll() {
   if (request_.stream) writer_->startStream(200, kSseHeaders);
 }
 
-void CompletionJob::onOutput(int c, const engine::EngineOutput& output) {
+void CompletionJob::onOutput(int c, const generation::TokenOutput& output) {
   std::lock_guard lock(mu_);
   Choice& choice = *choices_[c];
   if (answered_ || choice.done) return;
-  if (output.finish_reason == engine::FinishReason::kError) {
+  if (output.finish_reason == generation::FinishReason::kError) {
     answered_ = true;
     cancelAll();
     context_.metrics->countRequest(endpointLabel(request_.endpoint), 500);
     context_.metrics->requestEnded();
-    const http::ApiError error = http::errorFor(500, "the model failed while generating");
+    const openai::ApiError error = openai::errorFor(500, "the model failed while generating");
     if (request_.stream) {
-      writer_->write(sseEvent(http::errorBody(error)));
+      writer_->write(sseEvent(openai::errorBody(error)));
       writer_->write("data: [DONE]\n\n");
       writer_->finish();
     } else {
-      writer_->respond(500, kJsonHeaders, http::errorBody(error));
+      writer_->respond(500, kJsonHeaders, openai::errorBody(error));
     }
     return;
   }
@@ -177,7 +177,7 @@ void CompletionJob::onOutput(int c, const engine::EngineOutput& output) {
   if (num_done_ == static_cast<int>(choices_.size())) complete();
 }
 
-void CompletionJob::appendToken(Choice& choice, const engine::EngineOutput& output,
+void CompletionJob::appendToken(Choice& choice, const generation::TokenOutput& output,
                                 std::string& delta,
                                 std::vector<openai::TokenLogprobEntry>& logprobs) {
   const Clock::time_point now = Clock::now();
@@ -194,7 +194,7 @@ void CompletionJob::appendToken(Choice& choice, const engine::EngineOutput& outp
   if (request_.want_logprobs) {
     const tokenizer::Tokenizer& tok = context_.model->tokenizer();
     openai::TokenLogprobEntry entry{tok.tokenBytes(output.token), output.logprob, {}};
-    for (const engine::TokenLogprob& top : output.top_logprobs) {
+    for (const generation::TokenLogprob& top : output.top_logprobs) {
       entry.top.push_back({tok.tokenBytes(top.token), top.logprob});
     }
     logprobs.push_back(std::move(entry));

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "common/http/http_server.h"
+#include "generation/generator.h"
 #include "router/generate/choice_text_stream.h"
-#include "router/generate/generate_backend.h"
 #include "router/generate/served_model.h"
-#include "router/http/http_server.h"
 #include "router/metrics/serving_metrics.h"
 #include "router/openai/openai_response.h"
 
@@ -24,7 +24,7 @@ namespace tandem::router {
 // what a job needs from the server; all outlive every job.
 struct JobContext {
   const ServedModel* model = nullptr;
-  GenerateBackend* backend = nullptr;
+  generation::Generator* backend = nullptr;
   ServingMetrics* metrics = nullptr;
   // jobs alive (decremented when a job is destroyed); may be null.
   std::atomic<int>* live_jobs = nullptr;
@@ -54,7 +54,7 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
         : text(tok, r.stop, r.include_stop_str_in_output, r.skip_special_tokens) {}
     int index = 0;
     int prompt_index = 0;
-    RequestId backend_id = 0;
+    generation::RequestId backend_id = 0;
     ChoiceTextStream text;
     openai::ChoiceResult result;  // whole text and logprobs (non-streaming)
     int completion_tokens = 0;
@@ -72,8 +72,8 @@ class CompletionJob : public std::enable_shared_from_this<CompletionJob> {
 
   void submitAll();
   // backend thread: one output of choice `c`.
-  void onOutput(int c, const engine::EngineOutput& output);
-  void appendToken(Choice& choice, const engine::EngineOutput& output, std::string& delta,
+  void onOutput(int c, const generation::TokenOutput& output);
+  void appendToken(Choice& choice, const generation::TokenOutput& output, std::string& delta,
                    std::vector<openai::TokenLogprobEntry>& logprobs);
   void sendDelta(Choice& choice, std::string delta,
                  std::vector<openai::TokenLogprobEntry> logprobs, const std::string& finish);

@@ -48,7 +48,7 @@ void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr wr
   }
   if (path == "/health" && get) {
     if (draining_ || !ready_.load(std::memory_order_acquire) || !context_.backend->ready()) {
-      sendError(writer, http::errorFor(503, draining_ ? "shutting down" : "not ready"), "health");
+      sendError(writer, openai::errorFor(503, draining_ ? "shutting down" : "not ready"), "health");
     } else {
       writer->respond(200, kJson, R"({"status":"ok"})");
     }
@@ -66,16 +66,16 @@ void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr wr
   const bool known = path == "/v1/models" || path == "/v1/completions" ||
                      path == "/v1/chat/completions" || absl::StartsWith(path, "/v1/models/");
   if (!known) {
-    sendError(writer, http::errorFor(404, absl::StrFormat("no route for %s %s", request.method, path)),
+    sendError(writer, openai::errorFor(404, absl::StrFormat("no route for %s %s", request.method, path)),
               "unknown");
     return;
   }
   if (!ready_.load(std::memory_order_acquire)) {
-    sendError(writer, http::errorFor(503, "the model is still loading"), "unknown");
+    sendError(writer, openai::errorFor(503, "the model is still loading"), "unknown");
     return;
   }
   if (!authorized(request)) {
-    sendError(writer, http::errorFor(401, "a valid API key is required: Authorization: Bearer <key>"),
+    sendError(writer, openai::errorFor(401, "a valid API key is required: Authorization: Bearer <key>"),
               "unauthorized");
     return;
   }
@@ -88,7 +88,7 @@ void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr wr
   }
   if (absl::StartsWith(path, "/v1/models/") && get) {
     if (path.substr(11) != context_.model->name()) {
-      sendError(writer, http::errorFor(404, absl::StrFormat("model '%s' does not exist", path.substr(11)), "model"), "models");
+      sendError(writer, openai::errorFor(404, absl::StrFormat("model '%s' does not exist", path.substr(11)), "model"), "models");
       return;
     }
     nlohmann::json list = nlohmann::json::parse(openai::renderModelList(
@@ -104,7 +104,7 @@ void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr wr
     generate(request, openai::Endpoint::kChatCompletions, std::move(writer));
     return;
   }
-  http::ApiError error = http::errorFor(405, absl::StrFormat("%s is not allowed on %s", request.method, path));
+  openai::ApiError error = openai::errorFor(405, absl::StrFormat("%s is not allowed on %s", request.method, path));
   sendError(writer, error, "unknown");
 }
 
@@ -119,12 +119,12 @@ bool OpenAiService::authorized(const http::HttpRequest& request) const {
   return ok;
 }
 
-void OpenAiService::sendError(const http::ResponseWriterPtr& writer, const http::ApiError& error,
+void OpenAiService::sendError(const http::ResponseWriterPtr& writer, const openai::ApiError& error,
                               const std::string& endpoint) {
   std::vector<http::HttpHeader> headers = kJson;
   if (error.status == 429) headers.push_back({"Retry-After", "1"});
   if (error.status == 401) headers.push_back({"WWW-Authenticate", "Bearer"});
-  writer->respond(error.status, std::move(headers), http::errorBody(error));
+  writer->respond(error.status, std::move(headers), openai::errorBody(error));
   context_.metrics->countRequest(endpoint, error.status);
 }
 
@@ -133,24 +133,24 @@ void OpenAiService::generate(const http::HttpRequest& http_request, openai::Endp
   const auto arrival = CompletionJob::Clock::now();
   const std::string label = endpoint == openai::Endpoint::kChatCompletions ? "chat" : "completions";
   if (draining_ || !context_.backend->ready()) {
-    sendError(writer, http::errorFor(503, draining_ ? "the server is shutting down" : "the backend is not ready"), label);
+    sendError(writer, openai::errorFor(503, draining_ ? "the server is shutting down" : "the backend is not ready"), label);
     return;
   }
   if (live_jobs_.load() >= options_.max_pending_requests) {
     context_.metrics->countRejected();
-    sendError(writer, http::errorFor(429, absl::StrFormat(
+    sendError(writer, openai::errorFor(429, absl::StrFormat(
         "the server is overloaded (%d requests in progress); retry later", live_jobs_.load())), label);
     return;
   }
   openai::ParseResult parsed = openai::parseGenerationRequest(http_request.body, endpoint);
-  if (auto* error = std::get_if<http::ApiError>(&parsed)) {
+  if (auto* error = std::get_if<openai::ApiError>(&parsed)) {
     sendError(writer, *error, label);
     return;
   }
   openai::GenerationRequest request = std::move(std::get<openai::GenerationRequest>(parsed));
   const ServedModel& model = *context_.model;
   if (request.model != model.name()) {
-    sendError(writer, http::errorFor(404, absl::StrFormat(
+    sendError(writer, openai::errorFor(404, absl::StrFormat(
         "the model '%s' does not exist; this server serves '%s'", request.model, model.name()), "model"), label);
     return;
   }
@@ -159,7 +159,7 @@ void OpenAiService::generate(const http::HttpRequest& http_request, openai::Endp
   if (endpoint == openai::Endpoint::kChatCompletions) {
     absl::StatusOr<std::vector<int32_t>> tokens = model.chatTokens(request);
     if (!tokens.ok()) {
-      sendError(writer, http::errorFor(400, std::string(tokens.status().message()), "messages"), label);
+      sendError(writer, openai::errorFor(400, std::string(tokens.status().message()), "messages"), label);
       return;
     }
     prompts.push_back({std::move(*tokens), ""});
@@ -177,7 +177,7 @@ void OpenAiService::generate(const http::HttpRequest& http_request, openai::Endp
   int longest = 0;
   for (const TokenizedPrompt& p : prompts) longest = std::max<int>(longest, p.tokens.size());
   if (longest > max_prompt || longest >= max_len) {
-    http::ApiError error = http::errorFor(400, absl::StrFormat(
+    openai::ApiError error = openai::errorFor(400, absl::StrFormat(
         "this model's maximum context length is %d tokens, but the prompt has %d tokens%s",
         max_len, longest, longest > max_prompt && longest < max_len
                               ? absl::StrFormat(" (the server allows at most %d)", max_prompt) : ""),
@@ -191,7 +191,7 @@ void OpenAiService::generate(const http::HttpRequest& http_request, openai::Endp
     request.sampling.max_tokens =
         endpoint == openai::Endpoint::kChatCompletions ? rest : std::min(16, rest);
   } else if (longest + request.sampling.max_tokens > max_len) {
-    http::ApiError error = http::errorFor(400, absl::StrFormat(
+    openai::ApiError error = openai::errorFor(400, absl::StrFormat(
         "this model's maximum context length is %d tokens, but %d were requested (%d in the "
         "prompt, %d for the completion); lower max_tokens or shorten the prompt",
         max_len, longest + request.sampling.max_tokens, longest, request.sampling.max_tokens),

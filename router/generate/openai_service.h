@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/http/http_server.h"
 #include "router/generate/completion_job.h"
-#include "router/http/http_server.h"
 
 namespace tandem::router {
 
@@ -50,7 +50,7 @@ class OpenAiService {
   void generate(const http::HttpRequest& request, openai::Endpoint endpoint,
                 http::ResponseWriterPtr writer);
   bool authorized(const http::HttpRequest& request) const;
-  void sendError(const http::ResponseWriterPtr& writer, const http::ApiError& error,
+  void sendError(const http::ResponseWriterPtr& writer, const openai::ApiError& error,
                  const std::string& endpoint);
 
   JobContext context_;

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
-#include "server/model/gguf_file.h"
+#include "formats/gguf_file.h"
 
 namespace tandem::router {
 namespace {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "router/chat/chat_template.h"
 #include "router/openai/openai_request.h"
-#include "router/tokenizer/tokenizer.h"
+#include "text/chat/chat_template.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::router {
 

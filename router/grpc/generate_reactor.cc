@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_format.h"
-#include "server/rpc/sampling_params_proto.h"
+#include "proto/convert/sampling_params_proto.h"
 
 namespace tandem::router {
 
@@ -19,7 +19,7 @@ class GenerateCall : public std::enable_shared_from_this<GenerateCall> {
 
   // validates and submits; on error ends the call with it.
   void start(const tandem::v1::GenerateRequest& request);
-  void onOutput(const engine::EngineOutput& output);
+  void onOutput(const generation::TokenOutput& output);
   void onWriteDone(bool ok);
   void onCancel();
   void onDone();
@@ -37,7 +37,7 @@ class GenerateCall : public std::enable_shared_from_this<GenerateCall> {
   std::optional<grpc::Status> final_status_;  // set when the last message is queued
   bool finished_ = false;                     // Finish() called
   std::optional<ChoiceTextStream> text_;
-  std::optional<RequestId> backend_id_;
+  std::optional<generation::RequestId> backend_id_;
   bool generation_done_ = false;
   int prompt_tokens_ = 0;
   int completion_tokens_ = 0;
@@ -69,7 +69,7 @@ void GenerateCall::start(const tandem::v1::GenerateRequest& request) {
     finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
     return;
   }
-  absl::StatusOr<engine::SamplingParams> params = rpc::fromProto(request.params());
+  absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
   if (!params.ok()) {
     finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(params.status().message())));
     return;
@@ -79,9 +79,9 @@ void GenerateCall::start(const tandem::v1::GenerateRequest& request) {
   prompt_tokens_ = static_cast<int>(prompt.size());
   last_token_ = arrival_;
   auto self = shared_from_this();
-  absl::StatusOr<RequestId> id = context_.backend->submit(
+  absl::StatusOr<generation::RequestId> id = context_.backend->submit(
       std::move(prompt), std::move(*params),
-      [self](const engine::EngineOutput& out) { self->onOutput(out); });
+      [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
     const auto code = absl::IsUnavailable(id.status()) ? grpc::StatusCode::UNAVAILABLE
                                                        : grpc::StatusCode::INVALID_ARGUMENT;
@@ -91,10 +91,10 @@ void GenerateCall::start(const tandem::v1::GenerateRequest& request) {
   backend_id_ = *id;
 }
 
-void GenerateCall::onOutput(const engine::EngineOutput& output) {
+void GenerateCall::onOutput(const generation::TokenOutput& output) {
   std::lock_guard lock(mu_);
   if (generation_done_) return;
-  if (output.finish_reason == engine::FinishReason::kError) {
+  if (output.finish_reason == generation::FinishReason::kError) {
     generation_done_ = true;
     finishLocked(grpc::Status(grpc::StatusCode::INTERNAL, "the model failed while generating"));
     return;
@@ -116,7 +116,7 @@ void GenerateCall::onOutput(const engine::EngineOutput& output) {
       lp->set_token_id(output.token);
       lp->set_logprob(output.logprob);
       auto* tops = msg.add_top_logprobs();
-      for (const engine::TokenLogprob& t : output.top_logprobs) {
+      for (const generation::TokenLogprob& t : output.top_logprobs) {
         auto* top = tops->add_top();
         top->set_token_id(t.token);
         top->set_logprob(t.logprob);
@@ -129,8 +129,8 @@ void GenerateCall::onOutput(const engine::EngineOutput& output) {
     finish = "stop";
     msg.set_stop_reason(text_->matchedStop());
   } else if (output.finished()) {
-    finish = output.finish_reason == engine::FinishReason::kLength ? "length"
-             : output.finish_reason == engine::FinishReason::kStop ? "stop" : "abort";
+    finish = output.finish_reason == generation::FinishReason::kLength ? "length"
+             : output.finish_reason == generation::FinishReason::kStop ? "stop" : "abort";
     *msg.mutable_text() += text_->finish();
   }
   if (!finish.empty()) {

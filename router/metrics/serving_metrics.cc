@@ -19,7 +19,7 @@ const Histogram::BucketBoundaries kLatencyBuckets = {
 
 }  // namespace
 
-void ServingMetrics::setLoadSource(std::function<BackendLoad()> load) {
+void ServingMetrics::setLoadSource(std::function<generation::GeneratorLoad()> load) {
   std::lock_guard lock(load_mu_);
   load_ = std::move(load);
 }
@@ -68,13 +68,13 @@ void ServingMetrics::addTokens(int prompt, int generated, int cached) {
 }
 
 std::string ServingMetrics::render() {
-  std::function<BackendLoad()> source;
+  std::function<generation::GeneratorLoad()> source;
   {
     std::lock_guard lock(load_mu_);
     source = load_;
   }
   if (source) {
-    const BackendLoad load = source();
+    const generation::GeneratorLoad load = source();
     running_->Set(load.num_running);
     waiting_->Set(load.num_waiting);
     kv_blocks_->Set(load.num_blocks);

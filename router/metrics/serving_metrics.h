@@ -10,12 +10,12 @@
 #include <mutex>
 #include <string>
 
+#include "generation/generator.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
-#include "router/generate/generate_backend.h"
 
 namespace tandem::router {
 
@@ -24,7 +24,7 @@ class ServingMetrics {
   ServingMetrics();
 
   // `load` is called at each scrape for the backend gauges.
-  void setLoadSource(std::function<BackendLoad()> load);
+  void setLoadSource(std::function<generation::GeneratorLoad()> load);
 
   // one finished HTTP/gRPC request: its endpoint ("completions", "chat",
   // "grpc_generate", "models", ...) and status code.
@@ -45,7 +45,7 @@ class ServingMetrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::mutex load_mu_;
-  std::function<BackendLoad()> load_;  // guarded by load_mu_
+  std::function<generation::GeneratorLoad()> load_;  // guarded by load_mu_
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Gauge* in_flight_;
   prometheus::Histogram* ttft_;

@@ -106,7 +106,7 @@ const Json* FieldReader::readArray(std::string_view name) {
 
 void FieldReader::fail(std::string_view param, std::string message) {
   if (error_) return;
-  error_ = http::errorFor(400, std::move(message), path(param));
+  error_ = openai::errorFor(400, std::move(message), path(param));
 }
 
 void FieldReader::absorb(const FieldReader& other) {

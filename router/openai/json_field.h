@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "nlohmann/json.hpp"
-#include "router/http/http_error.h"
+#include "router/openai/api_error.h"
 
 namespace tandem::openai {
 
@@ -59,7 +59,7 @@ class FieldReader {
 
   bool failed() const { return error_.has_value(); }
   // the first error recorded; only meaningful when failed().
-  const http::ApiError& error() const { return *error_; }
+  const openai::ApiError& error() const { return *error_; }
 
  private:
   // records "`name` must be <expected>, got <type>".
@@ -71,7 +71,7 @@ class FieldReader {
 
   const nlohmann::ordered_json& object_;
   std::string prefix_;
-  std::optional<http::ApiError> error_;
+  std::optional<openai::ApiError> error_;
 };
 
 }  // namespace tandem::openai

@@ -21,7 +21,7 @@ constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
 
 // the body as JSON, or the 400 to answer. nlohmann reports parse errors by
 // exception; it is caught here so none leaves this module.
-std::variant<Json, http::ApiError> parseBody(std::string_view body) {
+std::variant<Json, openai::ApiError> parseBody(std::string_view body) {
   bool too_deep = false;
   Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t event,
                                                      Json&) {
@@ -42,14 +42,14 @@ std::variant<Json, http::ApiError> parseBody(std::string_view body) {
     std::string_view what = e.what();
     size_t id_end = what.find("] ");
     if (id_end != std::string_view::npos) what.remove_prefix(id_end + 2);
-    return http::errorFor(400, absl::StrCat("invalid JSON: ", std::string(what)));
+    return openai::errorFor(400, absl::StrCat("invalid JSON: ", std::string(what)));
   }
   if (too_deep) {
-    return http::errorFor(400, absl::StrCat("the request body nests deeper than ", kMaxJsonDepth,
+    return openai::errorFor(400, absl::StrCat("the request body nests deeper than ", kMaxJsonDepth,
                                             " levels"));
   }
   if (!json.is_object()) {
-    return http::errorFor(400, absl::StrCat("the request body must be a JSON object, got ",
+    return openai::errorFor(400, absl::StrCat("the request body must be a JSON object, got ",
                                             json.type_name()));
   }
   return json;
@@ -112,7 +112,7 @@ std::optional<int> readTokenBudget(FieldReader& reader, std::string_view name) {
 
 // "seed": any integer that fits 64 bits; OpenAI allows negative seeds, which
 // keep their two's-complement bits.
-void readSeed(FieldReader& reader, engine::SamplingParams& sampling) {
+void readSeed(FieldReader& reader, generation::SamplingParams& sampling) {
   const Json* seed = reader.find("seed");
   if (seed == nullptr) return;
   if (seed->is_number_unsigned()) {
@@ -126,7 +126,7 @@ void readSeed(FieldReader& reader, engine::SamplingParams& sampling) {
 
 // the fields SamplingParams holds, range-checked by its validate().
 void readSampling(FieldReader& reader, GenerationRequest& request) {
-  engine::SamplingParams& sampling = request.sampling;
+  generation::SamplingParams& sampling = request.sampling;
   auto readFloat = [&reader](std::string_view name, float& field) {
     if (std::optional<double> value = reader.readNumber(name)) field = toFloat(*value);
   };
@@ -167,7 +167,7 @@ void readSampling(FieldReader& reader, GenerationRequest& request) {
 
 // completions: "logprobs": n; chat: "logprobs": bool plus "top_logprobs": n.
 void readLogprobs(FieldReader& reader, GenerationRequest& request) {
-  constexpr int kMax = engine::SamplingParams::kMaxLogprobs;
+  constexpr int kMax = generation::SamplingParams::kMaxLogprobs;
   if (request.endpoint == Endpoint::kCompletions) {
     if (std::optional<int64_t> n = reader.readInt("logprobs", 0, kMax)) {
       request.want_logprobs = true;
@@ -245,8 +245,8 @@ std::string validationParam(const std::string& message, const GenerationRequest&
 }  // namespace
 
 ParseResult parseGenerationRequest(std::string_view body, Endpoint endpoint) {
-  std::variant<Json, http::ApiError> parsed = parseBody(body);
-  if (auto* error = std::get_if<http::ApiError>(&parsed)) return std::move(*error);
+  std::variant<Json, openai::ApiError> parsed = parseBody(body);
+  if (auto* error = std::get_if<openai::ApiError>(&parsed)) return std::move(*error);
   Json json = std::get<Json>(std::move(parsed));
 
   GenerationRequest request;
@@ -281,7 +281,7 @@ ParseResult parseGenerationRequest(std::string_view body, Endpoint endpoint) {
   if (absl::Status status = request.sampling.validate(); !status.ok()) {
     std::string message(status.message());
     std::string param = validationParam(message, request, reader);
-    return http::errorFor(400, std::move(message), std::move(param));
+    return openai::errorFor(400, std::move(message), std::move(param));
   }
   if (endpoint == Endpoint::kChatCompletions) takeTemplateInputs(json, request);
   return request;

@@ -16,9 +16,9 @@
 #include <variant>
 #include <vector>
 
+#include "generation/sampling_params.h"
 #include "nlohmann/json.hpp"
-#include "router/http/http_error.h"
-#include "server/engine/sampling_params.h"
+#include "router/openai/api_error.h"
 
 namespace tandem::openai {
 
@@ -61,7 +61,7 @@ struct GenerationRequest {
   // "max_tokens"; when neither is sent, max_tokens_set is false and the
   // caller fills in the default (completions: 16; chat: the rest of the
   // context).
-  engine::SamplingParams sampling;
+  generation::SamplingParams sampling;
   bool max_tokens_set = false;
 
   // "stop": a string or up to kMaxStopStrings strings (empty ones dropped).
@@ -87,7 +87,7 @@ struct GenerationRequest {
 };
 
 // the request, or the error to answer with (status 400 with param set).
-using ParseResult = std::variant<GenerationRequest, http::ApiError>;
+using ParseResult = std::variant<GenerationRequest, openai::ApiError>;
 
 // parses a JSON body. Invalid JSON, a body that is not an object, missing
 // "model"/"prompt"/"messages", wrong types and out-of-range values are 400s.

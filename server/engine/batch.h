@@ -6,9 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "server/engine/generation_types.h"
+
 namespace tandem::engine {
 
-using SeqId = uint64_t;
 
 struct SequenceChunk {
   SeqId seq_id = 0;

@@ -21,7 +21,7 @@ absl::StatusOr<int> Engine::admitAwaitingKv(SeqId id, std::vector<int32_t> promp
   return scheduler_.admitAwaitingKv(id, std::move(prompt), std::move(params));
 }
 
-absl::StatusOr<EngineOutput> Engine::completeRemotePrefill(SeqId id, const EngineOutput& first) {
+absl::StatusOr<TokenOutput> Engine::completeRemotePrefill(SeqId id, const TokenOutput& first) {
   Request* req = scheduler_.findRequest(id);
   if (req == nullptr || req->state != RequestState::kAwaitingKv) {
     return absl::NotFoundError("no request awaiting kv under this id");
@@ -30,14 +30,14 @@ absl::StatusOr<EngineOutput> Engine::completeRemotePrefill(SeqId id, const Engin
   // the first token (Sampler::sample draws once unless greedy).
   if (!req->params.isGreedy()) (void)req->rng.uniform();
   ASSIGN_OR_RETURN(const RequestOutput r, scheduler_.completeRemotePrefill(id, first.token));
-  return EngineOutput{r.id,          r.token,           first.logprob,       first.top_logprobs,
+  return TokenOutput{r.id,          r.token,           first.logprob,       first.top_logprobs,
                       r.finish_reason, r.num_prompt_tokens, r.num_output_tokens,
                       r.num_cached_tokens};
 }
 
 absl::Status Engine::abort(SeqId id) { return scheduler_.abort(id); }
 
-std::vector<EngineOutput> Engine::step() {
+std::vector<TokenOutput> Engine::step() {
   const int64_t preemptions_before = scheduler_.numPreemptions();
   const Batch batch = scheduler_.schedule();
   stalled_ = batch.seqs.empty() && scheduler_.numPreemptions() == preemptions_before;
@@ -73,7 +73,7 @@ std::vector<EngineOutput> Engine::step() {
   // no abort can happen between schedule and onStepResult here, so every
   // sampled row has its output, in the same order.
   TANDEM_CHECK(results.size() == samples.size());
-  std::vector<EngineOutput> outputs;
+  std::vector<TokenOutput> outputs;
   outputs.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     const RequestOutput& r = results[i];
@@ -84,11 +84,11 @@ std::vector<EngineOutput> Engine::step() {
   return outputs;
 }
 
-std::vector<EngineOutput> Engine::failStep(const Batch& batch) {
-  std::vector<EngineOutput> outputs;
+std::vector<TokenOutput> Engine::failStep(const Batch& batch) {
+  std::vector<TokenOutput> outputs;
   for (const SequenceChunk& chunk : batch.seqs) {
     const Request* req = scheduler_.findRequest(chunk.seq_id);
-    EngineOutput out;
+    TokenOutput out;
     out.id = chunk.seq_id;
     out.token = -1;
     out.finish_reason = FinishReason::kError;

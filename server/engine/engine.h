@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kvcache/kv_cache_manager.h"
+#include "server/engine/generation_types.h"
 #include "server/engine/sampler.h"
 #include "server/engine/scheduler.h"
 #include "server/engine/step_model.h"
@@ -24,22 +25,6 @@ struct EngineConfig {
   int num_blocks = 0;
   int block_size = 16;
   bool enable_prefix_caching = true;
-};
-
-// one new token of one request.
-struct EngineOutput {
-  SeqId id = 0;
-  int32_t token = 0;
-  // log-probability of `token` under the raw logits, and the top ones when
-  // the request asked for logprobs.
-  float logprob = 0.0f;
-  std::vector<TokenLogprob> top_logprobs;
-  FinishReason finish_reason = FinishReason::kNone;
-  int num_prompt_tokens = 0;
-  int num_output_tokens = 0;
-  int num_cached_tokens = 0;
-
-  bool finished() const { return finish_reason != FinishReason::kNone; }
 };
 
 class Engine {
@@ -62,7 +47,7 @@ class Engine {
   // generator (Sampler::sample), so the generator is advanced by one draw
   // here: a seeded request then samples the same tokens as an aggregated
   // run would. NotFound when `id` is not awaiting KV.
-  absl::StatusOr<EngineOutput> completeRemotePrefill(SeqId id, const EngineOutput& first);
+  absl::StatusOr<TokenOutput> completeRemotePrefill(SeqId id, const TokenOutput& first);
   // see Scheduler::failRemotePrefill.
   absl::Status failRemotePrefill(SeqId id) { return scheduler_.failRemotePrefill(id); }
   // see Scheduler::releaseHeld.
@@ -86,7 +71,7 @@ class Engine {
   // order (empty when there was nothing to compute, or only prefill chunks).
   // when the model fails, every request of the step finishes with kError,
   // and one output with token -1 reports each of them.
-  std::vector<EngineOutput> step();
+  std::vector<TokenOutput> step();
 
   const kvcache::KvCacheManager& kvCache() const { return kv_; }
   // receives the KV cache's events (not owned, may be null).
@@ -96,7 +81,7 @@ class Engine {
   const Scheduler& scheduler() const { return scheduler_; }
 
  private:
-  std::vector<EngineOutput> failStep(const Batch& batch);
+  std::vector<TokenOutput> failStep(const Batch& batch);
 
   StepModel& model_;
   kvcache::KvCacheManager kv_;

@@ -8,7 +8,7 @@
 
 namespace tandem::engine {
 
-EngineLoop::EngineLoop(LocalEnginePtr engine)
+EngineLoop::EngineLoop(EngineAssemblyPtr engine)
     : engine_(std::move(engine)),
       vocab_size_(engine_->weights().config().vocab_size) {
   {
@@ -110,14 +110,14 @@ absl::StatusOr<EngineLoop::KvAllocation> EngineLoop::submitAwaitingKv(SeqId id,
   return done.get();
 }
 
-void EngineLoop::completeRemotePrefill(SeqId id, EngineOutput first) {
+void EngineLoop::completeRemotePrefill(SeqId id, TokenOutput first) {
   (void)post([this, id, first = std::move(first)] {
     if (!callbacks_.contains(id)) return;
     if (first.token < 0 || first.token >= vocab_size_) {
       (void)engine_->engine().failRemotePrefill(id);
       return;
     }
-    absl::StatusOr<EngineOutput> out = engine_->engine().completeRemotePrefill(id, first);
+    absl::StatusOr<TokenOutput> out = engine_->engine().completeRemotePrefill(id, first);
     if (out.ok()) deliver(*out);
   });
 }
@@ -159,9 +159,9 @@ void EngineLoop::run() {
     for (Task& task : tasks) task();
     tasks.clear();
     if (stopping) break;
-    const std::vector<EngineOutput> outputs = engine.step();
+    const std::vector<TokenOutput> outputs = engine.step();
     reportProgress();
-    for (const EngineOutput& output : outputs) deliver(output);
+    for (const TokenOutput& output : outputs) deliver(output);
     publishStats();
   }
   // end whatever is left.
@@ -183,7 +183,7 @@ void EngineLoop::admit(SeqId id, std::vector<int32_t> prompt, SamplingParams par
     callbacks_.emplace(id, std::move(callback));
   } else {
     // checked before queuing; only a duplicate id gets here.
-    EngineOutput failed;
+    TokenOutput failed;
     failed.id = id;
     failed.token = -1;
     failed.finish_reason = FinishReason::kError;
@@ -240,7 +240,7 @@ void EngineLoop::reportProgress() {
   }
 }
 
-void EngineLoop::deliver(const EngineOutput& output) {
+void EngineLoop::deliver(const TokenOutput& output) {
   auto it = callbacks_.find(output.id);
   if (it == callbacks_.end()) return;
   it->second(output);
@@ -248,7 +248,7 @@ void EngineLoop::deliver(const EngineOutput& output) {
 }
 
 void EngineLoop::finishWith(SeqId id, FinishReason reason) {
-  EngineOutput last;
+  TokenOutput last;
   last.id = id;
   last.token = -1;
   last.finish_reason = reason;

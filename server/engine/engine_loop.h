@@ -21,7 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kvcache/kv_event_log.h"
-#include "server/engine/local_engine.h"
+#include "server/engine/engine_assembly.h"
 
 namespace tandem::engine {
 
@@ -43,10 +43,10 @@ struct EngineLoopStats {
 class EngineLoop {
  public:
   // called on the loop thread; must not block (queue work elsewhere).
-  using OutputCallback = std::function<void(const EngineOutput&)>;
+  using OutputCallback = std::function<void(const TokenOutput&)>;
 
   // takes the engine and starts the loop thread.
-  explicit EngineLoop(LocalEnginePtr engine);
+  explicit EngineLoop(EngineAssemblyPtr engine);
   // stops the loop: unfinished requests end with kAbort.
   ~EngineLoop();
 
@@ -116,7 +116,7 @@ class EngineLoop {
   // is 1) and decodes on. unknown ids, and ids no longer awaiting KV, are
   // ignored. a first token outside the vocabulary is treated as
   // failRemotePrefill(id).
-  void completeRemotePrefill(SeqId id, EngineOutput first);
+  void completeRemotePrefill(SeqId id, TokenOutput first);
   // the remote prefill failed: the blocks written from outside are dropped
   // unused and the request prefills locally (its prefix-cache hits stay).
   // unknown ids are ignored.
@@ -125,7 +125,7 @@ class EngineLoop {
   EngineLoopStats stats() const;
   int maxModelLen() const { return engine_->maxModelLen(); }
   int vocabSize() const { return vocab_size_; }
-  const LocalEngine& localEngine() const { return *engine_; }
+  const EngineAssembly& localEngine() const { return *engine_; }
   // the KV cache's events, numbered (the worker streams them to the router).
   kvcache::KvEventLog& kvEvents() { return kv_events_; }
 
@@ -159,11 +159,11 @@ class EngineLoop {
   void cancelNow(SeqId id);
   // calls on_progress for every prefill that advanced in the last step.
   void reportProgress();
-  void deliver(const EngineOutput& output);
+  void deliver(const TokenOutput& output);
   void finishWith(SeqId id, FinishReason reason);
   void publishStats();
 
-  LocalEnginePtr engine_;
+  EngineAssemblyPtr engine_;
   const int vocab_size_;
 
   mutable std::mutex mu_;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "server/engine/batch.h"
+#include "server/engine/generation_types.h"
 #include "server/engine/sampler_rng.h"
-#include "server/engine/sampling_params.h"
 
 namespace tandem::engine {
 
@@ -21,14 +21,6 @@ namespace tandem::engine {
 // worker is writing (disaggregated prefill); neither waiting nor running, so
 // never scheduled until the remote prefill completes or fails.
 enum class RequestState { kWaiting, kRunning, kAwaitingKv, kFinished };
-
-enum class FinishReason {
-  kNone,    // still generating.
-  kStop,    // sampled an EOS token (unless ignore_eos) or a stop_token_ids entry.
-  kLength,  // reached max_tokens or the model's context length.
-  kAbort,   // cancelled by abort().
-  kError,   // the model failed on a step holding this request.
-};
 
 struct Request {
   Request(SeqId id_in, std::vector<int32_t> prompt, SamplingParams params_in, uint64_t seed)

@@ -11,16 +11,10 @@
 #include <span>
 #include <vector>
 
+#include "server/engine/generation_types.h"
 #include "server/engine/sampler_rng.h"
-#include "server/engine/sampling_params.h"
 
 namespace tandem::engine {
-
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0.0f;
-  bool operator==(const TokenLogprob&) const = default;
-};
 
 struct SampleResult {
   int32_t token = 0;

@@ -38,11 +38,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "generation/sampling_params.h"
 #include "kvcache/kv_cache_manager.h"
 #include "server/engine/batch.h"
 #include "server/engine/request.h"
 #include "server/engine/sampler_rng.h"
-#include "server/engine/sampling_params.h"
 
 namespace tandem::engine {
 

@@ -8,8 +8,8 @@
 #include "common/status.h"
 #include "server/kv_transport/block_checksum.h"
 #include "server/kv_transport/block_copy.h"
-#include "server/kv_transport/grpc_kv_chunk.h"
 #include "server/kv_transport/endpoint.h"
+#include "server/kv_transport/grpc_kv_chunk.h"
 #include "tandem/v1/kv_transfer.grpc.pb.h"
 
 namespace tandem::kv_transport {

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "server/kv_transport/block_checksum.h"
 #include "server/kv_transport/endpoint.h"
 #include "server/kv_transport/grpc_kv_chunk.h"
-#include "grpcpp/generic/generic_stub.h"
 
 namespace tandem::kv_transport {
 

@@ -3,8 +3,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "formats/safetensors_file.h"
 #include "nlohmann/json.hpp"
-#include "server/model/safetensors_file.h"
 #include "server/model/weight_loaders.h"
 
 namespace tandem::model {

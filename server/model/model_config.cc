@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
+#include "formats/gguf_file.h"
 #include "nlohmann/json.hpp"
-#include "server/model/gguf_file.h"
 #include "server/model/tensor_layout.h"
 
 namespace tandem::model {

@@ -10,10 +10,10 @@
 #include "absl/strings/str_split.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
+#include "formats/gguf_writer.h"
+#include "formats/hf_tokenizer_from_gguf.h"
+#include "formats/safetensors_writer.h"
 #include "nlohmann/json.hpp"
-#include "server/model/gguf_writer.h"
-#include "server/model/hf_tokenizer_from_gguf.h"
-#include "server/model/safetensors_writer.h"
 #include "server/model/synth_vocab.h"
 #include "server/model/tensor_layout.h"
 

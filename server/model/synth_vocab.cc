@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
+#include "formats/gguf_vocab_from_hf.h"
+#include "formats/gguf_writer.h"
 #include "nlohmann/json.hpp"
-#include "server/model/gguf_vocab_from_hf.h"
-#include "server/model/gguf_writer.h"
 
 namespace tandem::model {
 

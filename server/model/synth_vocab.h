@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/model/gguf_file.h"
+#include "formats/gguf_file.h"
 #include "server/model/model_config.h"
 
 namespace tandem::model {

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "common/dtype.h"
 #include "common/mapped_file.h"
-#include "server/model/gguf_file.h"
+#include "formats/gguf_file.h"
 #include "server/model/model_config.h"
 
 namespace tandem::model {

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "absl/strings/str_format.h"
-#include "server/rpc/sampling_params_proto.h"
+#include "proto/convert/sampling_params_proto.h"
 #include "server/worker/remote_prefill.h"
 
 namespace tandem::worker {
@@ -23,13 +23,13 @@ grpc::Status toGrpc(const absl::Status& status) {
   return grpc::Status(code, std::string(status.message()));
 }
 
-std::string finishName(engine::FinishReason reason) {
+std::string finishName(generation::FinishReason reason) {
   switch (reason) {
-    case engine::FinishReason::kStop: return "stop";
-    case engine::FinishReason::kLength: return "length";
-    case engine::FinishReason::kAbort: return "abort";
-    case engine::FinishReason::kError: return "error";
-    case engine::FinishReason::kNone: return "";
+    case generation::FinishReason::kStop: return "stop";
+    case generation::FinishReason::kLength: return "length";
+    case generation::FinishReason::kAbort: return "abort";
+    case generation::FinishReason::kError: return "error";
+    case generation::FinishReason::kNone: return "";
   }
   return "";
 }
@@ -43,7 +43,7 @@ class GenerateCall : public std::enable_shared_from_this<GenerateCall> {
 
   // validates and submits; on error ends the call with it.
   void start(const tandem::v1::WorkerGenerateRequest& request);
-  void onOutput(const engine::EngineOutput& output);
+  void onOutput(const generation::TokenOutput& output);
   void onWriteDone(bool ok);
   void onCancel();
   void onDone();
@@ -85,7 +85,7 @@ void GenerateCall::start(const tandem::v1::WorkerGenerateRequest& request) {
     finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
     return;
   }
-  absl::StatusOr<engine::SamplingParams> params = rpc::fromProto(request.params());
+  absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
   if (!params.ok()) {
     finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                               std::string(params.status().message())));
@@ -95,7 +95,7 @@ void GenerateCall::start(const tandem::v1::WorkerGenerateRequest& request) {
   std::vector<int32_t> prompt(request.token_ids().begin(), request.token_ids().end());
   id_ = context_.newRequestId();
   auto self = shared_from_this();
-  auto callback = [self](const engine::EngineOutput& out) { self->onOutput(out); };
+  auto callback = [self](const generation::TokenOutput& out) { self->onOutput(out); };
 
   if (!request.prefill_address().empty()) {
     absl::StatusOr<engine::EngineLoop::KvAllocation> allocation =
@@ -133,12 +133,12 @@ void GenerateCall::start(const tandem::v1::WorkerGenerateRequest& request) {
   context_.metrics->countPrefill(PrefillKind::kLocal);
 }
 
-void GenerateCall::onOutput(const engine::EngineOutput& output) {
+void GenerateCall::onOutput(const generation::TokenOutput& output) {
   std::lock_guard lock(mu_);
   if (generation_done_) return;
   if (output.token < 0) {
     generation_done_ = true;
-    finishLocked(output.finish_reason == engine::FinishReason::kError
+    finishLocked(output.finish_reason == generation::FinishReason::kError
                      ? grpc::Status(grpc::StatusCode::INTERNAL, "the model failed while generating")
                      : grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                     "the request was aborted (the worker is stopping)"));
@@ -148,7 +148,7 @@ void GenerateCall::onOutput(const engine::EngineOutput& output) {
   msg.set_token(output.token);
   if (logprobs_) {
     msg.set_logprob(output.logprob);
-    for (const engine::TokenLogprob& t : output.top_logprobs) {
+    for (const generation::TokenLogprob& t : output.top_logprobs) {
       auto* top = msg.add_top_logprobs();
       top->set_token_id(t.token);
       top->set_logprob(t.logprob);

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "router/http/http_server.h"
+#include "common/http/http_server.h"
 #include "server/worker/worker_metrics.h"
 
 namespace tandem::worker {

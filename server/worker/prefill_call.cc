@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "proto/convert/sampling_params_proto.h"
 #include "server/kv_transport/endpoint.h"
-#include "server/rpc/sampling_params_proto.h"
 #include "server/worker/prompt_block_hashes.h"
 
 namespace tandem::worker {
@@ -71,7 +71,7 @@ class PrefillJob : public std::enable_shared_from_this<PrefillJob> {
   std::condition_variable changed_;
   int num_computed_ = 0;                      // guarded by mu_
   std::vector<int32_t> block_table_;          // guarded by mu_
-  std::optional<engine::EngineOutput> done_;  // guarded by mu_
+  std::optional<generation::TokenOutput> done_;  // guarded by mu_
   bool cancelled_ = false;                    // guarded by mu_
 };
 
@@ -120,7 +120,7 @@ grpc::Status PrefillJob::run() {
   if (request_.kv_endpoint().empty() || request_.transfer_id().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "kv_endpoint and transfer_id are required");
   }
-  absl::StatusOr<engine::SamplingParams> params = rpc::fromProto(request_.params());
+  absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request_.params());
   if (!params.ok()) return toGrpc(params.status(), "params");
   params->max_tokens = 1;
   hashes_ = promptBlockHashes(prompt, context_.block_size);
@@ -139,7 +139,7 @@ grpc::Status PrefillJob::run() {
     self->block_table_.assign(table.begin(), table.end());
     self->changed_.notify_all();
   };
-  callbacks.on_done = [self](const engine::EngineOutput& out) {
+  callbacks.on_done = [self](const generation::TokenOutput& out) {
     std::lock_guard lock(self->mu_);
     self->done_ = out;
     self->changed_.notify_all();
@@ -151,7 +151,7 @@ grpc::Status PrefillJob::run() {
   bool cancel_sent = false;
   bool cancelled = false;
   absl::Status send_status;
-  std::optional<engine::EngineOutput> done;
+  std::optional<generation::TokenOutput> done;
   std::vector<int32_t> table;
   while (true) {
     int computed = 0;
@@ -188,7 +188,7 @@ grpc::Status PrefillJob::run() {
     stream_.reset();  // aborts the transfer: D sees it fail
     if (!send_status.ok()) return toGrpc(send_status, "KV transfer failed");
     if (cancelled) return grpc::Status(grpc::StatusCode::CANCELLED, "the prefill was cancelled");
-    return done->finish_reason == engine::FinishReason::kError
+    return done->finish_reason == generation::FinishReason::kError
                ? grpc::Status(grpc::StatusCode::INTERNAL, "the model failed while prefilling")
                : grpc::Status(grpc::StatusCode::UNAVAILABLE, "the prefill was aborted");
   }
@@ -206,7 +206,7 @@ grpc::Status PrefillJob::run() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   response_->set_first_token(done->token);
   response_->set_logprob(done->logprob);
-  for (const engine::TokenLogprob& t : done->top_logprobs) {
+  for (const generation::TokenLogprob& t : done->top_logprobs) {
     auto* top = response_->add_top_logprobs();
     top->set_token_id(t.token);
     top->set_logprob(t.logprob);

@@ -147,7 +147,7 @@ void RemotePrefill::maybeResolveLocked() {
   if (ok) {
     context_.metrics->countPrefill(PrefillKind::kRemote);
     on_resolved_(PrefillKind::kRemote);
-    engine::EngineOutput first;
+    generation::TokenOutput first;
     first.id = id_;
     first.token = rpc_response_.first_token();
     first.logprob = rpc_response_.logprob();

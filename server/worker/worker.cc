@@ -59,15 +59,15 @@ absl::Status Worker::start(const WorkerOptions& options) {
 
   // D keeps its KV storage in a memfd so prefill workers on this host write
   // blocks straight into it (shm transport).
-  engine::LocalEngineOptions engine_options = options.engine;
+  engine::EngineAssemblyOptions engine_options = options.engine;
   if (decode) {
     engine_options.kv_storage = [this](size_t bytes) -> absl::StatusOr<kernels::BufferPtr> {
       ASSIGN_OR_RETURN(region_, kv_transport::ShmRegion::create(bytes));
       return kernels::HostBuffer::alias(region_->data(), bytes);
     };
   }
-  ASSIGN_OR_RETURN(engine::LocalEnginePtr local,
-                   engine::LocalEngine::create(options.model_path, engine_options));
+  ASSIGN_OR_RETURN(engine::EngineAssemblyPtr local,
+                   engine::EngineAssembly::create(options.model_path, engine_options));
   const kvcache::KvLayout layout = local->runner().kvLayout();
   context_.block_size = layout.block_size;
   context_.block_bytes = layout.blockBytes();

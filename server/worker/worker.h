@@ -12,8 +12,8 @@
 #include <mutex>
 
 #include "absl/status/statusor.h"
+#include "common/http/http_server.h"
 #include "grpcpp/grpcpp.h"
-#include "router/http/http_server.h"
 #include "server/kv_transport/shm_region.h"
 #include "server/worker/registration_client.h"
 #include "server/worker/worker_context.h"
@@ -29,7 +29,7 @@ class Worker {
  public:
   // loads the model, starts the engine, the transport, the servers and (with
   // options.router_address) the registration. Errors: the engine's
-  // (LocalEngine::create), the transport's, Unavailable when an address
+  // (EngineAssembly::create), the transport's, Unavailable when an address
   // cannot be bound.
   static absl::StatusOr<WorkerPtr> create(const WorkerOptions& options);
   // shutdown(0).

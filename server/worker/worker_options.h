@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "server/engine/local_engine.h"
+#include "server/engine/engine_assembly.h"
 #include "server/kv_transport/kv_transport_factory.h"
 
 namespace tandem::worker {
@@ -55,7 +55,7 @@ struct WorkerOptions {
   std::chrono::milliseconds prefill_timeout{10000};
   // P: the block with this index in every transfer is corrupted in transit.
   int corrupt_kv_block_for_test = -1;
-  engine::LocalEngineOptions engine;
+  engine::EngineAssemblyOptions engine;
   // how long shutdown lets calls in progress finish before cancelling them.
   std::chrono::milliseconds drain_timeout{30000};
 };

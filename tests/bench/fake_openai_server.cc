@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/http/http_server.h"
 #include "nlohmann/json.hpp"
-#include "router/http/http_server.h"
 
 namespace tandem::bench::testing {
 

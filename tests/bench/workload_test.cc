@@ -11,8 +11,8 @@
 #include "bench/loadgen/token_synth.h"
 #include "bench/loadgen/workload.h"
 #include "common/mapped_file.h"
-#include "router/tokenizer/tokenizer.h"
 #include "tests/test_paths.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::bench {
 namespace {

@@ -6,8 +6,8 @@
 // accumulation order differs from the reference (which sums in double).
 #include <numeric>
 
-#include "tests/kernels/cpu/parity_fixture.h"
 #include "kernels/host_buffer.h"
+#include "tests/kernels/cpu/parity_fixture.h"
 
 namespace tandem::kernels::cpu {
 namespace {

@@ -11,11 +11,11 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "router/cluster/registry_service.h"
-#include "router/cluster/remote_backend.h"
+#include "router/cluster/remote_generator.h"
 #include "router/frontend/frontend_server.h"
 #include "tandem/v1/inference.grpc.pb.h"
+#include "tests/common/http/raw_client.h"
 #include "tests/router/cluster/fake_worker.h"
-#include "tests/router/http/raw_client.h"
 #include "tests/test_paths.h"
 
 namespace tandem::router::cluster {
@@ -104,7 +104,7 @@ TEST(RouterFrontendTest, HealthIsNotReadyWhileNoDecodeWorkerIsHealthy) {
   ASSERT_TRUE(pool.registerWorker(d1.info()));
   ASSERT_TRUE(pool.registerWorker(p1.info()));
   pool.pollOnce();
-  RemoteBackend backend(RemoteBackendOptions{}, &pool, nullptr, nullptr);
+  RemoteGenerator backend(RemoteGeneratorOptions{}, &pool, nullptr, nullptr);
   FrontendOptions options;
   options.http_port = 0;
   options.grpc_port = 0;

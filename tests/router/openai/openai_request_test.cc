@@ -15,7 +15,7 @@ using Json = nlohmann::ordered_json;
 
 GenerationRequest parseOk(std::string_view body, Endpoint endpoint = Endpoint::kCompletions) {
   ParseResult result = parseGenerationRequest(body, endpoint);
-  if (auto* error = std::get_if<http::ApiError>(&result)) {
+  if (auto* error = std::get_if<openai::ApiError>(&result)) {
     ADD_FAILURE() << "rejected " << body << ": " << error->message << " (param " << error->param
                   << ")";
     return {};
@@ -91,7 +91,7 @@ TEST(ParseCompletionsTest, ReadsEveryFieldItKnows) {
       R"("logprobs":5,"echo":true,"stream":true,"stream_options":{"include_usage":true},)"
       R"("user":"u1","skip_special_tokens":false,"include_stop_str_in_output":true,)"
       R"("suffix":"","logit_bias":{},"response_format":{"type":"text"})"));
-  const engine::SamplingParams& s = request.sampling;
+  const generation::SamplingParams& s = request.sampling;
   EXPECT_EQ(s.max_tokens, 7);
   EXPECT_TRUE(request.max_tokens_set);
   EXPECT_FLOAT_EQ(s.temperature, 0.0f);
@@ -195,7 +195,7 @@ TEST(ParseChatTest, AcceptsNestingJustInsideTheDepthLimit) {
   EXPECT_EQ(request.chat_template_kwargs["x"].dump(), nested);
   ParseResult deeper = parseGenerationRequest(
       chat(R"("chat_template_kwargs":{"x":[)" + nested + "]}"), Endpoint::kChatCompletions);
-  EXPECT_TRUE(std::holds_alternative<http::ApiError>(deeper));
+  EXPECT_TRUE(std::holds_alternative<openai::ApiError>(deeper));
 }
 
 TEST(ParseChatTest, MaxCompletionTokensWinsOverMaxTokens) {
@@ -234,8 +234,8 @@ class RejectionTest : public ::testing::TestWithParam<Rejection> {};
 TEST_P(RejectionTest, AnswersA400NamingTheField) {
   const Rejection& want = GetParam();
   ParseResult result = parseGenerationRequest(want.body, want.endpoint);
-  ASSERT_TRUE(std::holds_alternative<http::ApiError>(result)) << "accepted " << want.body;
-  const http::ApiError& error = std::get<http::ApiError>(result);
+  ASSERT_TRUE(std::holds_alternative<openai::ApiError>(result)) << "accepted " << want.body;
+  const openai::ApiError& error = std::get<openai::ApiError>(result);
   EXPECT_EQ(error.status, 400);
   EXPECT_EQ(error.type, "invalid_request_error");
   EXPECT_EQ(error.param, want.param);
@@ -406,8 +406,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ParseRequestTest, ReportsTheFirstProblemInReadingOrder) {
   ParseResult result = parseGenerationRequest(
       R"({"model":"m","prompt":"x","temperature":"hot","n":0})", Endpoint::kCompletions);
-  ASSERT_TRUE(std::holds_alternative<http::ApiError>(result));
-  EXPECT_EQ(std::get<http::ApiError>(result).param, "temperature");
+  ASSERT_TRUE(std::holds_alternative<openai::ApiError>(result));
+  EXPECT_EQ(std::get<openai::ApiError>(result).param, "temperature");
 }
 
 }  // namespace

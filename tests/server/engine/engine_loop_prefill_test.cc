@@ -25,7 +25,7 @@ struct PrefillRecorder {
   std::condition_variable done_cv;
   std::vector<int> progress;
   std::vector<std::vector<int32_t>> tables;
-  std::vector<EngineOutput> done;
+  std::vector<TokenOutput> done;
   int progress_after_done = 0;
 
   EngineLoop::PrefillCallbacks callbacks() {
@@ -36,7 +36,7 @@ struct PrefillRecorder {
       progress.push_back(computed);
       tables.emplace_back(table.begin(), table.end());
     };
-    cb.on_done = [this](const EngineOutput& out) {
+    cb.on_done = [this](const TokenOutput& out) {
       std::lock_guard lock(mu);
       done.push_back(out);
       done_cv.notify_all();
@@ -52,7 +52,7 @@ struct PrefillRecorder {
 class EngineLoopPrefillTest : public ::testing::Test {
  protected:
   void start(int chunk_size, uint64_t kv_budget_bytes = 0) {
-    LocalEngineOptions options = testing_support::smallOptions(kBlockSize, chunk_size);
+    EngineAssemblyOptions options = testing_support::smallOptions(kBlockSize, chunk_size);
     options.kv_budget_bytes = kv_budget_bytes;
     loop_ = testing_support::makeLoop(options);
     ASSERT_NE(loop_, nullptr);
@@ -83,7 +83,7 @@ TEST_F(EngineLoopPrefillTest, FirstTokenEqualsTheOraclesAndBlocksAreHeldUntilRel
   for (size_t i = 0; i < cases.size(); ++i) {
     ASSERT_TRUE(recorders[i].wait());
     ASSERT_EQ(recorders[i].done.size(), 1u);
-    const EngineOutput& out = recorders[i].done[0];
+    const TokenOutput& out = recorders[i].done[0];
     EXPECT_EQ(out.token, cases[i].expected[0]) << i;
     EXPECT_EQ(out.finish_reason, FinishReason::kLength);
     EXPECT_EQ(out.num_prompt_tokens, static_cast<int>(cases[i].prompt.size()));

@@ -33,7 +33,7 @@ class EngineLoopRemotePrefillTest : public ::testing::Test {
   }
   void startDecode(int num_blocks) {
     decode_.reset();
-    LocalEngineOptions options = testing_support::smallOptions(kBlockSize, 7);
+    EngineAssemblyOptions options = testing_support::smallOptions(kBlockSize, 7);
     options.kv_budget_bytes = num_blocks * blockBytes();
     decode_ = testing_support::makeLoop(options);
     ASSERT_NE(decode_, nullptr);
@@ -47,12 +47,12 @@ class EngineLoopRemotePrefillTest : public ::testing::Test {
 
   // prefills `prompt` on P and returns its first output and block table;
   // the blocks stay held until P->releasePrefill(id).
-  EngineOutput prefillOnP(SeqId id, const std::vector<int32_t>& prompt,
+  TokenOutput prefillOnP(SeqId id, const std::vector<int32_t>& prompt,
                           const SamplingParams& params, std::vector<int32_t>* table) {
-    std::promise<EngineOutput> done;
+    std::promise<TokenOutput> done;
     EngineLoop::PrefillCallbacks cb;
     cb.on_progress = [table](int, std::span<const int32_t> t) { table->assign(t.begin(), t.end()); };
-    cb.on_done = [&done](const EngineOutput& out) { done.set_value(out); };
+    cb.on_done = [&done](const TokenOutput& out) { done.set_value(out); };
     EXPECT_TRUE(prefill_->submitPrefill(id, prompt, params, std::move(cb)).ok());
     return done.get_future().get();
   }
@@ -65,7 +65,7 @@ class EngineLoopRemotePrefillTest : public ::testing::Test {
     EXPECT_TRUE(allocation.ok()) << allocation.status();
     if (!allocation.ok()) return {};
     std::vector<int32_t> p_table;
-    const EngineOutput first = prefillOnP(id, prompt, params, &p_table);
+    const TokenOutput first = prefillOnP(id, prompt, params, &p_table);
     EXPECT_EQ(p_table.size(), allocation->block_ids.size());
     for (size_t b = allocation->num_cached_tokens / kBlockSize; b < p_table.size(); ++b) {
       std::memcpy(block(*decode_, allocation->block_ids[b]), block(*prefill_, p_table[b]),
@@ -98,7 +98,7 @@ TEST_F(EngineLoopRemotePrefillTest, ConcurrentRemotePrefillsMatchTheOracle) {
     EXPECT_EQ(outs[i].tokens, cases[i].expected) << i;
     EXPECT_EQ(outs[i].finish, FinishReason::kLength);
     EXPECT_EQ(outs[i].calls_after_finish, 0);
-    const EngineOutput first = outs[i].first();
+    const TokenOutput first = outs[i].first();
     EXPECT_EQ(first.num_output_tokens, 1);
     EXPECT_EQ(first.num_prompt_tokens, static_cast<int>(cases[i].prompt.size()));
   }
@@ -222,7 +222,7 @@ TEST_F(EngineLoopRemotePrefillTest, CancelWorksInEveryStateWithExactlyOneFinalOu
   decode_->cancel(1);
   ASSERT_TRUE(awaiting.wait());
   EXPECT_EQ(awaiting.finish, FinishReason::kAbort);
-  decode_->completeRemotePrefill(1, EngineOutput{1, cases[0].expected[0]});  // ignored.
+  decode_->completeRemotePrefill(1, TokenOutput{1, cases[0].expected[0]});  // ignored.
   // fell back to local prefill (waiting or running), with a long generation.
   Collector fallback;
   SamplingParams long_run = greedy(400);
@@ -277,7 +277,7 @@ TEST_F(EngineLoopRemotePrefillTest, AFirstTokenThatStopsFinishesAtOnceAndFreesTh
   // an out-of-vocabulary first token is not trusted: D prefills locally.
   Collector bad;
   ASSERT_TRUE(decode_->submitAwaitingKv(3, c.prompt, greedy(4), bad.callback()).ok());
-  decode_->completeRemotePrefill(3, EngineOutput{3, decode_->vocabSize()});
+  decode_->completeRemotePrefill(3, TokenOutput{3, decode_->vocabSize()});
   ASSERT_TRUE(bad.wait());
   EXPECT_EQ(bad.tokens, std::vector<int32_t>(c.expected.begin(), c.expected.begin() + 4));
 }

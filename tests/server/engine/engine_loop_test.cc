@@ -22,9 +22,9 @@ using testing_support::greedy;
 class EngineLoopTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    LocalEngineOptions options;
+    EngineAssemblyOptions options;
     options.num_threads = 1;
-    auto local = LocalEngine::create(testing::storiesGguf(), options);
+    auto local = EngineAssembly::create(testing::storiesGguf(), options);
     ASSERT_TRUE(local.ok()) << local.status();
     loop_ = std::make_unique<EngineLoop>(std::move(*local));
   }
@@ -76,7 +76,7 @@ TEST_F(EngineLoopTest, CancelEndsARequestWithAbortAndFreesItsBlocks) {
 
 TEST_F(EngineLoopTest, RefusesBadRequestsAtOnceWithoutCallingBack) {
   bool called = false;
-  auto cb = [&](const EngineOutput&) { called = true; };
+  auto cb = [&](const TokenOutput&) { called = true; };
   EXPECT_EQ(loop_->submit(1, {}, greedy(4), cb).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(loop_->submit(2, {1, loop_->vocabSize()}, greedy(4), cb).code(),
             absl::StatusCode::kInvalidArgument);

@@ -31,13 +31,13 @@ inline SamplingParams greedy(int max_tokens) {
 struct Collector {
   std::mutex mu;
   std::condition_variable done_cv;
-  std::vector<EngineOutput> outputs;
+  std::vector<TokenOutput> outputs;
   std::vector<int32_t> tokens;
   FinishReason finish = FinishReason::kNone;
   int calls_after_finish = 0;
 
   EngineLoop::OutputCallback callback() {
-    return [this](const EngineOutput& out) {
+    return [this](const TokenOutput& out) {
       std::lock_guard lock(mu);
       if (finish != FinishReason::kNone) ++calls_after_finish;
       outputs.push_back(out);
@@ -60,9 +60,9 @@ struct Collector {
     std::lock_guard lock(mu);
     return tokens.size();
   }
-  EngineOutput first() {
+  TokenOutput first() {
     std::lock_guard lock(mu);
-    return outputs.empty() ? EngineOutput{} : outputs.front();
+    return outputs.empty() ? TokenOutput{} : outputs.front();
   }
 };
 
@@ -87,8 +87,8 @@ inline std::vector<Case> oracleCases(int extra) {
   return out;
 }
 
-inline LocalEngineOptions smallOptions(int block_size, int chunk_size) {
-  LocalEngineOptions options;
+inline EngineAssemblyOptions smallOptions(int block_size, int chunk_size) {
+  EngineAssemblyOptions options;
   options.num_threads = 1;
   options.block_size = block_size;
   options.chunk_size = chunk_size;
@@ -96,8 +96,8 @@ inline LocalEngineOptions smallOptions(int block_size, int chunk_size) {
   return options;
 }
 
-inline std::unique_ptr<EngineLoop> makeLoop(const LocalEngineOptions& options) {
-  auto local = LocalEngine::create(testing::storiesGguf(), options);
+inline std::unique_ptr<EngineLoop> makeLoop(const EngineAssemblyOptions& options) {
+  auto local = EngineAssembly::create(testing::storiesGguf(), options);
   EXPECT_TRUE(local.ok()) << local.status();
   if (!local.ok()) return nullptr;
   return std::make_unique<EngineLoop>(std::move(*local));

@@ -45,7 +45,7 @@ class EngineTest : public ::testing::Test {
   static std::map<SeqId, std::vector<int32_t>> run(Engine& engine) {
     std::map<SeqId, std::vector<int32_t>> tokens;
     for (int i = 0; i < 1000 && engine.hasUnfinished(); ++i) {
-      for (const EngineOutput& o : engine.step()) tokens[o.id].push_back(o.token);
+      for (const TokenOutput& o : engine.step()) tokens[o.id].push_back(o.token);
     }
     return tokens;
   }
@@ -62,7 +62,7 @@ TEST_F(EngineTest, GreedyRequestFollowsTheModelAndReportsLogprobs) {
   ASSERT_TRUE(engine.addRequest(1, {1, 2, 3, 5, 6}, p).ok());
   // chunk 4: the first step computes 4 prompt tokens and samples nothing.
   EXPECT_TRUE(engine.step().empty());
-  std::vector<EngineOutput> outputs;
+  std::vector<TokenOutput> outputs;
   while (engine.hasUnfinished()) {
     for (auto& o : engine.step()) outputs.push_back(std::move(o));
   }
@@ -115,7 +115,7 @@ TEST_F(EngineTest, ModelFailureFinishesTheStepsRequestsWithError) {
   model_.fail_on_call = 2;
   const auto outputs = engine.step();
   ASSERT_EQ(outputs.size(), 2u);
-  for (const EngineOutput& o : outputs) {
+  for (const TokenOutput& o : outputs) {
     EXPECT_EQ(o.finish_reason, FinishReason::kError);
     EXPECT_EQ(o.token, -1);
     EXPECT_EQ(o.num_output_tokens, 1);

@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/host_buffer.h"
-#include "server/engine/local_engine.h"
+#include "server/engine/engine_assembly.h"
 #include "tests/test_paths.h"
 
 namespace tandem::kv_transport {
@@ -80,7 +80,7 @@ TEST(AutoSelectionTest, AutoSenderUsesShmOnThisHostAndGrpcForAnother) {
 // transport writes are the blocks the model runner reads.
 TEST(SharedKvStorageTest, LocalEngineRunsOnTheGivenRegion) {
   ShmRegionPtr region;
-  engine::LocalEngineOptions opts;
+  engine::EngineAssemblyOptions opts;
   opts.num_threads = 1;
   opts.max_num_seqs = 2;
   opts.max_model_len = 64;
@@ -90,7 +90,7 @@ TEST(SharedKvStorageTest, LocalEngineRunsOnTheGivenRegion) {
     region = *r;
     return kernels::HostBuffer::alias(region->data(), bytes);
   };
-  auto local = engine::LocalEngine::create(tandem::testing::storiesGguf(), opts);
+  auto local = engine::EngineAssembly::create(tandem::testing::storiesGguf(), opts);
   ASSERT_TRUE(local.ok()) << local.status();
   ASSERT_NE(region, nullptr);
   EXPECT_EQ((*local)->runner().kvCache().data, region->data());

@@ -1,0 +1,431 @@
+#include "common/http/http_connection.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "common/http/connection_response_writer.h"
+#include "common/http/response_state.h"
+
+namespace tandem::http {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using boost::system::error_code;
+
+// a client that neither reads our error response nor closes after the last
+// response must not hold the connection for long.
+constexpr std::chrono::milliseconds kErrorWriteTimeout{2000};
+constexpr std::chrono::milliseconds kLingerTimeout{500};
+// while a handler works, input (pipelined requests) is kept up to this much
+// beyond the head limit; then reading pauses until the response is done.
+constexpr size_t kMaxInputWhileResponding = 64 * 1024;
+// entries of the output queue gathered into one write.
+constexpr size_t kMaxBuffersPerWrite = 64;
+
+std::string formatEndpoint(const asio::ip::tcp::endpoint& endpoint) {
+  const asio::ip::address address = endpoint.address();
+  if (address.is_v6()) return absl::StrCat("[", address.to_string(), "]:", endpoint.port());
+  return absl::StrCat(address.to_string(), ":", endpoint.port());
+}
+
+}  // namespace
+
+HttpConnection::HttpConnection(ConnectionContext* context, Socket socket)
+    : context_(context),
+      socket_(std::move(socket)),
+      strand_(socket_.get_executor()),
+      timer_(strand_) {
+  error_code ec;
+  asio::ip::tcp::endpoint peer = socket_.remote_endpoint(ec);
+  if (!ec) remote_address_ = formatEndpoint(peer);
+}
+
+HttpConnection::~HttpConnection() {
+  // only reached open when the server's io_context is torn down with this
+  // connection's handlers still queued; writers must still see the close.
+  if (state_) state_->markClosed();
+}
+
+void HttpConnection::start() {
+  asio::post(strand_, [self = shared_from_this()] {
+    self->enterIdle();
+    self->startRead();
+  });
+}
+
+void HttpConnection::reject() {
+  asio::post(strand_, [self = shared_from_this()] {
+    self->sendErrorAndClose(503, "the server has too many open connections; retry later");
+    self->startRead();
+  });
+}
+
+void HttpConnection::drain() {
+  asio::post(strand_, [self = shared_from_this()] {
+    if (self->phase_ == Phase::kClosed) return;
+    self->close_after_ = true;
+    if (self->phase_ == Phase::kIdle) self->closeNow();
+  });
+}
+
+void HttpConnection::forceClose() {
+  asio::post(strand_, [self = shared_from_this()] { self->closeNow(); });
+}
+
+void HttpConnection::post(std::function<void(HttpConnection&)> fn) {
+  asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] { fn(*self); });
+}
+
+// ---- reading requests ----
+
+void HttpConnection::enterIdle() {
+  phase_ = Phase::kIdle;
+  if (context_->draining.load()) {
+    closeNow();
+    return;
+  }
+  armTimer(context_->options.idle_timeout);
+  processInput();  // pipelined requests may be buffered already
+}
+
+void HttpConnection::beginRequest() {
+  parser_.emplace();
+  size_t header_limit = std::min<size_t>(context_->options.max_header_bytes, UINT32_MAX);
+  parser_->header_limit(static_cast<uint32_t>(header_limit));
+  parser_->body_limit(context_->options.max_body_bytes);
+  parser_->eager(true);
+  continue_sent_ = false;
+  phase_ = Phase::kReadingRequest;
+  // the whole head and body must arrive within request_timeout of the first
+  // byte, so a client trickling bytes cannot hold the connection.
+  armTimer(context_->options.request_timeout);
+}
+
+void HttpConnection::processInput() {
+  while (phase_ == Phase::kIdle || phase_ == Phase::kReadingRequest) {
+    if (input_.size() == 0) return;
+    if (phase_ == Phase::kIdle) beginRequest();
+    error_code ec;
+    size_t used = parser_->put(input_.data(), ec);
+    input_.consume(used);
+    if (ec == bhttp::error::need_more) {
+      maybeSendContinue();
+      return;
+    }
+    if (ec) {
+      failRequest(ec);
+      return;
+    }
+    if (parser_->is_done()) {
+      dispatchRequest();
+      return;
+    }
+    maybeSendContinue();
+    if (used == 0) return;
+  }
+}
+
+void HttpConnection::maybeSendContinue() {
+  if (continue_sent_ || !parser_ || !parser_->is_header_done() || parser_->is_done()) return;
+  const auto& message = parser_->get();
+  if (message.version() < 11) return;
+  if (!beast::iequals(message[bhttp::field::expect], "100-continue")) return;
+  // the client holds the body back until told; the length is acceptable,
+  // or the parser would have failed with body_limit already.
+  continue_sent_ = true;
+  enqueue(Output{std::string(kContinueResponse), 0, false});
+}
+
+void HttpConnection::failRequest(const error_code& ec) {
+  const HttpServerOptions& options = context_->options;
+  if (ec == bhttp::error::header_limit) {
+    sendErrorAndClose(431, absl::StrCat("request head larger than ", options.max_header_bytes, " bytes"));
+  } else if (ec == bhttp::error::body_limit) {
+    sendErrorAndClose(413, absl::StrCat("request body larger than ", options.max_body_bytes, " bytes"));
+  } else {
+    sendErrorAndClose(400, absl::StrCat("malformed HTTP request: ", ec.message()));
+  }
+}
+
+void HttpConnection::dispatchRequest() {
+  auto& message = parser_->get();
+  HttpRequest request;
+  request.method = std::string(message.method_string());
+  request.target = std::string(message.target());
+  request.path = request.target.substr(0, request.target.find('?'));
+  for (const auto& field : message) {
+    request.headers.push_back(HttpHeader{std::string(field.name_string()), std::string(field.value())});
+  }
+  request.body = std::move(message.body());
+  request.remote_address = remote_address_;
+  http10_ = message.version() < 11;
+  head_request_ = message.method() == bhttp::verb::head;
+  close_after_ = close_after_ || !message.keep_alive() || context_->draining.load();
+  streaming_ = false;
+  body_suppressed_ = head_request_;
+  parser_.reset();
+
+  phase_ = Phase::kResponding;
+  cancelTimer();  // the handler's pace is not the client's fault
+  state_ = std::make_shared<ResponseState>();
+  auto writer = std::make_shared<ConnectionResponseWriter>(state_, weak_from_this(), context_->gate,
+                                                           context_->options.error_body);
+  try {
+    context_->handler(std::move(request), std::move(writer));
+  } catch (...) {
+    // a throwing handler drops its writer, which answers 500; nothing may
+    // escape into the I/O loop.
+  }
+}
+
+void HttpConnection::sendErrorAndClose(int status, std::string message) {
+  if (phase_ == Phase::kClosed) return;
+  phase_ = Phase::kErrorResponse;
+  close_after_ = true;
+  parser_.reset();
+  input_.consume(input_.size());
+  enqueue(Output{encodeErrorResponse(status, context_->options.error_body(status, message)), 0, true});
+  armTimer(kErrorWriteTimeout);
+}
+
+// ---- answering (the ResponseWriter's calls) ----
+
+bool HttpConnection::answers(const ResponseState* state) const {
+  return phase_ == Phase::kResponding && state != nullptr && state == state_.get();
+}
+
+ConnectionHeader HttpConnection::connectionHeader() const {
+  if (close_after_) return ConnectionHeader::kClose;
+  return http10_ ? ConnectionHeader::kKeepAlive : ConnectionHeader::kOmit;
+}
+
+void HttpConnection::respond(ResponseState* state, int status, std::vector<HttpHeader> headers,
+                             std::string body) {
+  if (!answers(state)) return;
+  BodyFraming framing = statusHasNoBody(status) ? BodyFraming::kNone : BodyFraming::kContentLength;
+  std::string head = encodeResponseHead(status, headers, framing, body.size(), connectionHeader());
+  bool sends_body = framing != BodyFraming::kNone && !body_suppressed_ && !body.empty();
+  // head and body go out in one gathered write; the body is not copied.
+  enqueue(Output{std::move(head), 0, !sends_body});
+  if (sends_body) enqueue(Output{std::move(body), 0, true});
+}
+
+void HttpConnection::startStream(ResponseState* state, int status, std::vector<HttpHeader> headers) {
+  if (!answers(state)) return;
+  streaming_ = true;
+  BodyFraming framing = BodyFraming::kChunked;
+  if (statusHasNoBody(status)) {
+    framing = BodyFraming::kNone;
+    body_suppressed_ = true;
+  } else if (http10_) {
+    // HTTP/1.0 has no chunked encoding: the body ends when the connection does.
+    framing = BodyFraming::kUntilClose;
+    close_after_ = true;
+  }
+  enqueue(Output{encodeResponseHead(status, headers, framing, 0, connectionHeader()), 0, false});
+}
+
+void HttpConnection::writeChunk(ResponseState* state, std::string data) {
+  size_t counted = data.size();
+  if (!answers(state) || !streaming_) {
+    if (state != nullptr) state->removePending(counted);
+    return;
+  }
+  std::string bytes;
+  if (!body_suppressed_) bytes = http10_ ? std::move(data) : encodeChunk(data);
+  enqueue(Output{std::move(bytes), counted, false});
+}
+
+void HttpConnection::finishStream(ResponseState* state) {
+  if (!answers(state) || !streaming_) return;
+  bool framed = !body_suppressed_ && !http10_;
+  enqueue(Output{framed ? std::string(kLastChunk) : std::string(), 0, true});
+}
+
+void HttpConnection::abortResponse(ResponseState* state) {
+  if (!answers(state)) return;
+  // what was written goes out first; then the connection closes with the
+  // body unterminated.
+  aborted_ = true;
+  close_after_ = true;
+  enqueue(Output{std::string(), 0, true});
+}
+
+// ---- socket I/O ----
+
+void HttpConnection::startRead() {
+  if (reading_ || phase_ == Phase::kClosed) return;
+  if (phase_ == Phase::kResponding &&
+      input_.size() >= context_->options.max_header_bytes + kMaxInputWhileResponding) {
+    return;  // resumed when the response is done
+  }
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(read_chunk_),
+                          [self = shared_from_this()](const error_code& ec, size_t bytes) {
+                            self->onRead(ec, bytes);
+                          });
+}
+
+void HttpConnection::onRead(const error_code& ec, size_t bytes) {
+  reading_ = false;
+  if (phase_ == Phase::kClosed) return;
+  if (ec == asio::error::eof && phase_ == Phase::kErrorResponse) {
+    return;  // a half-closed client may still read our error; linger reads again
+  }
+  if (ec) {
+    // EOF with a write in flight: the client may have read the whole
+    // response and closed before the write's handler ran. Let it run: a
+    // response it completes is not a disconnect.
+    if (ec == asio::error::eof && writing_) {
+      peer_eof_ = true;
+      return;
+    }
+    // EOF or reset: the client is gone. Mid-response this is the disconnect
+    // that cancels the request (onClose).
+    closeNow();
+    return;
+  }
+  if (phase_ == Phase::kErrorResponse || phase_ == Phase::kLingering) {
+    startRead();  // discard: closing at once could reset the client before it reads our answer
+    return;
+  }
+  input_.commit(asio::buffer_copy(input_.prepare(bytes), asio::buffer(read_chunk_.data(), bytes)));
+  processInput();
+  startRead();
+}
+
+void HttpConnection::enqueue(Output output) {
+  output_.push_back(std::move(output));
+  flush();
+}
+
+void HttpConnection::flush() {
+  if (writing_ || phase_ == Phase::kClosed || output_.empty()) return;
+  size_t count = std::min(output_.size(), kMaxBuffersPerWrite);
+  write_buffers_.clear();
+  for (size_t i = 0; i < count; ++i) write_buffers_.push_back(asio::buffer(output_[i].bytes));
+  writes_in_flight_ = count;
+  writing_ = true;
+  asio::async_write(socket_, write_buffers_,
+                    [self = shared_from_this()](const error_code& ec, size_t) { self->onWrite(ec); });
+}
+
+void HttpConnection::onWrite(const error_code& ec) {
+  writing_ = false;
+  if (phase_ == Phase::kClosed) {
+    output_.clear();
+    return;
+  }
+  if (ec) {
+    closeNow();
+    return;
+  }
+  size_t sent = 0;
+  bool ended = false;
+  for (size_t i = 0; i < writes_in_flight_; ++i) {
+    sent += output_.front().counted;
+    ended = ended || output_.front().ends_response;
+    output_.pop_front();
+  }
+  writes_in_flight_ = 0;
+  if (sent > 0 && state_) state_->removePending(sent);
+  if (ended) onResponseDone();  // reads again: a closed client is seen then
+  if (peer_eof_ && !ended) {
+    closeNow();  // gone mid-response: onClose runs
+    return;
+  }
+  flush();
+}
+
+void HttpConnection::onResponseDone() {
+  if (aborted_) {
+    closeNow();  // the response did not complete: onClose runs
+    return;
+  }
+  if (state_) {
+    state_->markComplete();
+    state_.reset();
+  }
+  streaming_ = false;
+  if (phase_ == Phase::kErrorResponse || (close_after_ && input_.size() > 0)) {
+    beginLinger();  // the client may still be sending
+    return;
+  }
+  if (close_after_) {
+    closeNow();  // everything the client sent was read: no reset can hit it
+    return;
+  }
+  enterIdle();
+  startRead();
+}
+
+// ---- timers and closing ----
+
+void HttpConnection::armTimer(std::chrono::milliseconds timeout) {
+  uint64_t generation = ++timer_generation_;
+  timer_.expires_after(timeout);
+  timer_.async_wait([self = shared_from_this(), generation](const error_code& ec) {
+    if (ec || generation != self->timer_generation_) return;
+    self->onTimer();
+  });
+}
+
+void HttpConnection::cancelTimer() {
+  ++timer_generation_;
+  timer_.cancel();
+}
+
+void HttpConnection::onTimer() {
+  switch (phase_) {
+    case Phase::kIdle:
+    case Phase::kErrorResponse:
+    case Phase::kLingering:
+      closeNow();
+      break;
+    case Phase::kReadingRequest:
+      sendErrorAndClose(408, absl::StrCat("request not received within ",
+                                          context_->options.request_timeout.count(), " ms"));
+      break;
+    case Phase::kResponding:
+    case Phase::kClosed:
+      break;
+  }
+}
+
+void HttpConnection::beginLinger() {
+  // shut our side, then read until the client closes (or kLingerTimeout):
+  // closing with unread input would reset the connection and could destroy
+  // the response before the client read it.
+  phase_ = Phase::kLingering;
+  error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  parser_.reset();
+  input_.consume(input_.size());
+  armTimer(kLingerTimeout);
+  startRead();
+}
+
+void HttpConnection::closeNow() {
+  if (phase_ == Phase::kClosed) return;
+  phase_ = Phase::kClosed;
+  cancelTimer();
+  error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  if (!writing_) output_.clear();  // else the aborted write's handler clears it
+  parser_.reset();
+  std::shared_ptr<ResponseState> state = std::move(state_);
+  if (state) state->markClosed();  // runs onClose when the response was cut short
+  context_->registry.remove(this);
+}
+
+}  // namespace tandem::http

@@ -1,0 +1,285 @@
+#include "router/cluster/remote_generator.h"
+
+#include <random>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace tandem::router::cluster {
+namespace {
+
+std::string randomPrefix() {
+  std::random_device rd;
+  return absl::StrFormat("rt%08x", rd());
+}
+
+}  // namespace
+
+RemoteGenerator::RemoteGenerator(RemoteGeneratorOptions options, WorkerPool* pool, const KvIndex* index,
+                             ClusterMetrics* metrics)
+    : options_(options),
+      pool_(pool),
+      metrics_(metrics),
+      planner_(options.planner, index),
+      wire_prefix_(randomPrefix()) {
+  timer_thread_ = std::thread([this] { runTimer(); });
+}
+
+RemoteGenerator::~RemoteGenerator() { stop(); }
+
+absl::StatusOr<generation::RequestId> RemoteGenerator::submit(std::vector<int32_t> prompt,
+                                                generation::SamplingParams params,
+                                                OutputCallback callback) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return absl::UnavailableError("the router is shutting down");
+  }
+  const std::vector<WorkerState> workers = pool_->snapshot();
+  int max_model_len = 0;
+  int vocab_size = 0;
+  bool any = false;
+  bool fits = false;
+  const int64_t final_len = static_cast<int64_t>(prompt.size()) + params.max_tokens;
+  for (const WorkerState& w : workers) {
+    if (!w.healthy || !w.has_info || !w.decodeCapable()) continue;
+    // the workers serve one model; the smallest limits are the safe ones.
+    max_model_len = any ? std::min(max_model_len, w.info.max_model_len()) : w.info.max_model_len();
+    vocab_size = any ? std::min(vocab_size, w.info.vocab_size()) : w.info.vocab_size();
+    fits = fits || fitsInCache(w, final_len);
+    any = true;
+  }
+  if (!any) return absl::UnavailableError("no healthy decode worker");
+  max_model_len_.store(max_model_len);
+  if (absl::Status s = params.validate(); !s.ok()) return s;
+  if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  if (max_model_len > 0 && static_cast<int64_t>(prompt.size()) >= max_model_len) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the prompt has %d tokens but the model's context length is %d, leaving no room to "
+        "generate",
+        prompt.size(), max_model_len));
+  }
+  for (int32_t t : prompt) {
+    if (t < 0 || (vocab_size > 0 && t >= vocab_size)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("token id %d is outside the vocabulary (size %d)", t, vocab_size));
+    }
+  }
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "prompt (%d tokens) plus max_tokens (%d) does not fit in any decode worker's kv cache; "
+        "lower max_tokens or shorten the prompt",
+        prompt.size(), params.max_tokens));
+  }
+  const generation::RequestId id = next_id_.fetch_add(1);
+  auto request = std::make_shared<RemoteRequest>(this, id, std::move(prompt), std::move(params),
+                                                 std::move(callback));
+  request->wait_deadline = Clock::now() + options_.no_worker_timeout;
+  {
+    std::lock_guard lock(mu_);
+    requests_.emplace(id, request);
+  }
+  attempt(request);
+  return id;
+}
+
+void RemoteGenerator::attempt(const RequestPtr& request) {
+  if (request->cancelled()) {
+    request->finish(generation::FinishReason::kAbort);
+    return;
+  }
+  if (request->remainingTokens() <= 0) {
+    request->finish(generation::FinishReason::kLength);
+    return;
+  }
+  if (request->attempts >= options_.max_attempts) {
+    request->finish(generation::FinishReason::kError);
+    return;
+  }
+  std::map<std::string, int> in_flight;
+  {
+    std::lock_guard lock(mu_);
+    in_flight = in_flight_;
+  }
+  const std::vector<int32_t> prompt = request->nextPrompt();
+  absl::StatusOr<RouteDecision> route = planner_.plan(prompt, request->remainingTokens(),
+                                                      pool_->snapshot(), in_flight,
+                                                      request->failed_on);
+  if (!route.ok()) {
+    if (Clock::now() >= request->wait_deadline) {
+      request->finish(generation::FinishReason::kError);
+    } else {
+      schedule(request, Clock::now() + options_.retry_delay);
+    }
+    return;
+  }
+  ++request->attempts;
+  std::shared_ptr<tandem::v1::Worker::Stub> stub = pool_->stub(route->decode_address);
+  const std::string wire_id = absl::StrCat(wire_prefix_, "-", request->id(), "-", request->attempts);
+  if (!request->startCall(stub.get(), route->decode_address, route->prefill_address, wire_id)) {
+    request->finish(generation::FinishReason::kAbort);
+  }
+}
+
+void RemoteGenerator::retryAfterBrokenCall(const RequestPtr& request, const grpc::Status& status,
+                                         const std::string& address, bool delivered_any) {
+  // a connection that fails says the worker is gone: stop routing to it
+  // now rather than after the next failed polls.
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) pool_->reportFailure(address);
+  request->failed_on.push_back(address);
+  request->wait_deadline = Clock::now() + options_.no_worker_timeout;
+  if (metrics_ != nullptr) metrics_->countMigration();
+  (void)delivered_any;
+  schedule(request, Clock::now());
+}
+
+void RemoteGenerator::schedule(const RequestPtr& request, Clock::time_point when) {
+  {
+    std::lock_guard lock(mu_);
+    timer_.push({when, request});
+  }
+  timer_cv_.notify_all();
+}
+
+void RemoteGenerator::runTimer() {
+  Clock::time_point next_watchdog = Clock::now() + options_.watchdog_interval;
+  std::unique_lock lock(mu_);
+  while (!timer_stop_) {
+    const Clock::time_point wake =
+        timer_.empty() ? next_watchdog : std::min(next_watchdog, timer_.top().when);
+    timer_cv_.wait_until(lock, wake, [&] {
+      return timer_stop_ || (!timer_.empty() && timer_.top().when <= Clock::now());
+    });
+    if (timer_stop_) break;
+    std::vector<RequestPtr> due;
+    while (!timer_.empty() && timer_.top().when <= Clock::now()) {
+      due.push_back(timer_.top().request);
+      timer_.pop();
+    }
+    lock.unlock();
+    for (const RequestPtr& r : due) attempt(r);
+    if (Clock::now() >= next_watchdog) {
+      abandonUnhealthy();
+      next_watchdog = Clock::now() + options_.watchdog_interval;
+    }
+    lock.lock();
+  }
+  // stopping: whatever waits for a worker ends now.
+  while (!timer_.empty()) {
+    RequestPtr r = timer_.top().request;
+    timer_.pop();
+    lock.unlock();
+    r->finish(generation::FinishReason::kAbort);
+    lock.lock();
+  }
+}
+
+void RemoteGenerator::abandonUnhealthy() {
+  std::vector<RequestPtr> requests;
+  {
+    std::lock_guard lock(mu_);
+    if (in_flight_.empty()) return;
+    requests.reserve(requests_.size());
+    for (const auto& [id, r] : requests_) requests.push_back(r);
+  }
+  std::map<std::string, bool> healthy;
+  for (const WorkerState& w : pool_->snapshot()) healthy[w.address] = w.healthy;
+  for (const RequestPtr& r : requests) {
+    const std::string address = r->currentAddress();
+    if (address.empty()) continue;
+    auto it = healthy.find(address);
+    if (it == healthy.end() || !it->second) r->abandonIfOn(address);
+  }
+}
+
+void RemoteGenerator::cancel(generation::RequestId id) {
+  RequestPtr request;
+  {
+    std::lock_guard lock(mu_);
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return;
+    request = it->second;
+  }
+  // a request waiting for a worker is ended by the timer thread: the
+  // caller may be inside this request's callback.
+  if (request->cancel()) schedule(request, Clock::now());
+}
+
+void RemoteGenerator::callStarted(const std::string& address) {
+  std::lock_guard lock(mu_);
+  ++in_flight_[address];
+  ++live_calls_;
+}
+
+void RemoteGenerator::callEnded(const std::string& address) {
+  std::lock_guard lock(mu_);
+  if (auto it = in_flight_.find(address); it != in_flight_.end() && --it->second <= 0) {
+    in_flight_.erase(it);
+  }
+  --live_calls_;
+  calls_cv_.notify_all();
+}
+
+void RemoteGenerator::requestDone(generation::RequestId id) {
+  std::lock_guard lock(mu_);
+  requests_.erase(id);
+  calls_cv_.notify_all();
+}
+
+void RemoteGenerator::stop() {
+  std::vector<RequestPtr> requests;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (const auto& [id, r] : requests_) requests.push_back(r);
+  }
+  for (const RequestPtr& r : requests) {
+    if (r->cancel()) schedule(r, Clock::now());
+  }
+  {
+    std::unique_lock lock(mu_);
+    // the timer thread finishes requests that wait; calls end with OnDone.
+    calls_cv_.wait_for(lock, std::chrono::seconds(10),
+                       [this] { return requests_.empty() && live_calls_ == 0; });
+    timer_stop_ = true;
+  }
+  timer_cv_.notify_all();
+  if (timer_thread_.joinable()) timer_thread_.join();
+  std::unique_lock lock(mu_);
+  calls_cv_.wait(lock, [this] { return live_calls_ == 0; });
+}
+
+int RemoteGenerator::numInFlight() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(requests_.size());
+}
+
+bool RemoteGenerator::ready() const {
+  for (const WorkerState& w : pool_->snapshot()) {
+    if (w.healthy && w.has_info && w.decodeCapable()) return true;
+  }
+  return false;
+}
+
+generation::GeneratorLoad RemoteGenerator::load() const {
+  generation::GeneratorLoad load;
+  for (const WorkerState& w : pool_->snapshot()) {
+    if (!w.healthy || !w.has_stats) continue;
+    load.num_running += w.stats.num_running();
+    load.num_waiting += w.stats.num_waiting();
+    load.num_blocks += w.stats.num_blocks();
+    load.num_free_blocks += w.stats.num_free_blocks();
+  }
+  return load;
+}
+
+int RemoteGenerator::maxModelLen() const {
+  int len = max_model_len_.load();
+  if (len > 0) return len;
+  for (const WorkerState& w : pool_->snapshot()) {
+    if (w.has_info && w.decodeCapable() && w.info.max_model_len() > 0) return w.info.max_model_len();
+  }
+  return 0;
+}
+
+}  // namespace tandem::router::cluster

@@ -1,0 +1,110 @@
+// generation::Generator on worker processes (disaggregated serving): each request
+// goes to a decode worker D chosen by the RoutePlanner (which also decides
+// whether a prefill worker P prefills it) through Worker.Generate, and its
+// tokens come back as EngineOutputs. When D's stream breaks before its
+// final message (D died, became unhealthy, gave up) the request migrates:
+// prompt ‖ tokens delivered go to another D for the remaining max_tokens,
+// and the client's stream continues without a duplicate or missing token.
+// With no decode worker available a request waits up to
+// no_worker_timeout before failing with kError.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "generation/generator.h"
+#include "router/cluster/cluster_metrics.h"
+#include "router/cluster/kv_index.h"
+#include "router/cluster/remote_request.h"
+#include "router/cluster/route_planner.h"
+#include "router/cluster/worker_pool.h"
+
+namespace tandem::router::cluster {
+
+struct RemoteGeneratorOptions {
+  RoutePlannerOptions planner;
+  std::chrono::milliseconds no_worker_timeout{30000};
+  std::chrono::milliseconds retry_delay{100};
+  // attempts of one request (the first plus its migrations) before kError.
+  int max_attempts = 16;
+  // how often streams on workers the pool found unhealthy are abandoned.
+  std::chrono::milliseconds watchdog_interval{100};
+};
+
+class RemoteGenerator : public generation::Generator {
+ public:
+  // all must outlive the backend; `index` and `metrics` may be null.
+  RemoteGenerator(RemoteGeneratorOptions options, WorkerPool* pool, const KvIndex* index,
+                ClusterMetrics* metrics);
+  ~RemoteGenerator() override;
+
+  // generation::Generator
+  absl::StatusOr<generation::RequestId> submit(std::vector<int32_t> prompt, generation::SamplingParams params,
+                                   OutputCallback callback) override;
+  void cancel(generation::RequestId id) override;
+  bool ready() const override;
+  generation::GeneratorLoad load() const override;
+  int maxModelLen() const override;
+
+  // ends every request (kAbort), waits for their calls, and refuses new ones.
+  void stop();
+  // requests not finished yet.
+  int numInFlight() const;
+  // prefix of the ids sent to workers (unique per router process).
+  const std::string& wirePrefix() const { return wire_prefix_; }
+
+ private:
+  friend class RemoteRequest;
+  using Clock = std::chrono::steady_clock;
+  using RequestPtr = std::shared_ptr<RemoteRequest>;
+
+  // plans and starts the request's next attempt, or schedules a retry, or
+  // fails it (no call in flight).
+  void attempt(const RequestPtr& request);
+  void schedule(const RequestPtr& request, Clock::time_point when);
+  void runTimer();
+  void abandonUnhealthy();
+  // from RemoteRequest: a call started / ended on `address`.
+  void callStarted(const std::string& address);
+  void callEnded(const std::string& address);
+  // from RemoteRequest: the call ended without a final message.
+  void retryAfterBrokenCall(const RequestPtr& request, const grpc::Status& status,
+                            const std::string& address, bool delivered_any);
+  void requestDone(generation::RequestId id);
+
+  const RemoteGeneratorOptions options_;
+  WorkerPool* pool_;
+  ClusterMetrics* metrics_;
+  RoutePlanner planner_;
+  const std::string wire_prefix_;
+  std::atomic<generation::RequestId> next_id_{1};
+  std::atomic<int> max_model_len_{0};
+
+  mutable std::mutex mu_;
+  std::unordered_map<generation::RequestId, RequestPtr> requests_;  // guarded by mu_
+  std::map<std::string, int> in_flight_;                 // calls per address; guarded by mu_
+  int live_calls_ = 0;                                   // guarded by mu_
+  bool stopping_ = false;                                // guarded by mu_
+  std::condition_variable calls_cv_;
+
+  struct Due {
+    Clock::time_point when;
+    RequestPtr request;
+    bool operator>(const Due& o) const { return when > o.when; }
+  };
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> timer_;  // guarded by mu_
+  std::condition_variable timer_cv_;
+  bool timer_stop_ = false;  // guarded by mu_
+  std::thread timer_thread_;
+};
+
+}  // namespace tandem::router::cluster

@@ -1,0 +1,70 @@
+// Everything one process needs to generate with a model on this machine:
+// the weights, a compute backend, the model runner with its KV storage and
+// the engine loop, built from one set of options. `tandem generate` uses it
+// directly; the worker's service wraps it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "server/engine/engine.h"
+#include "server/engine/model_runner.h"
+#include "server/model/weights.h"
+
+namespace tandem::engine {
+
+struct EngineAssemblyOptions {
+  // compute threads; 0 = one per hardware thread.
+  int num_threads = 0;
+  int block_size = 16;
+  // KV cache budget: bytes, or (when kv_fraction > 0) a fraction of the
+  // host's available memory. With neither, enough blocks for max_num_seqs
+  // sequences of the full context, capped at 10% of available memory.
+  uint64_t kv_budget_bytes = 0;
+  double kv_fraction = 0.0;
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 512;
+  int chunk_size = 512;
+  // 0 = the model's max_position_embeddings.
+  int max_model_len = 0;
+  bool enable_prefix_caching = true;
+  // when set, called once with the KV storage's size in bytes; returns the
+  // backend memory to hold it (host memory for the cpu backend, e.g. the
+  // shared-memory region of the shm KV transport, so prefill workers on this
+  // host write blocks straight into it). Empty = the backend allocates it.
+  std::function<absl::StatusOr<kernels::BufferPtr>(size_t bytes)> kv_storage;
+};
+
+class EngineAssembly;
+using EngineAssemblyPtr = std::unique_ptr<EngineAssembly>;
+
+class EngineAssembly {
+ public:
+  // loads the model at `model_path` (HF dir or .gguf) and builds the rest.
+  // errors: those of ModelWeights::load and ModelRunner::create, and
+  // InvalidArgument for options that leave no room for a single sequence.
+  static absl::StatusOr<EngineAssemblyPtr> create(const std::string& model_path,
+                                               const EngineAssemblyOptions& options);
+
+  Engine& engine() { return *engine_; }
+  const model::ModelWeights& weights() const { return *weights_; }
+  const ModelRunner& runner() const { return *runner_; }
+  int numBlocks() const { return num_blocks_; }
+  int maxModelLen() const { return max_model_len_; }
+
+ private:
+  EngineAssembly() = default;
+
+  model::ModelWeightsPtr weights_;
+  std::unique_ptr<kernels::Backend> backend_;
+  ModelRunnerPtr runner_;
+  std::unique_ptr<Engine> engine_;
+  int num_blocks_ = 0;
+  int max_model_len_ = 0;
+};
+
+}  // namespace tandem::engine
