@@ -7,18 +7,13 @@
 #include "common/mapped_file.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/formats/safetensors_bytes.h"
 #include "tests/test_paths.h"
 
 namespace tandem::model {
 namespace {
 
-// a safetensors file from a header JSON and `data_bytes` bytes of data.
-std::string makeFile(const std::string& header, size_t data_bytes) {
-  std::string s(8, '\0');
-  uint64_t len = header.size();
-  std::memcpy(s.data(), &len, 8);
-  return s + header + std::string(data_bytes, '\0');
-}
+using tandem::testing::safetensorsBytes;
 
 class SafetensorsFileTest : public ::testing::Test {
  protected:
@@ -56,7 +51,7 @@ TEST_F(SafetensorsFileTest, ReadsTheStoriesModelZeroCopy) {
 
 TEST_F(SafetensorsFileTest, RejectsTruncatedFiles) {
   expectError("abc", {"truncated"});
-  std::string good = makeFile(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
+  std::string good = safetensorsBytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
   for (size_t cut : {size_t{0}, size_t{7}, size_t{8}, size_t{20}, good.size() - 1}) {
     std::string path = write("cut.safetensors", good.substr(0, cut));
     EXPECT_FALSE(SafetensorsFile::open(path).ok()) << cut;
@@ -64,33 +59,33 @@ TEST_F(SafetensorsFileTest, RejectsTruncatedFiles) {
 }
 
 TEST_F(SafetensorsFileTest, RejectsAHeaderLengthLargerThanTheFile) {
-  std::string s = makeFile("{}", 0);
+  std::string s = safetensorsBytes("{}", 0);
   uint64_t len = 1000;
   std::memcpy(s.data(), &len, 8);
   expectError(s, {"header length 1000"});
 }
 
 TEST_F(SafetensorsFileTest, RejectsDataOffsetsPastTheEnd) {
-  expectError(makeFile(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8),
+  expectError(safetensorsBytes(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8),
               {"tensor w", "data_offsets"});
 }
 
 TEST_F(SafetensorsFileTest, RejectsBytesThatDisagreeWithTheShape) {
-  expectError(makeFile(R"({"w":{"dtype":"F16","shape":[4],"data_offsets":[0,16]}})", 16),
+  expectError(safetensorsBytes(R"({"w":{"dtype":"F16","shape":[4],"data_offsets":[0,16]}})", 16),
               {"tensor w", "need 8"});
 }
 
 TEST_F(SafetensorsFileTest, RejectsUnknownDtypes) {
   for (const char* dtype : {"F8_E4M3", "I2"}) {
-    expectError(makeFile(std::string(R"({"w":{"dtype":")") + dtype +
+    expectError(safetensorsBytes(std::string(R"({"w":{"dtype":")") + dtype +
                              R"(","shape":[4],"data_offsets":[0,4]}})", 4),
                 {"tensor w", dtype});
   }
 }
 
 TEST_F(SafetensorsFileTest, RejectsInvalidHeaderJson) {
-  expectError(makeFile(R"({"w":{"dtype":"F32",)", 0), {"invalid JSON"});
-  expectError(makeFile(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
+  expectError(safetensorsBytes(R"({"w":{"dtype":"F32",)", 0), {"invalid JSON"});
+  expectError(safetensorsBytes(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
               {"tensor w"});
 }
 

@@ -1,6 +1,5 @@
 #include "server/model/weights.h"
 
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -9,18 +8,13 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/model/synth.h"
+#include "tests/formats/safetensors_bytes.h"
 #include "tests/test_paths.h"
 
 namespace tandem::model {
 namespace {
 
-// a safetensors file from a header JSON and `data_bytes` bytes of data.
-std::string makeFile(const std::string& header, size_t data_bytes) {
-  std::string s(8, '\0');
-  uint64_t len = header.size();
-  std::memcpy(s.data(), &len, 8);
-  return s + header + std::string(data_bytes, '\0');
-}
+using tandem::testing::safetensorsBytes;
 
 // model loading errors on a synthesized model whose safetensors header is
 // edited, so each error names the file and the tensor.
@@ -49,7 +43,7 @@ class ModelWeightsErrorsTest : public ::testing::Test {
     nlohmann::json h = nlohmann::json::parse(bytes.substr(8, len));
     edit(h);
     std::string data = bytes.substr(8 + len);
-    ASSERT_TRUE(writeFile(path, makeFile(h.dump(), 0) + data).ok());
+    ASSERT_TRUE(writeFile(path, safetensorsBytes(h.dump(), 0) + data).ok());
   }
 
   std::string dir_;
