@@ -17,6 +17,7 @@
 #include "cli/frontend_flags.h"
 #include "cli/stop_signals.h"
 #include "common/status.h"
+#include "proto/convert/worker_enum_names.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
 #include "router/cluster/kv_subscriber.h"
@@ -115,7 +116,7 @@ absl::Status runRouter(RouterArgs args) {
       args.served_model_name.empty() ? first->info.model_name() : args.served_model_name;
   const int max_model_len = first->info.max_model_len();
   std::fprintf(stderr, "tandem router: worker %s (%s) at %s; loading the tokenizer of %s\n",
-               first->info.worker_id().c_str(), first->info.role().c_str(), first->address.c_str(),
+               first->info.worker_id().c_str(), rpc::workerRoleName(first->info.role()).data(), first->address.c_str(),
                model_path.c_str());
   ASSIGN_OR_RETURN(router::ServedModelPtr model,
                    router::ServedModel::load(model_path, name, max_model_len, args.web.chat_template));

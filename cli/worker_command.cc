@@ -14,6 +14,7 @@
 #include "cli/engine_flags.h"
 #include "cli/stop_signals.h"
 #include "common/status.h"
+#include "proto/convert/worker_enum_names.h"
 #include "server/worker/worker.h"
 
 namespace tandem::cli {
@@ -60,7 +61,7 @@ absl::Status runWorker(const WorkerArgs& args) {
   ASSIGN_OR_RETURN(worker::WorkerPtr worker, worker::Worker::create(options));
   const tandem::v1::WorkerInfo& info = worker->info();
   std::string metrics = info.metrics_url().empty() ? "none" : info.metrics_url();
-  std::fprintf(stderr, "tandem worker: %s %s serving grpc %s, metrics %s\n", info.role().c_str(),
+  std::fprintf(stderr, "tandem worker: %s %s serving grpc %s, metrics %s\n", rpc::workerRoleName(info.role()).data(),
                info.worker_id().c_str(), info.address().c_str(), metrics.c_str());
   if (!info.kv_endpoint().empty()) {
     std::fprintf(stderr, "tandem worker: KV receiver %s\n", info.kv_endpoint().c_str());

@@ -1,5 +1,7 @@
 #include "router/cluster/cluster_metrics.h"
 
+#include "proto/convert/worker_enum_names.h"
+
 namespace tandem::router::cluster {
 
 ClusterMetrics::ClusterMetrics(prometheus::Registry& registry) {
@@ -7,7 +9,10 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry) {
                    .Name("tandem:router_prefills_total")
                    .Help("requests by how the decode worker prefilled the prompt")
                    .Register(registry);
-  for (const char* kind : {"local", "remote", "remote_failed"}) prefills_->Add({{"kind", kind}});
+  for (tandem::v1::PrefillKind kind : {tandem::v1::PREFILL_KIND_LOCAL, tandem::v1::PREFILL_KIND_REMOTE,
+                                       tandem::v1::PREFILL_KIND_REMOTE_FAILED}) {
+    prefills_->Add({{"kind", std::string(rpc::prefillKindName(kind))}});
+  }
   migrations_ = &prometheus::BuildCounter()
                      .Name("tandem:router_migrations_total")
                      .Help("requests moved to another decode worker after theirs failed")
@@ -31,18 +36,24 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry) {
                   .Name("tandem:router_workers")
                   .Help("workers known to the router by role and health")
                   .Register(registry);
-  for (const char* role : {"prefill", "decode", "both"}) {
-    for (const char* state : {"healthy", "unhealthy"}) workers_->Add({{"role", role}, {"state", state}});
+  for (tandem::v1::WorkerRole role :
+       {tandem::v1::WORKER_ROLE_PREFILL, tandem::v1::WORKER_ROLE_DECODE, tandem::v1::WORKER_ROLE_BOTH}) {
+    for (const char* state : {"healthy", "unhealthy"}) {
+      workers_->Add({{"role", std::string(rpc::workerRoleName(role))}, {"state", state}});
+    }
   }
 }
 
-void ClusterMetrics::countPrefill(const std::string& kind) {
-  if (kind.empty()) return;
-  prefills_->Add({{"kind", kind}}).Increment();
+void ClusterMetrics::countPrefill(tandem::v1::PrefillKind kind) {
+  const std::string_view name = rpc::prefillKindName(kind);
+  if (name.empty()) return;
+  prefills_->Add({{"kind", std::string(name)}}).Increment();
 }
 
-void ClusterMetrics::setWorkers(const std::string& role, bool healthy, int count) {
-  workers_->Add({{"role", role}, {"state", healthy ? "healthy" : "unhealthy"}}).Set(count);
+void ClusterMetrics::setWorkers(tandem::v1::WorkerRole role, bool healthy, int count) {
+  workers_->Add({{"role", std::string(rpc::workerRoleName(role))},
+                 {"state", healthy ? "healthy" : "unhealthy"}})
+      .Set(count);
 }
 
 void ClusterMetrics::setKvIndexBlocks(const std::string& worker, size_t blocks) {

@@ -10,6 +10,7 @@
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
+#include "tandem/v1/worker.pb.h"
 
 namespace tandem::router::cluster {
 
@@ -19,8 +20,8 @@ class ClusterMetrics {
   explicit ClusterMetrics(prometheus::Registry& registry);
 
   // tandem:router_prefills_total{kind}: kind is "local", "remote" or
-  // "remote_failed" (other strings are counted under their own label).
-  void countPrefill(const std::string& kind);
+  // "remote_failed" (rpc::prefillKindName); an unspecified kind is not counted.
+  void countPrefill(tandem::v1::PrefillKind kind);
   // tandem:router_migrations_total
   void countMigration() { migrations_->Increment(); }
   // tandem:router_kv_resyncs_total: snapshots of a worker after its first.
@@ -33,8 +34,9 @@ class ClusterMetrics {
   void setKvIndexBlocks(const std::string& worker, size_t blocks);
   // drops the worker's tandem:router_kv_index_blocks series (it left).
   void removeKvIndexWorker(const std::string& worker);
-  // tandem:router_workers{role, state="healthy|unhealthy"} = count.
-  void setWorkers(const std::string& role, bool healthy, int count);
+  // tandem:router_workers{role, state="healthy|unhealthy"} = count; role
+  // is rpc::workerRoleName(role).
+  void setWorkers(tandem::v1::WorkerRole role, bool healthy, int count);
 
  private:
   prometheus::Family<prometheus::Counter>* prefills_;

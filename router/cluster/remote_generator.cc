@@ -72,7 +72,7 @@ absl::StatusOr<generation::RequestId> RemoteGenerator::submit(std::vector<int32_
         prompt.size(), params.max_tokens));
   }
   const generation::RequestId id = next_id_.fetch_add(1);
-  auto request = std::make_shared<RemoteRequest>(this, id, std::move(prompt), std::move(params),
+  auto request = std::make_shared<RemoteGenerateCall>(this, id, std::move(prompt), std::move(params),
                                                  std::move(callback));
   request->wait_deadline = Clock::now() + options_.no_worker_timeout;
   {

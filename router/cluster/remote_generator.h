@@ -24,7 +24,7 @@
 #include "generation/generator.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
-#include "router/cluster/remote_request.h"
+#include "router/cluster/remote_generate_call.h"
 #include "router/cluster/route_planner.h"
 #include "router/cluster/worker_pool.h"
 
@@ -63,9 +63,9 @@ class RemoteGenerator : public generation::Generator {
   const std::string& wirePrefix() const { return wire_prefix_; }
 
  private:
-  friend class RemoteRequest;
+  friend class RemoteGenerateCall;
   using Clock = std::chrono::steady_clock;
-  using RequestPtr = std::shared_ptr<RemoteRequest>;
+  using RequestPtr = std::shared_ptr<RemoteGenerateCall>;
 
   // plans and starts the request's next attempt, or schedules a retry, or
   // fails it (no call in flight).
@@ -73,10 +73,10 @@ class RemoteGenerator : public generation::Generator {
   void schedule(const RequestPtr& request, Clock::time_point when);
   void runTimer();
   void abandonUnhealthy();
-  // from RemoteRequest: a call started / ended on `address`.
+  // from RemoteGenerateCall: a call started / ended on `address`.
   void callStarted(const std::string& address);
   void callEnded(const std::string& address);
-  // from RemoteRequest: the call ended without a final message.
+  // from RemoteGenerateCall: the call ended without a final message.
   void retryAfterBrokenCall(const RequestPtr& request, const grpc::Status& status,
                             const std::string& address, bool delivered_any);
   void requestDone(generation::RequestId id);

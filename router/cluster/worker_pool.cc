@@ -1,15 +1,12 @@
 #include "router/cluster/worker_pool.h"
 
 #include "grpcpp/grpcpp.h"
+#include "proto/convert/worker_enum_names.h"
 
 namespace tandem::router::cluster {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-bool knownRole(const std::string& role) {
-  return role == "prefill" || role == "decode" || role == "both";
-}
 
 // counts outstanding calls of one poll round.
 struct Latch {
@@ -79,7 +76,7 @@ void WorkerPool::setHealthyLocked(Entry& e, bool healthy) {
 }
 
 bool WorkerPool::registerWorker(const tandem::v1::WorkerInfo& info) {
-  if (info.address().empty() || info.worker_id().empty() || !knownRole(info.role())) return false;
+  if (info.address().empty() || info.worker_id().empty() || !rpc::isKnownWorkerRole(info.role())) return false;
   std::lock_guard lock(mu_);
   Entry& e = entryLocked(info.address());
   if (!e.state.has_info || e.state.info.worker_id() != info.worker_id()) {
@@ -205,7 +202,7 @@ void WorkerPool::onInfo(const std::string& address, bool ok, const tandem::v1::W
   auto it = workers_.find(address);
   if (it == workers_.end()) return;
   Entry& e = it->second;
-  if (!ok || info.worker_id().empty() || !knownRole(info.role())) {
+  if (!ok || info.worker_id().empty() || !rpc::isKnownWorkerRole(info.role())) {
     if (++e.failures >= options_.failures_to_unhealthy) setHealthyLocked(e, false);
     return;
   }
@@ -263,8 +260,9 @@ void WorkerPool::dropStaleLocked() {
 
 void WorkerPool::publishMetricsLocked() {
   if (metrics_ == nullptr) return;
-  std::map<std::pair<std::string, bool>, int> counts;
-  for (const char* role : {"prefill", "decode", "both"}) {
+  std::map<std::pair<tandem::v1::WorkerRole, bool>, int> counts;
+  for (tandem::v1::WorkerRole role :
+       {tandem::v1::WORKER_ROLE_PREFILL, tandem::v1::WORKER_ROLE_DECODE, tandem::v1::WORKER_ROLE_BOTH}) {
     counts[{role, true}] = 0;
     counts[{role, false}] = 0;
   }

@@ -54,8 +54,10 @@ struct WorkerState {
   bool has_stats = false;
   tandem::v1::WorkerStats stats;
 
-  bool decodeCapable() const { return info.role() == "decode" || info.role() == "both"; }
-  bool prefillOnly() const { return info.role() == "prefill"; }
+  bool decodeCapable() const {
+    return info.role() == tandem::v1::WORKER_ROLE_DECODE || info.role() == tandem::v1::WORKER_ROLE_BOTH;
+  }
+  bool prefillOnly() const { return info.role() == tandem::v1::WORKER_ROLE_PREFILL; }
 };
 
 class WorkerPool {

@@ -1,6 +1,6 @@
 #include "router/grpc/inference_service.h"
 
-#include "router/grpc/generate_reactor.h"
+#include "router/grpc/generate_call.h"
 
 namespace tandem::router {
 
@@ -26,7 +26,7 @@ void InferenceService::setContext(const JobContext& context) {
 grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* InferenceService::Generate(
     grpc::CallbackServerContext* context, const tandem::v1::GenerateRequest* request) {
   if (!ready_.load(std::memory_order_acquire)) return new UnavailableWriter();
-  return new GenerateReactor(context_, *request);
+  return GenerateCall::start(context_, *request);
 }
 
 grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerContext* context,

@@ -1,5 +1,5 @@
-// Counts work that runs outside gRPC's own bookkeeping (prefill jobs on
-// their threads, calls to other workers, event streams) so the worker can
+// Counts work that runs outside gRPC's own bookkeeping (Prefill calls on
+// the CallExecutor, remote prefills on other workers) so the worker can
 // wait for it before tearing down what that work uses.
 #pragma once
 

@@ -2,34 +2,60 @@
 // generated token. Without prefill_address the prompt is prefilled here
 // (EngineLoop::submit); with one, D admits the request awaiting its KV and
 // a RemotePrefill gets the KV and the first token from P, falling back to a
-// local prefill when P fails. Writes go out one at a time (gRPC flow
-// control); the rest queue. A cancelled call cancels the request everywhere.
+// local prefill when P fails. The messages go out through the shared
+// ServerStreamWriter (one write in flight, the rest queued). A cancelled
+// call cancels the request everywhere.
+//
+// Errors: FAILED_PRECONDITION on a prefill worker; INVALID_ARGUMENT for an
+// empty prompt, bad params or what the engine refuses; UNAVAILABLE when the
+// engine is stopping or aborted the request; RESOURCE_EXHAUSTED when the
+// engine has no room; INTERNAL when the model failed.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 
+#include "common/grpc/server_stream_writer.h"
 #include "grpcpp/grpcpp.h"
 #include "server/worker/worker_context.h"
 #include "tandem/v1/worker.pb.h"
 
 namespace tandem::worker {
 
-// the state shared with the engine's callbacks; it outlives the reactor
-// when outputs arrive after the call ended.
-class GenerateCall;
+class RemotePrefill;
 
-class GenerateReactor final
-    : public grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse> {
+class GenerateCall final : public grpc_util::StreamObserver,
+                           public std::enable_shared_from_this<GenerateCall> {
  public:
-  GenerateReactor(WorkerContext& context, const tandem::v1::WorkerGenerateRequest& request);
+  using Writer = grpc_util::ServerStreamWriter<tandem::v1::WorkerGenerateResponse>;
 
-  // grpc::ServerWriteReactor
-  void OnWriteDone(bool ok) override;
-  void OnCancel() override;
-  void OnDone() override;
+  // the reactor gRPC drives for `request`. `context` outlives the call.
+  static grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* start(
+      WorkerContext& context, const tandem::v1::WorkerGenerateRequest& request);
+
+  GenerateCall(WorkerContext& context, std::shared_ptr<Writer> writer);
+
+  // grpc_util::StreamObserver: the client left or the stream broke.
+  void onStreamBroken() override;
 
  private:
-  std::shared_ptr<GenerateCall> call_;
+  // validates and submits; on error ends the call with it.
+  void submit(const tandem::v1::WorkerGenerateRequest& request);
+  void onOutput(const generation::TokenOutput& output);
+
+  WorkerContext& context_;
+  const std::shared_ptr<Writer> writer_;
+  engine::SeqId id_ = 0;
+  bool logprobs_ = false;
+  // how the prompt is prefilled; set before the first output.
+  std::atomic<tandem::v1::PrefillKind> prefill_{tandem::v1::PREFILL_KIND_LOCAL};
+  std::shared_ptr<RemotePrefill> remote_;  // set in submit(), then read only
+
+  std::mutex mu_;
+  bool submitted_ = false;        // guarded by mu_
+  bool generation_done_ = false;  // guarded by mu_
+  int num_outputs_ = 0;           // guarded by mu_
 };
 
 }  // namespace tandem::worker

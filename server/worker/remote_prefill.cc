@@ -145,8 +145,8 @@ void RemotePrefill::maybeResolveLocked() {
   resolved_ = true;
   const bool ok = !expect_error_ && !cancelled_ && rpc_status_->ok() && transfer_->status.ok();
   if (ok) {
-    context_.metrics->countPrefill(PrefillKind::kRemote);
-    on_resolved_(PrefillKind::kRemote);
+    context_.metrics->countPrefill(tandem::v1::PREFILL_KIND_REMOTE);
+    on_resolved_(tandem::v1::PREFILL_KIND_REMOTE);
     generation::TokenOutput first;
     first.id = id_;
     first.token = rpc_response_.first_token();
@@ -159,14 +159,14 @@ void RemotePrefill::maybeResolveLocked() {
     if (!cancelled_) {
       const std::string reason = failureReasonLocked();
       context_.metrics->countTransferFailure(reason);
-      context_.metrics->countPrefill(PrefillKind::kRemoteFailed);
+      context_.metrics->countPrefill(tandem::v1::PREFILL_KIND_REMOTE_FAILED);
       std::fprintf(stderr, "tandem worker: remote prefill of %s failed (%s: %s / %s); prefilling locally\n",
                    transfer_id_.c_str(), reason.c_str(),
                    expect_error_ ? expect_error_->ToString().c_str()
                    : transfer_ ? transfer_->status.ToString().c_str() : "",
                    rpc_status_ ? rpc_status_->error_message().c_str() : "");
     }
-    on_resolved_(PrefillKind::kRemoteFailed);
+    on_resolved_(tandem::v1::PREFILL_KIND_REMOTE_FAILED);
     context_.loop->failRemotePrefill(id_);
   }
   --context_.transfers_in_flight;

@@ -27,8 +27,8 @@ namespace tandem::worker {
 class RemotePrefill : public std::enable_shared_from_this<RemotePrefill> {
  public:
   // called once, before the engine learns the outcome, with how the prompt
-  // is prefilled (kRemote or kRemoteFailed), so the first output can say so.
-  using ResolvedFn = std::function<void(PrefillKind)>;
+  // is prefilled (remote or remote_failed), so the first output can say so.
+  using ResolvedFn = std::function<void(tandem::v1::PrefillKind)>;
 
   struct Request {
     engine::SeqId id = 0;

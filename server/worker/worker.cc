@@ -16,6 +16,10 @@
 namespace tandem::worker {
 namespace {
 
+// threads that send the blocks of Prefill calls (each call's sends run one
+// at a time; more threads let more transfers proceed side by side).
+constexpr int kCallThreads = 4;
+
 // how long shutdown waits for work outside gRPC (prefill jobs, calls to
 // prefill workers) after the server stopped; each is bounded by its own
 // timeouts, this only guards against a stuck one.
@@ -76,6 +80,10 @@ absl::Status Worker::start(const WorkerOptions& options) {
   loop_ = std::make_unique<engine::EngineLoop>(std::move(local));
   context_.loop = loop_.get();
   metrics_.setLoadSource([loop = loop_.get()] { return loop->stats(); });
+  executor_ = std::make_unique<CallExecutor>(kCallThreads);
+  context_.executor = executor_.get();
+  kv_events_feed_ = std::make_unique<KvEventsFeed>(context_);
+  context_.kv_events_feed = kv_events_feed_.get();
 
   if (decode) {
     kv_transport::KvReceiverConfig config;
@@ -122,7 +130,7 @@ absl::Status Worker::start(const WorkerOptions& options) {
   tandem::v1::WorkerInfo& info = context_.info;
   info.set_worker_id(absl::StrFormat("%016x", kv_transport::randomU64()));
   info.set_address(formatHostPort(advertise, port_));
-  info.set_role(std::string(workerRoleName(options.role)));
+  info.set_role(options.role);
   info.set_model_path(options.model_path);
   info.set_model_name(modelName(options));
   info.set_max_model_len(max_model_len);
@@ -158,6 +166,8 @@ void Worker::shutdown(std::chrono::milliseconds grace) {
     server_->Shutdown(std::chrono::system_clock::now() + grace);
     server_->Wait();
   }
+  // every KvEvents call ended with the server.
+  if (kv_events_feed_ != nullptr) kv_events_feed_->stop();
   context_.tracker.waitIdle(kWorkGrace);
   if (http_ != nullptr) http_->shutdown(std::chrono::milliseconds(0));
   // pending transfers end Cancelled: their requests fall back to local
@@ -166,6 +176,8 @@ void Worker::shutdown(std::chrono::milliseconds grace) {
   context_.receiver = nullptr;
   if (loop_ != nullptr) loop_->stop();
   context_.tracker.waitIdle(kWorkGrace);
+  // prefill calls are over; their last steps ran.
+  if (executor_ != nullptr) executor_->stop();
   sender_.reset();
   context_.sender = nullptr;
 }

@@ -15,6 +15,8 @@
 #include "common/http/http_server.h"
 #include "grpcpp/grpcpp.h"
 #include "server/kv_transport/shm_region.h"
+#include "server/worker/call_executor.h"
+#include "server/worker/kv_events_feed.h"
 #include "server/worker/registration_client.h"
 #include "server/worker/worker_context.h"
 #include "server/worker/worker_options.h"
@@ -62,6 +64,8 @@ class Worker {
   std::atomic<bool> draining_{false};
   kv_transport::ShmRegionPtr region_;
   std::unique_ptr<engine::EngineLoop> loop_;
+  std::unique_ptr<CallExecutor> executor_;
+  std::unique_ptr<KvEventsFeed> kv_events_feed_;
   kv_transport::KvReceiverPtr receiver_;
   kv_transport::KvSenderPtr sender_;
   std::unique_ptr<WorkerService> service_;

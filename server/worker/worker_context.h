@@ -19,6 +19,9 @@
 
 namespace tandem::worker {
 
+class CallExecutor;
+class KvEventsFeed;
+
 struct WorkerContext {
   WorkerOptions options;
   tandem::v1::WorkerInfo info;
@@ -29,6 +32,11 @@ struct WorkerContext {
   kv_transport::KvSender* sender = nullptr;
   WorkerMetrics* metrics = nullptr;
   PrefillPeers* peers = nullptr;
+  // runs the steps of Prefill calls (block sends) on a few threads.
+  CallExecutor* executor = nullptr;
+  // wakes KvEvents calls when new events arrive; null: calls send only
+  // what is there when they start.
+  KvEventsFeed* kv_events_feed = nullptr;
   int block_size = 16;
   size_t block_bytes = 0;
 

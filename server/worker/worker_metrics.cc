@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "prometheus/text_serializer.h"
+#include "proto/convert/worker_enum_names.h"
 
 namespace tandem::worker {
 namespace {
@@ -18,16 +19,6 @@ const Histogram::BucketBoundaries kTransferBuckets = {
     0.25,   0.5,    1.0,   2.5,    5.0,   10.0, 30.0};
 
 }  // namespace
-
-std::string_view prefillKindName(PrefillKind kind) {
-  switch (kind) {
-    case PrefillKind::kLocal: return "local";
-    case PrefillKind::kRemote: return "remote";
-    case PrefillKind::kRemoteFailed: return "remote_failed";
-    case PrefillKind::kServed: return "served";
-  }
-  return "local";
-}
 
 WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
@@ -70,7 +61,7 @@ void WorkerMetrics::countTransferFailure(std::string_view reason) {
 }
 
 void WorkerMetrics::countPrefill(PrefillKind kind) {
-  prefills_->Add({{"kind", std::string(prefillKindName(kind))}}).Increment();
+  prefills_->Add({{"kind", std::string(rpc::prefillKindName(kind))}}).Increment();
 }
 
 std::string WorkerMetrics::render() {

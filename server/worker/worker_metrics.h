@@ -17,12 +17,12 @@
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "server/engine/engine_loop.h"
+#include "tandem/v1/worker.pb.h"
 
 namespace tandem::worker {
 
-// tandem:prefills_total{kind}
-enum class PrefillKind { kLocal, kRemote, kRemoteFailed, kServed };
-std::string_view prefillKindName(PrefillKind kind);
+// tandem:prefills_total{kind}; the label is rpc::prefillKindName(kind).
+using PrefillKind = tandem::v1::PrefillKind;
 
 class WorkerMetrics {
  public:

@@ -11,23 +11,6 @@ absl::string_view av(std::string_view s) { return absl::string_view(s.data(), s.
 
 }  // namespace
 
-absl::StatusOr<WorkerRole> parseWorkerRole(std::string_view name) {
-  if (name == "prefill") return WorkerRole::kPrefill;
-  if (name == "decode") return WorkerRole::kDecode;
-  if (name == "both") return WorkerRole::kBoth;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown worker role '", av(name), "' (prefill, decode or both)"));
-}
-
-std::string_view workerRoleName(WorkerRole role) {
-  switch (role) {
-    case WorkerRole::kPrefill: return "prefill";
-    case WorkerRole::kDecode: return "decode";
-    case WorkerRole::kBoth: return "both";
-  }
-  return "both";
-}
-
 absl::StatusOr<HostPort> parseHostPort(std::string_view text) {
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos || colon == 0) {

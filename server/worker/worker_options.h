@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "proto/convert/worker_enum_names.h"
 #include "server/engine/engine_assembly.h"
 #include "server/kv_transport/kv_transport_factory.h"
 
@@ -15,14 +16,13 @@ namespace tandem::worker {
 
 // prefill: serves Prefill only (pushes KV to decode workers).
 // decode: serves Generate, prefilling locally or on a prefill worker.
-// both: serves every call.
-enum class WorkerRole { kPrefill, kDecode, kBoth };
-
-// "prefill" | "decode" | "both"; InvalidArgument otherwise.
-absl::StatusOr<WorkerRole> parseWorkerRole(std::string_view name);
-std::string_view workerRoleName(WorkerRole role);
-inline bool servesPrefill(WorkerRole role) { return role != WorkerRole::kDecode; }
-inline bool servesGenerate(WorkerRole role) { return role != WorkerRole::kPrefill; }
+// both: serves every call. The flag's names: rpc::parseWorkerRole and
+// rpc::workerRoleName (proto/convert/worker_enum_names.h).
+using WorkerRole = tandem::v1::WorkerRole;
+using rpc::parseWorkerRole;
+using rpc::workerRoleName;
+inline bool servesPrefill(WorkerRole role) { return role != tandem::v1::WORKER_ROLE_DECODE; }
+inline bool servesGenerate(WorkerRole role) { return role != tandem::v1::WORKER_ROLE_PREFILL; }
 
 struct HostPort {
   std::string host;
@@ -34,7 +34,7 @@ absl::StatusOr<HostPort> parseHostPort(std::string_view text);
 std::string formatHostPort(std::string_view host, int port);
 
 struct WorkerOptions {
-  WorkerRole role = WorkerRole::kBoth;
+  WorkerRole role = tandem::v1::WORKER_ROLE_BOTH;
   // HF dir or .gguf.
   std::string model_path;
   // the name clients use; empty = the model file's name without extension.

@@ -8,18 +8,18 @@ namespace tandem::worker {
 
 grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* WorkerService::Generate(
     grpc::CallbackServerContext* context, const tandem::v1::WorkerGenerateRequest* request) {
-  return new GenerateReactor(context_, *request);
+  return GenerateCall::start(context_, *request);
 }
 
 grpc::ServerUnaryReactor* WorkerService::Prefill(grpc::CallbackServerContext* context,
                                                  const tandem::v1::PrefillRequest* request,
                                                  tandem::v1::PrefillResponse* response) {
-  return new PrefillReactor(context_, *request, response);
+  return PrefillCall::start(context_, *request, response);
 }
 
 grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* WorkerService::KvEvents(
     grpc::CallbackServerContext* context, const tandem::v1::KvEventsRequest* request) {
-  return new KvEventsReactor(context_, *request);
+  return KvEventsCall::start(context_, *request);
 }
 
 grpc::ServerUnaryReactor* WorkerService::KvSnapshot(grpc::CallbackServerContext* context,

@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "proto/convert/worker_enum_names.h"
+
 namespace tandem::router::cluster::testing {
 
 FakeWorker::FakeWorker(FakeWorkerConfig config) : config_(std::move(config)) {
@@ -34,7 +36,7 @@ tandem::v1::WorkerInfo FakeWorker::info() const {
   tandem::v1::WorkerInfo info;
   info.set_worker_id(config_.worker_id);
   info.set_address(address());
-  info.set_role(config_.role);
+  info.set_role(*rpc::parseWorkerRole(config_.role));
   info.set_model_path("/models/fake");
   info.set_model_name("fake");
   info.set_max_model_len(config_.max_model_len);
@@ -113,8 +115,11 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* context,
     msg.set_token(fakeToken(prompt_len + i));
     msg.set_num_prompt_tokens(prompt_len);
     msg.set_num_output_tokens(i + 1);
-    if (i == 0) msg.set_prefill(request->prefill_address().empty() ? "local" : "remote");
-    if (i == n - 1) msg.set_finish_reason("length");
+    if (i == 0) {
+      msg.set_prefill(request->prefill_address().empty() ? tandem::v1::PREFILL_KIND_LOCAL
+                                                         : tandem::v1::PREFILL_KIND_REMOTE);
+    }
+    if (i == n - 1) msg.set_finish_reason(tandem::v1::FINISH_REASON_LENGTH);
     if (!writer->Write(msg)) {
       ++cancelled_generates_;
       return grpc::Status::CANCELLED;

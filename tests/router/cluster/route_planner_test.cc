@@ -1,6 +1,7 @@
 #include "router/cluster/route_planner.h"
 
 #include "gtest/gtest.h"
+#include "proto/convert/worker_enum_names.h"
 
 namespace tandem::router::cluster {
 namespace {
@@ -14,7 +15,7 @@ WorkerState worker(const std::string& address, const std::string& role, int runn
   w.has_stats = true;
   w.info.set_worker_id(address);
   w.info.set_address(address);
-  w.info.set_role(role);
+  w.info.set_role(*rpc::parseWorkerRole(role));
   w.info.set_block_size(4);
   w.info.set_num_blocks(1000);
   w.info.set_max_model_len(4096);

@@ -38,7 +38,7 @@ TEST(RouterFrontendTest, RegistryServesBeforeTheModelWhileInferenceIsUnavailable
   tandem::v1::WorkerInfo info;
   info.set_worker_id("d1");
   info.set_address("127.0.0.1:1");
-  info.set_role("decode");
+  info.set_role(tandem::v1::WORKER_ROLE_DECODE);
   grpc::ClientContext register_context;
   tandem::v1::RegisterResponse registered;
   ASSERT_TRUE(tandem::v1::Registry::NewStub(channel)

@@ -74,7 +74,7 @@ TEST_F(WorkerPoolTest, RegisteredWorkerIsHealthyAndItsStatsArePolled) {
   ASSERT_TRUE(w.has_value());
   EXPECT_TRUE(w->healthy);
   EXPECT_EQ(w->sources, kRegistered);
-  EXPECT_EQ(w->info.role(), "decode");
+  EXPECT_EQ(w->info.role(), tandem::v1::WORKER_ROLE_DECODE);
   ASSERT_TRUE(waitFor([&] {
     auto s = find(pool_, worker.address());
     return s && s->has_stats && s->stats.num_running() == 3;
@@ -87,10 +87,10 @@ TEST_F(WorkerPoolTest, RegisteredWorkerIsHealthyAndItsStatsArePolled) {
 TEST_F(WorkerPoolTest, RejectsARegistrationWithoutAnIdOrRole) {
   tandem::v1::WorkerInfo info;
   info.set_address("127.0.0.1:1");
-  info.set_role("decode");
+  info.set_role(tandem::v1::WORKER_ROLE_DECODE);
   EXPECT_EQ(registerWorker(info).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   info.set_worker_id("x");
-  info.set_role("teacher");
+  info.set_role(static_cast<tandem::v1::WorkerRole>(42));  // a role it does not know
   EXPECT_EQ(registerWorker(info).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_TRUE(pool_.snapshot().empty());
 }
@@ -159,7 +159,7 @@ TEST_F(WorkerPoolTest, StaticWorkerIsLearnedThroughInfoAndNeverDropped) {
   ASSERT_TRUE(waitFor([&] { return find(pool_, worker.address())->healthy; }));
   std::optional<WorkerState> w = find(pool_, worker.address());
   EXPECT_EQ(w->info.worker_id(), "w1");
-  EXPECT_EQ(w->info.role(), "prefill");
+  EXPECT_EQ(w->info.role(), tandem::v1::WORKER_ROLE_PREFILL);
   worker.fail_stats = true;
   ASSERT_TRUE(waitFor([&] { return !find(pool_, worker.address())->healthy; }));
   std::this_thread::sleep_for(fastOptions().drop_after + 200ms);
@@ -220,7 +220,7 @@ TEST(WorkerPoolMetricsTest, CountsWorkersByRoleAndHealth) {
   tandem::v1::WorkerInfo info;
   info.set_worker_id("d1");
   info.set_address("127.0.0.1:1");
-  info.set_role("decode");
+  info.set_role(tandem::v1::WORKER_ROLE_DECODE);
   ASSERT_TRUE(pool.registerWorker(info));
   double healthy = -1;
   for (const auto& family : registry.Collect()) {

@@ -82,7 +82,7 @@ bool waitFor(const std::function<bool()>& cond) {
 TEST(RegistrationTest, RegistersRepeatedlyAndDeregistersOnShutdown) {
   RegistryServer registry;
   ASSERT_NE(registry.port, 0);
-  WorkerOptions options = testing::smallWorkerOptions(WorkerRole::kDecode);
+  WorkerOptions options = testing::smallWorkerOptions(tandem::v1::WORKER_ROLE_DECODE);
   options.router_address = "127.0.0.1:" + std::to_string(registry.port);
   auto worker = Worker::create(options);
   ASSERT_TRUE(worker.ok()) << worker.status();
@@ -91,7 +91,7 @@ TEST(RegistrationTest, RegistersRepeatedlyAndDeregistersOnShutdown) {
   for (const auto& info : registry.service.registered()) {
     EXPECT_EQ(info.worker_id(), (*worker)->info().worker_id());
     EXPECT_EQ(info.address(), (*worker)->info().address());
-    EXPECT_EQ(info.role(), "decode");
+    EXPECT_EQ(info.role(), tandem::v1::WORKER_ROLE_DECODE);
     EXPECT_EQ(info.model_path(), options.model_path);
     EXPECT_EQ(info.kv_endpoint(), (*worker)->info().kv_endpoint());
     EXPECT_FALSE(info.kv_endpoint().empty());
@@ -109,7 +109,7 @@ TEST(RegistrationTest, KeepsTryingUntilTheRouterIsUp) {
     RegistryServer probe;  // find a free port, then free it
     port = probe.port;
   }
-  WorkerOptions options = testing::smallWorkerOptions(WorkerRole::kPrefill);
+  WorkerOptions options = testing::smallWorkerOptions(tandem::v1::WORKER_ROLE_PREFILL);
   options.router_address = "127.0.0.1:" + std::to_string(port);
   auto worker = Worker::create(options);
   ASSERT_TRUE(worker.ok()) << worker.status();
@@ -118,7 +118,7 @@ TEST(RegistrationTest, KeepsTryingUntilTheRouterIsUp) {
   RegistryServer registry(port);
   ASSERT_EQ(registry.port, port);
   ASSERT_TRUE(waitFor([&] { return !registry.service.registered().empty(); }));
-  EXPECT_EQ(registry.service.registered()[0].role(), "prefill");
+  EXPECT_EQ(registry.service.registered()[0].role(), tandem::v1::WORKER_ROLE_PREFILL);
   EXPECT_TRUE(registry.service.registered()[0].kv_endpoint().empty());
 }
 

@@ -53,7 +53,7 @@ class StalledPrefillTest : public ::testing::Test {
   }
   // num_blocks > 0: a KV cache of exactly that many blocks.
   void startDecodeWorker(std::chrono::milliseconds prefill_timeout, int num_blocks = 0) {
-    WorkerOptions options = testing::smallWorkerOptions(WorkerRole::kDecode, 4);
+    WorkerOptions options = testing::smallWorkerOptions(tandem::v1::WORKER_ROLE_DECODE, 4);
     options.prefill_timeout = prefill_timeout;
     // stories260K: 5 layers x K,V x 4 kv heads x 8 dims x F32 = 1280 bytes a token.
     if (num_blocks > 0) options.engine.kv_budget_bytes = static_cast<uint64_t>(num_blocks) * 4 * 1280;

@@ -41,7 +41,7 @@ int closedPort() {
 }
 
 TEST(WorkerGenerateTest, LocalPrefillEqualsTheOracle) {
-  WorkerPtr worker = startWorker(smallWorkerOptions(WorkerRole::kBoth));
+  WorkerPtr worker = startWorker(smallWorkerOptions(tandem::v1::WORKER_ROLE_BOTH));
   ASSERT_NE(worker, nullptr);
   for (const auto& c : tandem::testing::storiesOracle()) {
     const int n = static_cast<int>(c.completion_ids.size());
@@ -58,8 +58,8 @@ TEST(WorkerGenerateTest, LocalPrefillEqualsTheOracle) {
 }
 
 TEST(WorkerGenerateTest, RefusesBadRequestsAndGenerateOnAPrefillWorker) {
-  WorkerPtr both = startWorker(smallWorkerOptions(WorkerRole::kBoth));
-  WorkerPtr prefill = startWorker(smallWorkerOptions(WorkerRole::kPrefill));
+  WorkerPtr both = startWorker(smallWorkerOptions(tandem::v1::WORKER_ROLE_BOTH));
+  WorkerPtr prefill = startWorker(smallWorkerOptions(tandem::v1::WORKER_ROLE_PREFILL));
   ASSERT_NE(both, nullptr);
   ASSERT_NE(prefill, nullptr);
   const std::vector<int32_t> prompt = tandem::testing::storiesOracle()[0].prompt_ids;
@@ -85,10 +85,10 @@ class RemotePrefillTest : public ::testing::TestWithParam<kv_transport::Transpor
 // Block size 4, so prompts span several blocks and later prompts find their
 // first blocks in D's prefix cache (skip_blocks > 0).
 TEST_P(RemotePrefillTest, EqualsTheOracleAndMovesTheBlocks) {
-  WorkerOptions p_options = smallWorkerOptions(WorkerRole::kPrefill, 4);
+  WorkerOptions p_options = smallWorkerOptions(tandem::v1::WORKER_ROLE_PREFILL, 4);
   p_options.kv_transport = GetParam();
   WorkerPtr p = startWorker(p_options);
-  WorkerPtr d = startWorker(smallWorkerOptions(WorkerRole::kDecode, 4));
+  WorkerPtr d = startWorker(smallWorkerOptions(tandem::v1::WORKER_ROLE_DECODE, 4));
   ASSERT_NE(p, nullptr);
   ASSERT_NE(d, nullptr);
   const std::string transport = GetParam() == kv_transport::TransportChoice::kShm ? "shm" : "grpc";
@@ -133,11 +133,11 @@ INSTANTIATE_TEST_SUITE_P(Transports, RemotePrefillTest,
 // P corrupts block 0 of every transfer in transit: D's checksum catches it,
 // D never uses the block and prefills locally.
 TEST(RemotePrefillFallbackTest, CorruptBlockIsDetectedAndPrefilledLocally) {
-  WorkerOptions p_options = smallWorkerOptions(WorkerRole::kPrefill, 4);
+  WorkerOptions p_options = smallWorkerOptions(tandem::v1::WORKER_ROLE_PREFILL, 4);
   p_options.kv_transport = kv_transport::TransportChoice::kGrpc;
   p_options.corrupt_kv_block_for_test = 0;
   WorkerPtr p = startWorker(p_options);
-  WorkerPtr d = startWorker(smallWorkerOptions(WorkerRole::kDecode, 4));
+  WorkerPtr d = startWorker(smallWorkerOptions(tandem::v1::WORKER_ROLE_DECODE, 4));
   ASSERT_NE(p, nullptr);
   ASSERT_NE(d, nullptr);
   const auto& c = tandem::testing::storiesOracle()[1];
@@ -153,7 +153,7 @@ TEST(RemotePrefillFallbackTest, CorruptBlockIsDetectedAndPrefilledLocally) {
 }
 
 TEST(RemotePrefillFallbackTest, UnreachablePrefillWorkerIsPrefilledLocally) {
-  WorkerPtr d = startWorker(smallWorkerOptions(WorkerRole::kDecode, 4));
+  WorkerPtr d = startWorker(smallWorkerOptions(tandem::v1::WORKER_ROLE_DECODE, 4));
   ASSERT_NE(d, nullptr);
   const std::string nowhere = "127.0.0.1:" + std::to_string(closedPort());
   for (const auto& c : tandem::testing::storiesOracle()) {

@@ -20,7 +20,7 @@ using testing::smallWorkerOptions;
 class WorkerServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto worker = Worker::create(smallWorkerOptions(WorkerRole::kBoth, 4));
+    auto worker = Worker::create(smallWorkerOptions(tandem::v1::WORKER_ROLE_BOTH, 4));
     ASSERT_TRUE(worker.ok()) << worker.status();
     worker_ = std::move(*worker);
     stub_ = tandem::v1::Worker::NewStub(
@@ -132,7 +132,7 @@ TEST_F(WorkerServiceTest, InfoDescribesTheWorker) {
   EXPECT_EQ(info.worker_id().size(), 16u);
   EXPECT_EQ(info.worker_id(), worker_->info().worker_id());
   EXPECT_EQ(info.address(), "127.0.0.1:" + std::to_string(worker_->port()));
-  EXPECT_EQ(info.role(), "both");
+  EXPECT_EQ(info.role(), tandem::v1::WORKER_ROLE_BOTH);
   EXPECT_EQ(info.model_name(), "stories260K");
   EXPECT_EQ(info.max_model_len(), 256);
   EXPECT_EQ(info.vocab_size(), 512);

@@ -7,6 +7,8 @@
 
 #include <sstream>
 
+#include "proto/convert/finish_reason_proto.h"
+#include "proto/convert/worker_enum_names.h"
 #include "tandem/v1/worker.grpc.pb.h"
 #include "tests/test_paths.h"
 
@@ -47,13 +49,15 @@ GenerateResult generate(const std::string& address, const std::vector<int32_t>& 
   bool first = true;
   while (reader->Read(&msg)) {
     if (first) {
-      result.prefill = msg.prefill();
+      result.prefill = std::string(rpc::prefillKindName(msg.prefill()));
       result.num_prompt_tokens = msg.num_prompt_tokens();
       result.num_cached_tokens = msg.num_cached_tokens();
       first = false;
     }
     result.tokens.push_back(msg.token());
-    if (!msg.finish_reason().empty()) result.finish = msg.finish_reason();
+    if (msg.finish_reason() != tandem::v1::FINISH_REASON_NONE) {
+      result.finish = std::string(rpc::finishReasonName(rpc::fromProto(msg.finish_reason())));
+    }
   }
   result.status = reader->Finish();
   return result;

@@ -1,6 +1,6 @@
-// One request the RemoteGenerator generates on decode workers: the original
-// prompt and parameters, the tokens delivered to the client so far, and the
-// Worker.Generate call in flight (a gRPC callback reactor). When that call
+// One request the RemoteGenerator generates on decode workers, in flight:
+// the original prompt and parameters, the tokens delivered to the client so
+// far, and the Worker.Generate attempt in flight (a gRPC callback reactor). When that call
 // ends before its final message the request goes back to the backend,
 // which resubmits prompt ‖ delivered tokens for the remaining max_tokens to
 // another decode worker (migration): the client sees each token once.
@@ -20,17 +20,13 @@
 namespace tandem::router::cluster {
 
 class RemoteGenerator;
-class WorkerGenerateCall;
+class GenerateAttempt;
 
-// the engine's finish reason for a worker's finish_reason string
-// (kNone for "", kError for one it does not know).
-generation::FinishReason finishReasonFromString(const std::string& reason);
-
-class RemoteRequest : public std::enable_shared_from_this<RemoteRequest> {
+class RemoteGenerateCall : public std::enable_shared_from_this<RemoteGenerateCall> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  RemoteRequest(RemoteGenerator* backend, generation::RequestId id, std::vector<int32_t> prompt,
+  RemoteGenerateCall(RemoteGenerator* backend, generation::RequestId id, std::vector<int32_t> prompt,
                 generation::SamplingParams params, generation::Generator::OutputCallback callback);
 
   generation::RequestId id() const { return id_; }
@@ -81,7 +77,7 @@ class RemoteRequest : public std::enable_shared_from_this<RemoteRequest> {
   generation::Generator::OutputCallback callback_;
 
   mutable std::mutex mu_;
-  WorkerGenerateCall* call_ = nullptr;  // guarded by mu_
+  GenerateAttempt* call_ = nullptr;     // guarded by mu_
   std::string address_;                 // the call's worker; guarded by mu_
   bool cancelled_ = false;              // by the client; guarded by mu_
   bool abandoned_ = false;              // by the router; guarded by mu_

@@ -1,16 +1,17 @@
-#include "router/cluster/remote_request.h"
+#include "router/cluster/remote_generate_call.h"
 
 #include <algorithm>
 
+#include "proto/convert/finish_reason_proto.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "router/cluster/remote_generator.h"
 
 namespace tandem::router::cluster {
 
-// Worker.Generate on one decode worker; deletes itself when done.
-class WorkerGenerateCall : public grpc::ClientReadReactor<tandem::v1::WorkerGenerateResponse> {
+// one attempt: Worker.Generate on one decode worker; deletes itself when done.
+class GenerateAttempt : public grpc::ClientReadReactor<tandem::v1::WorkerGenerateResponse> {
  public:
-  WorkerGenerateCall(std::shared_ptr<RemoteRequest> request, tandem::v1::WorkerGenerateRequest wire)
+  GenerateAttempt(std::shared_ptr<RemoteGenerateCall> request, tandem::v1::WorkerGenerateRequest wire)
       : request_(std::move(request)), wire_(std::move(wire)) {}
 
   void start(tandem::v1::Worker::Stub* stub) {
@@ -25,7 +26,7 @@ class WorkerGenerateCall : public grpc::ClientReadReactor<tandem::v1::WorkerGene
     if (!ok) return;  // the stream ended: OnDone follows
     request_->onMessage(response_, first_);
     first_ = false;
-    if (!response_.finish_reason().empty()) return;
+    if (response_.finish_reason() != tandem::v1::FINISH_REASON_NONE) return;
     StartRead(&response_);
   }
   void OnDone(const grpc::Status& status) override {
@@ -34,22 +35,14 @@ class WorkerGenerateCall : public grpc::ClientReadReactor<tandem::v1::WorkerGene
   }
 
  private:
-  std::shared_ptr<RemoteRequest> request_;
+  std::shared_ptr<RemoteGenerateCall> request_;
   tandem::v1::WorkerGenerateRequest wire_;
   tandem::v1::WorkerGenerateResponse response_;
   grpc::ClientContext context_;
   bool first_ = true;
 };
 
-generation::FinishReason finishReasonFromString(const std::string& reason) {
-  if (reason.empty()) return generation::FinishReason::kNone;
-  if (reason == "stop") return generation::FinishReason::kStop;
-  if (reason == "length") return generation::FinishReason::kLength;
-  if (reason == "abort") return generation::FinishReason::kAbort;
-  return generation::FinishReason::kError;
-}
-
-RemoteRequest::RemoteRequest(RemoteGenerator* backend, generation::RequestId id, std::vector<int32_t> prompt,
+RemoteGenerateCall::RemoteGenerateCall(RemoteGenerator* backend, generation::RequestId id, std::vector<int32_t> prompt,
                              generation::SamplingParams params, generation::Generator::OutputCallback callback)
     : backend_(backend),
       id_(id),
@@ -57,7 +50,7 @@ RemoteRequest::RemoteRequest(RemoteGenerator* backend, generation::RequestId id,
       params_(std::move(params)),
       callback_(std::move(callback)) {}
 
-std::vector<int32_t> RemoteRequest::nextPrompt() const {
+std::vector<int32_t> RemoteGenerateCall::nextPrompt() const {
   std::vector<int32_t> tokens;
   tokens.reserve(prompt_.size() + delivered_.size());
   tokens.insert(tokens.end(), prompt_.begin(), prompt_.end());
@@ -65,11 +58,11 @@ std::vector<int32_t> RemoteRequest::nextPrompt() const {
   return tokens;
 }
 
-int RemoteRequest::remainingTokens() const {
+int RemoteGenerateCall::remainingTokens() const {
   return params_.max_tokens - static_cast<int>(delivered_.size());
 }
 
-bool RemoteRequest::startCall(tandem::v1::Worker::Stub* stub, const std::string& address,
+bool RemoteGenerateCall::startCall(tandem::v1::Worker::Stub* stub, const std::string& address,
                               const std::string& prefill_address, const std::string& wire_id) {
   tandem::v1::WorkerGenerateRequest wire;
   wire.set_request_id(wire_id);
@@ -79,7 +72,7 @@ bool RemoteRequest::startCall(tandem::v1::Worker::Stub* stub, const std::string&
   params.max_tokens = remainingTokens();
   *wire.mutable_params() = rpc::toProto(params, {});
   wire.set_prefill_address(prefill_address);
-  auto* call = new WorkerGenerateCall(shared_from_this(), std::move(wire));
+  auto* call = new GenerateAttempt(shared_from_this(), std::move(wire));
   {
     std::lock_guard lock(mu_);
     if (cancelled_) {
@@ -98,7 +91,7 @@ bool RemoteRequest::startCall(tandem::v1::Worker::Stub* stub, const std::string&
   return true;
 }
 
-bool RemoteRequest::cancel() {
+bool RemoteGenerateCall::cancel() {
   std::lock_guard lock(mu_);
   if (final_delivered_ || cancelled_) return false;
   cancelled_ = true;
@@ -109,24 +102,24 @@ bool RemoteRequest::cancel() {
   return true;
 }
 
-void RemoteRequest::abandonIfOn(const std::string& address) {
+void RemoteGenerateCall::abandonIfOn(const std::string& address) {
   std::lock_guard lock(mu_);
   if (call_ == nullptr || address_ != address || final_delivered_) return;
   abandoned_ = true;
   call_->tryCancel();
 }
 
-std::string RemoteRequest::currentAddress() const {
+std::string RemoteGenerateCall::currentAddress() const {
   std::lock_guard lock(mu_);
   return call_ == nullptr ? std::string() : address_;
 }
 
-bool RemoteRequest::cancelled() const {
+bool RemoteGenerateCall::cancelled() const {
   std::lock_guard lock(mu_);
   return cancelled_;
 }
 
-void RemoteRequest::finish(generation::FinishReason reason) {
+void RemoteGenerateCall::finish(generation::FinishReason reason) {
   {
     std::lock_guard lock(mu_);
     if (final_delivered_) return;
@@ -144,9 +137,9 @@ void RemoteRequest::finish(generation::FinishReason reason) {
   backend_->requestDone(id_);
 }
 
-void RemoteRequest::onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first) {
+void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first) {
   if (first && backend_->metrics_ != nullptr) backend_->metrics_->countPrefill(msg.prefill());
-  generation::FinishReason reason = finishReasonFromString(msg.finish_reason());
+  generation::FinishReason reason = rpc::fromProto(msg.finish_reason());
   {
     std::lock_guard lock(mu_);
     if (final_delivered_) return;
@@ -182,7 +175,7 @@ void RemoteRequest::onMessage(const tandem::v1::WorkerGenerateResponse& msg, boo
   if (reason != generation::FinishReason::kNone) callback_ = nullptr;
 }
 
-void RemoteRequest::onCallDone(const grpc::Status& status) {
+void RemoteGenerateCall::onCallDone(const grpc::Status& status) {
   std::string address;
   bool final_delivered = false;
   bool cancelled = false;

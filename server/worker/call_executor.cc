@@ -1,0 +1,54 @@
+#include "server/worker/call_executor.h"
+
+namespace tandem::worker {
+
+CallExecutor::CallExecutor(int num_threads) {
+  for (int i = 0; i < std::max(num_threads, 1); ++i) threads_.emplace_back([this] { run(); });
+}
+
+CallExecutor::~CallExecutor() { stop(); }
+
+bool CallExecutor::post(std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    // a task that runs during stop() may still post its follow-up steps.
+    if (stopping_ && running_ == 0) return false;
+    tasks_.push_back(std::move(task));
+  }
+  ready_.notify_one();
+  return true;
+}
+
+void CallExecutor::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+void CallExecutor::run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    ready_.wait(lock, [&] { return !tasks_.empty() || (stopping_ && running_ == 0); });
+    if (tasks_.empty()) {
+      // stopping and drained: wake the other threads so they leave too.
+      ready_.notify_all();
+      return;
+    }
+    std::function<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    ++running_;
+    lock.unlock();
+    task();
+    task = nullptr;
+    lock.lock();
+    --running_;
+    if (stopping_) ready_.notify_all();
+  }
+}
+
+}  // namespace tandem::worker
