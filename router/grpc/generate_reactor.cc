@@ -1,24 +1,46 @@
 #include "router/grpc/generate_reactor.h"
 
 #include <chrono>
+#include <variant>
 
 #include "absl/strings/str_format.h"
 #include "proto/convert/sampling_params_proto.h"
+#include "router/generate/call_metrics.h"
 
 namespace tandem::router {
 
 using tandem::v1::GenerateResponse;
-using Clock = std::chrono::steady_clock;
+using Clock = CallMetrics::Clock;
+
+namespace {
+
+// the gRPC form of an admission failure.
+grpc::Status grpcStatus(const AdmissionError& error) {
+  grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
+  switch (error.reason) {
+    case AdmissionReason::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
+    case AdmissionReason::kNotReady:
+    case AdmissionReason::kDraining: code = grpc::StatusCode::UNAVAILABLE; break;
+    case AdmissionReason::kOverloaded: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
+    case AdmissionReason::kUnknownModel: code = grpc::StatusCode::NOT_FOUND; break;
+    case AdmissionReason::kEmptyPrompt:
+    case AdmissionReason::kInvalidPrompt:
+    case AdmissionReason::kPromptTooLong:
+    case AdmissionReason::kContextLengthExceeded:
+    case AdmissionReason::kInvalidRequest: code = grpc::StatusCode::INVALID_ARGUMENT; break;
+  }
+  return grpc::Status(code, error.message);
+}
+
+}  // namespace
 
 class GenerateCall : public std::enable_shared_from_this<GenerateCall> {
  public:
-  GenerateCall(const JobContext& context, GenerateReactor* reactor)
-      : context_(context), reactor_(reactor), arrival_(Clock::now()) {
-    context_.metrics->requestStarted();
-  }
+  GenerateCall(const CallContext& context, GenerateReactor* reactor)
+      : context_(context), reactor_(reactor), metrics_(context.metrics, Clock::now()) {}
 
   // validates and submits; on error ends the call with it.
-  void start(const tandem::v1::GenerateRequest& request);
+  void start(const Admission& admission, const tandem::v1::GenerateRequest& request);
   void onOutput(const generation::TokenOutput& output);
   void onWriteDone(bool ok);
   void onCancel();
@@ -29,7 +51,7 @@ class GenerateCall : public std::enable_shared_from_this<GenerateCall> {
   void writeNextLocked();
   void finishLocked(const grpc::Status& status);
 
-  const JobContext context_;
+  const CallContext context_;
   std::mutex mu_;
   GenerateReactor* reactor_;  // null once the call is done
   std::deque<GenerateResponse> queue_;
@@ -40,52 +62,48 @@ class GenerateCall : public std::enable_shared_from_this<GenerateCall> {
   std::optional<generation::RequestId> backend_id_;
   bool generation_done_ = false;
   int prompt_tokens_ = 0;
-  int completion_tokens_ = 0;
-  Clock::time_point arrival_;
-  Clock::time_point last_token_;
+  CallMetrics metrics_;
+  CallMetrics::ChoiceTiming timing_;  // and the completion tokens
 };
 
-void GenerateCall::start(const tandem::v1::GenerateRequest& request) {
+void GenerateCall::start(const Admission& admission, const tandem::v1::GenerateRequest& request) {
   std::lock_guard lock(mu_);
-  const ServedModel& model = *context_.model;
-  if (!request.model().empty() && request.model() != model.name()) {
-    finishLocked(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                              absl::StrFormat("the model '%s' does not exist; this server serves '%s'",
-                                              request.model(), model.name())));
-    return;
-  }
-  std::vector<int32_t> prompt;
-  if (request.prompt_case() == tandem::v1::GenerateRequest::PROMPT_NOT_SET ||
-      (request.has_text() && request.text().empty())) {
-    finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
-    return;
-  }
+  // the admission's checks, as the request's fields: no API key, slot or
+  // prompt limit here (see InferenceService).
+  openai::GenerationRequest parsed;
+  parsed.model = request.model();
+  openai::Prompt prompt;  // unset or "" text: no tokens, an empty prompt
+  prompt.is_tokens = request.prompt_case() == tandem::v1::GenerateRequest::PROMPT_NOT_SET ||
+                     request.has_token_ids() || request.text().empty();
   if (request.has_token_ids()) {
-    prompt.assign(request.token_ids().ids().begin(), request.token_ids().ids().end());
-  } else {
-    prompt = model.tokenizer().encode(request.text(), /*add_special=*/true);
+    prompt.token_ids.assign(request.token_ids().ids().begin(), request.token_ids().ids().end());
+  } else if (!prompt.is_tokens) {
+    prompt.text = request.text();
   }
-  if (prompt.empty()) {
-    finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
+  parsed.prompts.push_back(std::move(prompt));
+  auto prepared = admission.prepare(parsed);
+  if (auto* error = std::get_if<AdmissionError>(&prepared)) {
+    finishLocked(grpcStatus(*error));
     return;
   }
+  std::vector<int32_t> tokens =
+      std::move(std::get<std::vector<TokenizedPrompt>>(prepared).front().tokens);
   absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
   if (!params.ok()) {
     finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(params.status().message())));
     return;
   }
+  const ServedModel& model = *context_.model;
   std::vector<std::string> stop(request.params().stop().begin(), request.params().stop().end());
   text_.emplace(model.tokenizer(), std::move(stop), false, true);
-  prompt_tokens_ = static_cast<int>(prompt.size());
-  last_token_ = arrival_;
+  prompt_tokens_ = static_cast<int>(tokens.size());
+  timing_ = metrics_.startChoice();
   auto self = shared_from_this();
   absl::StatusOr<generation::RequestId> id = context_.backend->submit(
-      std::move(prompt), std::move(*params),
+      std::move(tokens), std::move(*params),
       [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
-    const auto code = absl::IsUnavailable(id.status()) ? grpc::StatusCode::UNAVAILABLE
-                                                       : grpc::StatusCode::INVALID_ARGUMENT;
-    finishLocked(grpc::Status(code, std::string(id.status().message())));
+    finishLocked(grpcStatus(admission.submitRefused(id.status(), prompt_tokens_)));
     return;
   }
   backend_id_ = *id;
@@ -101,14 +119,7 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
   }
   GenerateResponse msg;
   if (output.token >= 0) {
-    const Clock::time_point now = Clock::now();
-    if (completion_tokens_ == 0) {
-      context_.metrics->observeTtft(std::chrono::duration<double>(now - arrival_).count());
-    } else {
-      context_.metrics->observeInterToken(std::chrono::duration<double>(now - last_token_).count());
-    }
-    last_token_ = now;
-    ++completion_tokens_;
+    metrics_.tokenArrived(timing_);
     msg.add_token_ids(output.token);
     msg.set_text(text_->push(output.token));
     if (!output.top_logprobs.empty()) {
@@ -138,10 +149,9 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
     msg.set_finish_reason(finish);
     auto* usage = msg.mutable_usage();
     usage->set_prompt_tokens(prompt_tokens_);
-    usage->set_completion_tokens(completion_tokens_);
+    usage->set_completion_tokens(timing_.tokens);
     usage->set_cached_tokens(output.num_cached_tokens);
-    context_.metrics->observeE2e(std::chrono::duration<double>(Clock::now() - arrival_).count());
-    context_.metrics->addTokens(prompt_tokens_, completion_tokens_, output.num_cached_tokens);
+    metrics_.completed(prompt_tokens_, timing_.tokens, output.num_cached_tokens);
   }
   if (reactor_ == nullptr) return;
   queue_.push_back(std::move(msg));
@@ -203,14 +213,13 @@ void GenerateCall::onCancel() {
 void GenerateCall::onDone() {
   std::lock_guard lock(mu_);
   reactor_ = nullptr;
-  context_.metrics->countRequest("grpc_generate", final_status_ ? final_status_->error_code() : 1);
-  context_.metrics->requestEnded();
+  metrics_.end("grpc_generate", final_status_ ? final_status_->error_code() : 1);
 }
 
-GenerateReactor::GenerateReactor(const JobContext& context,
+GenerateReactor::GenerateReactor(const Admission& admission,
                                  const tandem::v1::GenerateRequest& request)
-    : call_(std::make_shared<GenerateCall>(context, this)) {
-  call_->start(request);
+    : call_(std::make_shared<GenerateCall>(admission.context(), this)) {
+  call_->start(admission, request);
 }
 
 void GenerateReactor::OnWriteDone(bool ok) { call_->onWriteDone(ok); }

@@ -10,7 +10,7 @@
 
 #include "grpcpp/grpcpp.h"
 #include "router/generate/choice_text_stream.h"
-#include "router/generate/completion_job.h"
+#include "router/generate/admission.h"
 #include "tandem/v1/inference.pb.h"
 
 namespace tandem::router {
@@ -21,7 +21,8 @@ class GenerateCall;
 
 class GenerateReactor final : public grpc::ServerWriteReactor<tandem::v1::GenerateResponse> {
  public:
-  GenerateReactor(const JobContext& context, const tandem::v1::GenerateRequest& request);
+  // `admission` (and its context) outlives the call.
+  GenerateReactor(const Admission& admission, const tandem::v1::GenerateRequest& request);
 
   // grpc::ServerWriteReactor
   void OnWriteDone(bool ok) override;
