@@ -72,15 +72,20 @@ void GenerateCall::start(const Admission& admission, const tandem::v1::GenerateR
   // prompt limit here (see InferenceService).
   openai::GenerationRequest parsed;
   parsed.model = request.model();
-  openai::Prompt prompt;  // unset or "" text: no tokens, an empty prompt
-  prompt.is_tokens = request.prompt_case() == tandem::v1::GenerateRequest::PROMPT_NOT_SET ||
-                     request.has_token_ids() || request.text().empty();
+  openai::Prompt prompt;
   if (request.has_token_ids()) {
+    prompt.is_tokens = true;
     prompt.token_ids.assign(request.token_ids().ids().begin(), request.token_ids().ids().end());
-  } else if (!prompt.is_tokens) {
+  } else if (request.has_text() && !request.text().empty()) {
     prompt.text = request.text();
+  } else {
+    prompt.is_tokens = true;  // unset or "": no tokens, an empty prompt
   }
   parsed.prompts.push_back(std::move(prompt));
+  // invalid params are reported after the model and the prompt.
+  absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
+  if (params.ok()) parsed.sampling = *params;
+  parsed.max_tokens_set = request.params().has_max_tokens();
   auto prepared = admission.prepare(parsed);
   if (auto* error = std::get_if<AdmissionError>(&prepared)) {
     finishLocked(grpcStatus(*error));
@@ -88,7 +93,6 @@ void GenerateCall::start(const Admission& admission, const tandem::v1::GenerateR
   }
   std::vector<int32_t> tokens =
       std::move(std::get<std::vector<TokenizedPrompt>>(prepared).front().tokens);
-  absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
   if (!params.ok()) {
     finishLocked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(params.status().message())));
     return;
@@ -100,7 +104,7 @@ void GenerateCall::start(const Admission& admission, const tandem::v1::GenerateR
   timing_ = metrics_.startChoice();
   auto self = shared_from_this();
   absl::StatusOr<generation::RequestId> id = context_.backend->submit(
-      std::move(tokens), std::move(*params),
+      std::move(tokens), std::move(parsed.sampling),
       [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
     finishLocked(grpcStatus(admission.submitRefused(id.status(), prompt_tokens_)));
