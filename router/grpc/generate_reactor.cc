@@ -3,7 +3,6 @@
 #include <chrono>
 #include <variant>
 
-#include "absl/strings/str_format.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "router/generate/call_metrics.h"
 
