@@ -36,7 +36,7 @@ FrontendServer::~FrontendServer() { drainAndStop(std::chrono::milliseconds(0)); 
 
 absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* backend) {
   model_ = std::move(model);
-  JobContext context;
+  CallContext context;
   context.model = model_.get();
   context.backend = backend;
   context.metrics = metrics_.get();

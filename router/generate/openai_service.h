@@ -1,9 +1,10 @@
 // The router's HTTP API: OpenAI's /v1/completions, /v1/chat/completions and
 // /v1/models, plus /health (503 until the backend is ready), /live,
-// /metrics (Prometheus) and /version. Checks API keys (Bearer, constant
-// time), applies admission control (429 with Retry-After beyond
-// max_pending_requests) and prompt limits, then hands each generation to a
-// CompletionJob.
+// /metrics (Prometheus) and /version, dispatched by a route table (method +
+// path → handler): an unknown path is a 404, a known path with another
+// method a 405. Generation requests pass the Admission (API keys, 429 with
+// Retry-After beyond max_pending_requests, the model, prompt limits), then
+// a CompletionCall answers them.
 #pragma once
 
 #include <atomic>
@@ -12,7 +13,10 @@
 #include <vector>
 
 #include "common/http/http_server.h"
-#include "router/generate/completion_job.h"
+#include "router/generate/admission.h"
+#include "router/generate/call_context.h"
+#include "router/openai/api_error.h"
+#include "router/openai/openai_request.h"
 
 namespace tandem::router {
 
@@ -32,8 +36,8 @@ class OpenAiService {
   OpenAiService(ServingMetrics* metrics, OpenAiServiceOptions options);
 
   // the model is loaded: serve it. `context`'s members must outlive the
-  // service. call once.
-  void setReady(const JobContext& context);
+  // service and every call it started. call once.
+  void setReady(const CallContext& context);
 
   // the HTTP handler (runs on an I/O thread, never blocks).
   void handle(http::HttpRequest request, http::ResponseWriterPtr writer);
@@ -42,22 +46,36 @@ class OpenAiService {
   }
 
   // from now on /health answers 503 and new generations 503 (draining).
-  void setDraining() { draining_ = true; }
+  void setDraining();
   // generation requests being answered.
-  int pending() const { return live_jobs_.load(); }
+  int pending() const;
 
  private:
+  struct Route;
+  static const std::vector<Route>& routes();
+
+  // the routes' handlers.
+  void live(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void health(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void metrics(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void version(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void listModels(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void getModel(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void completions(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void chatCompletions(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+
   void generate(const http::HttpRequest& request, openai::Endpoint endpoint,
                 http::ResponseWriterPtr writer);
-  bool authorized(const http::HttpRequest& request) const;
   void sendError(const http::ResponseWriterPtr& writer, const openai::ApiError& error,
                  const std::string& endpoint);
+  bool ready() const { return ready_.load(std::memory_order_acquire); }
 
-  JobContext context_;
-  OpenAiServiceOptions options_;
+  ServingMetrics* const metrics_;
+  const OpenAiServiceOptions options_;
+  CallContext context_;                    // written once, before ready_
+  std::unique_ptr<Admission> admission_;   // written once, before ready_
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
-  std::atomic<int> live_jobs_{0};
 };
 
 }  // namespace tandem::router

@@ -1,7 +1,7 @@
 #include "router/grpc/generate_call.h"
 
-#include "absl/strings/str_format.h"
-#include "common/grpc/status_mapping.h"
+#include <variant>
+
 #include "proto/convert/finish_reason_proto.h"
 #include "proto/convert/sampling_params_proto.h"
 
@@ -9,60 +9,81 @@ namespace tandem::router {
 
 using tandem::v1::GenerateResponse;
 
+namespace {
+
+// the gRPC form of an admission failure.
+grpc::Status grpcStatus(const AdmissionError& error) {
+  grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
+  switch (error.reason) {
+    case AdmissionReason::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
+    case AdmissionReason::kNotReady:
+    case AdmissionReason::kDraining: code = grpc::StatusCode::UNAVAILABLE; break;
+    case AdmissionReason::kOverloaded: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
+    case AdmissionReason::kUnknownModel: code = grpc::StatusCode::NOT_FOUND; break;
+    case AdmissionReason::kEmptyPrompt:
+    case AdmissionReason::kInvalidPrompt:
+    case AdmissionReason::kPromptTooLong:
+    case AdmissionReason::kContextLengthExceeded:
+    case AdmissionReason::kInvalidRequest: code = grpc::StatusCode::INVALID_ARGUMENT; break;
+  }
+  return grpc::Status(code, error.message);
+}
+
+}  // namespace
+
 grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
-    const JobContext& context, const tandem::v1::GenerateRequest& request) {
+    const Admission& admission, const tandem::v1::GenerateRequest& request) {
   auto* reactor = new grpc_util::ServerStreamReactor<GenerateResponse>();
-  auto call = std::make_shared<GenerateCall>(context, reactor->writer());
+  auto call = std::make_shared<GenerateCall>(admission.context(), reactor->writer());
   reactor->observe(call);
-  call->submit(request);
+  call->submit(admission, request);
   return reactor;
 }
 
-GenerateCall::GenerateCall(const JobContext& context, std::shared_ptr<Writer> writer)
-    : context_(context), writer_(std::move(writer)), arrival_(Clock::now()) {
-  context_.metrics->requestStarted();
-}
+GenerateCall::GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer)
+    : context_(context), writer_(std::move(writer)), metrics_(context.metrics, CallMetrics::Clock::now()) {}
 
-void GenerateCall::submit(const tandem::v1::GenerateRequest& request) {
+void GenerateCall::submit(const Admission& admission, const tandem::v1::GenerateRequest& request) {
   std::lock_guard lock(mu_);
-  const ServedModel& model = *context_.model;
-  if (!request.model().empty() && request.model() != model.name()) {
-    writer_->finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                 absl::StrFormat("the model '%s' does not exist; this server serves '%s'",
-                                                 request.model(), model.name())));
-    return;
-  }
-  std::vector<int32_t> prompt;
-  if (request.prompt_case() == tandem::v1::GenerateRequest::PROMPT_NOT_SET ||
-      (request.has_text() && request.text().empty())) {
-    writer_->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
-    return;
-  }
+  // the admission's checks, as the request's fields: no API key, slot or
+  // prompt limit here (see InferenceService).
+  openai::GenerationRequest parsed;
+  parsed.model = request.model();
+  openai::Prompt prompt;
   if (request.has_token_ids()) {
-    prompt.assign(request.token_ids().ids().begin(), request.token_ids().ids().end());
+    prompt.is_tokens = true;
+    prompt.token_ids.assign(request.token_ids().ids().begin(), request.token_ids().ids().end());
+  } else if (request.has_text() && !request.text().empty()) {
+    prompt.text = request.text();
   } else {
-    prompt = model.tokenizer().encode(request.text(), /*add_special=*/true);
+    prompt.is_tokens = true;  // unset or "": no tokens, an empty prompt
   }
-  if (prompt.empty()) {
-    writer_->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
-    return;
-  }
+  parsed.prompts.push_back(std::move(prompt));
+  // invalid params are reported after the model and the prompt.
   absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
-  if (!params.ok()) {
-    // fromProto fails with InvalidArgument only.
-    writer_->finish(grpc_util::toGrpcStatus(params.status()));
+  if (params.ok()) parsed.sampling = *params;
+  parsed.max_tokens_set = request.params().has_max_tokens();
+  auto prepared = admission.prepare(parsed);
+  if (auto* error = std::get_if<AdmissionError>(&prepared)) {
+    writer_->finish(grpcStatus(*error));
     return;
   }
+  std::vector<int32_t> tokens = std::move(std::get<std::vector<TokenizedPrompt>>(prepared).front().tokens);
+  if (!params.ok()) {
+    writer_->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(params.status().message())));
+    return;
+  }
+  const ServedModel& model = *context_.model;
   std::vector<std::string> stop(request.params().stop().begin(), request.params().stop().end());
   text_.emplace(model.tokenizer(), std::move(stop), false, true);
-  prompt_tokens_ = static_cast<int>(prompt.size());
-  last_token_ = arrival_;
+  prompt_tokens_ = static_cast<int>(tokens.size());
+  timing_ = metrics_.startChoice();
   auto self = shared_from_this();
   absl::StatusOr<generation::RequestId> id = context_.backend->submit(
-      std::move(prompt), std::move(*params),
+      std::move(tokens), std::move(parsed.sampling),
       [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
-    writer_->finish(grpc_util::refusalToGrpc(id.status()));
+    writer_->finish(grpcStatus(admission.submitRefused(id.status(), prompt_tokens_)));
     return;
   }
   backend_id_ = *id;
@@ -71,14 +92,7 @@ void GenerateCall::submit(const tandem::v1::GenerateRequest& request) {
 GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output, std::string* finish) {
   GenerateResponse msg;
   if (output.token >= 0) {
-    const Clock::time_point now = Clock::now();
-    if (completion_tokens_ == 0) {
-      context_.metrics->observeTtft(std::chrono::duration<double>(now - arrival_).count());
-    } else {
-      context_.metrics->observeInterToken(std::chrono::duration<double>(now - last_token_).count());
-    }
-    last_token_ = now;
-    ++completion_tokens_;
+    metrics_.tokenArrived(timing_);
     msg.add_token_ids(output.token);
     msg.set_text(text_->push(output.token));
     if (!output.top_logprobs.empty()) {
@@ -123,10 +137,9 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
   msg.set_finish_reason(finish);
   auto* usage = msg.mutable_usage();
   usage->set_prompt_tokens(prompt_tokens_);
-  usage->set_completion_tokens(completion_tokens_);
+  usage->set_completion_tokens(timing_.tokens);
   usage->set_cached_tokens(output.num_cached_tokens);
-  context_.metrics->observeE2e(std::chrono::duration<double>(Clock::now() - arrival_).count());
-  context_.metrics->addTokens(prompt_tokens_, completion_tokens_, output.num_cached_tokens);
+  metrics_.completed(prompt_tokens_, timing_.tokens, output.num_cached_tokens);
   writer_->writeLast(std::move(msg));
 }
 
@@ -137,8 +150,8 @@ void GenerateCall::onStreamBroken() {
 }
 
 void GenerateCall::onStreamDone(const std::optional<grpc::Status>& status) {
-  context_.metrics->countRequest("grpc_generate", status ? status->error_code() : 1);
-  context_.metrics->requestEnded();
+  std::lock_guard lock(mu_);
+  metrics_.end("grpc_generate", status ? status->error_code() : 1);
 }
 
 }  // namespace tandem::router

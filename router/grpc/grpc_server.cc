@@ -7,12 +7,12 @@
 namespace tandem::router {
 
 absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
-                                                const JobContext& context) {
+                                                const CallContext& context) {
   return start(host, port, &context, {});
 }
 
 absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
-                                                const JobContext* context,
+                                                const CallContext* context,
                                                 const std::vector<grpc::Service*>& extra_services) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -36,7 +36,7 @@ absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int por
   return s;
 }
 
-void GrpcServer::serve(const JobContext& context) {
+void GrpcServer::serve(const CallContext& context) {
   service_->setContext(context);
   serving_ = true;
   if (server_ != nullptr && !stopped_) server_->GetHealthCheckService()->SetServingStatus(true);

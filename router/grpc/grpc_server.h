@@ -23,16 +23,16 @@ class GrpcServer {
   // listens on host:port (port 0 = any free port) and serves. Unavailable
   // when the address cannot be bound.
   static absl::StatusOr<GrpcServerPtr> start(const std::string& host, int port,
-                                             const JobContext& context);
+                                             const CallContext& context);
   // listens before the model is known (a router waiting for workers):
   // tandem.v1.Inference answers UNAVAILABLE and health NOT_SERVING until
   // serve(); `extra_services` (not owned; they must outlive the server, e.g.
   // tandem.v1.Registry) are served from the start. `context` null = no model yet.
   static absl::StatusOr<GrpcServerPtr> start(const std::string& host, int port,
-                                             const JobContext* context,
+                                             const CallContext* context,
                                              const std::vector<grpc::Service*>& extra_services);
   // serves the model of `context` (once): Inference answers, health SERVING.
-  void serve(const JobContext& context);
+  void serve(const CallContext& context);
   ~GrpcServer();
 
   int port() const { return port_; }

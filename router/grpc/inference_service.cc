@@ -18,15 +18,19 @@ class UnavailableWriter final : public grpc::ServerWriteReactor<tandem::v1::Gene
 
 }  // namespace
 
-void InferenceService::setContext(const JobContext& context) {
+void InferenceService::setContext(const CallContext& context) {
   context_ = context;
+  AdmissionOptions options;
+  options.check_prompt_length = false;
+  options.empty_model_is_served = true;
+  admission_ = std::make_unique<Admission>(context_, std::move(options));
   ready_.store(true, std::memory_order_release);
 }
 
 grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* InferenceService::Generate(
     grpc::CallbackServerContext* context, const tandem::v1::GenerateRequest* request) {
   if (!ready_.load(std::memory_order_acquire)) return new UnavailableWriter();
-  return GenerateCall::start(context_, *request);
+  return GenerateCall::start(*admission_, *request);
 }
 
 grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerContext* context,

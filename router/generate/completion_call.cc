@@ -1,14 +1,15 @@
-#include "router/generate/completion_job.h"
+#include "router/generate/completion_call.h"
 
 #include <random>
 
 #include "absl/strings/str_format.h"
+#include "router/generate/admission_api_error.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
 namespace {
 
-using Clock = CompletionJob::Clock;
+using Clock = CompletionCall::Clock;
 
 std::string newRequestId(openai::Endpoint endpoint) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -28,8 +29,6 @@ const char* finishName(generation::FinishReason reason) {
   return "";
 }
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
 const std::vector<http::HttpHeader> kSseHeaders = {
     {"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
 const std::vector<http::HttpHeader> kJsonHeaders = {{"Content-Type", "application/json"}};
@@ -42,29 +41,30 @@ const char* endpointLabel(openai::Endpoint e) {
 
 }  // namespace
 
-void CompletionJob::start(const JobContext& context, openai::GenerationRequest request,
-                          std::vector<TokenizedPrompt> prompts, http::ResponseWriterPtr writer,
-                          Clock::time_point arrival) {
-  std::shared_ptr<CompletionJob> job(new CompletionJob(context, std::move(request),
-                                                       std::move(prompts), writer, arrival));
-  context.metrics->requestStarted();
+void CompletionCall::start(const Admission& admission, AdmissionSlot slot,
+                           openai::GenerationRequest request, std::vector<TokenizedPrompt> prompts,
+                           http::ResponseWriterPtr writer, Clock::time_point arrival) {
+  std::shared_ptr<CompletionCall> call(new CompletionCall(admission.context(), std::move(slot),
+                                                          std::move(request), std::move(prompts),
+                                                          writer, arrival));
   // a client that goes away cancels every choice.
-  std::weak_ptr<CompletionJob> weak = job;
+  std::weak_ptr<CompletionCall> weak = call;
   writer->onClose([weak] {
-    if (auto j = weak.lock()) j->clientGone();
+    if (auto c = weak.lock()) c->clientGone();
   });
-  job->submitAll();
+  call->submitAll(admission);
 }
 
-CompletionJob::CompletionJob(const JobContext& context, openai::GenerationRequest request,
-                             std::vector<TokenizedPrompt> prompts, http::ResponseWriterPtr writer,
-                             Clock::time_point arrival)
+CompletionCall::CompletionCall(const CallContext& context, AdmissionSlot slot,
+                               openai::GenerationRequest request,
+                               std::vector<TokenizedPrompt> prompts,
+                               http::ResponseWriterPtr writer, Clock::time_point arrival)
     : context_(context),
+      slot_(std::move(slot)),
       request_(std::move(request)),
       prompts_(std::move(prompts)),
       writer_(std::move(writer)),
-      arrival_(arrival) {
-  if (context_.live_jobs != nullptr) context_.live_jobs->fetch_add(1);
+      metrics_(context.metrics, arrival) {
   meta_.id = newRequestId(request_.endpoint);
   meta_.created = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();
@@ -72,11 +72,7 @@ CompletionJob::CompletionJob(const JobContext& context, openai::GenerationReques
   meta_.endpoint = request_.endpoint;
 }
 
-CompletionJob::~CompletionJob() {
-  if (context_.live_jobs != nullptr) context_.live_jobs->fetch_sub(1);
-}
-
-void CompletionJob::submitAll() {
+void CompletionCall::submitAll(const Admission& admission) {
   std::lock_guard lock(mu_);
   if (answered_) return;  // the client left before anything started
   const tokenizer::Tokenizer& tok = context_.model->tokenizer();
@@ -87,6 +83,7 @@ void CompletionJob::submitAll() {
       choice->prompt_index = static_cast<int>(p);
       choice->result.index = choice->index;
       choice->prompt_tokens = static_cast<int>(prompts_[p].tokens.size());
+      choice->timing = metrics_.startChoice();
       if (request_.echo) {
         choice->result.text = prompts_[p].text;
         choice->result.logprobs_text_offset = static_cast<int>(prompts_[p].text.size());
@@ -107,37 +104,33 @@ void CompletionJob::submitAll() {
         prompts_[choice->prompt_index].tokens, std::move(params),
         [self, c](const generation::TokenOutput& out) { self->onOutput(c, out); });
     if (!id.ok()) {
-      const int status = absl::IsUnavailable(id.status()) ? 503 : 400;
-      openai::ApiError error = openai::errorFor(status, std::string(id.status().message()));
-      if (status == 400 && id.status().message().find("context length") != std::string::npos) {
-        error.code = "context_length_exceeded";
-      }
-      answered_ = true;
       for (auto& other : choices_) {
         if (other.get() == choice.get()) break;
         context_.backend->cancel(other->backend_id);
       }
-      // the lock is held: fail() would take it again.
-      context_.metrics->countRequest(endpointLabel(request_.endpoint), error.status);
-      context_.metrics->requestEnded();
-      writer_->respond(error.status, kJsonHeaders, openai::errorBody(error));
+      refuse(toApiError(admission.submitRefused(id.status(),
+                                                prompts_[choice->prompt_index].tokens.size())));
       return;
     }
     choice->backend_id = *id;
-    choice->last_token = arrival_;
   }
   if (request_.stream) writer_->startStream(200, kSseHeaders);
 }
 
-void CompletionJob::onOutput(int c, const generation::TokenOutput& output) {
+void CompletionCall::refuse(const openai::ApiError& error) {
+  answered_ = true;
+  metrics_.end(endpointLabel(request_.endpoint), error.status);
+  writer_->respond(error.status, kJsonHeaders, openai::errorBody(error));
+}
+
+void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
   std::lock_guard lock(mu_);
   Choice& choice = *choices_[c];
   if (answered_ || choice.done) return;
   if (output.finish_reason == generation::FinishReason::kError) {
     answered_ = true;
     cancelAll();
-    context_.metrics->countRequest(endpointLabel(request_.endpoint), 500);
-    context_.metrics->requestEnded();
+    metrics_.end(endpointLabel(request_.endpoint), 500);
     const openai::ApiError error = openai::errorFor(500, "the model failed while generating");
     if (request_.stream) {
       writer_->write(sseEvent(openai::errorBody(error)));
@@ -177,18 +170,10 @@ void CompletionJob::onOutput(int c, const generation::TokenOutput& output) {
   if (num_done_ == static_cast<int>(choices_.size())) complete();
 }
 
-void CompletionJob::appendToken(Choice& choice, const generation::TokenOutput& output,
+void CompletionCall::appendToken(Choice& choice, const generation::TokenOutput& output,
                                 std::string& delta,
                                 std::vector<openai::TokenLogprobEntry>& logprobs) {
-  const Clock::time_point now = Clock::now();
-  if (!first_token_seen_) {
-    first_token_seen_ = true;
-    context_.metrics->observeTtft(seconds(now - arrival_));
-  } else if (choice.completion_tokens > 0) {
-    context_.metrics->observeInterToken(seconds(now - choice.last_token));
-  }
-  choice.last_token = now;
-  ++choice.completion_tokens;
+  metrics_.tokenArrived(choice.timing);
   choice.cached_tokens = output.num_cached_tokens;
   delta += choice.text.push(output.token);
   if (request_.want_logprobs) {
@@ -201,7 +186,7 @@ void CompletionJob::appendToken(Choice& choice, const generation::TokenOutput& o
   }
 }
 
-void CompletionJob::sendDelta(Choice& choice, std::string delta,
+void CompletionCall::sendDelta(Choice& choice, std::string delta,
                               std::vector<openai::TokenLogprobEntry> logprobs,
                               const std::string& finish) {
   openai::ChoiceDelta d;
@@ -222,11 +207,11 @@ void CompletionJob::sendDelta(Choice& choice, std::string delta,
   writer_->write(sseEvent(openai::renderChunk(meta_, request_, d)));
 }
 
-openai::Usage CompletionJob::usage() const {
+openai::Usage CompletionCall::usage() const {
   openai::Usage u;
   int last_prompt = -1;
   for (const auto& choice : choices_) {
-    u.completion_tokens += choice->completion_tokens;
+    u.completion_tokens += choice->timing.tokens;
     // each prompt counts once, however many choices it has.
     if (choice->prompt_index != last_prompt) {
       last_prompt = choice->prompt_index;
@@ -237,13 +222,11 @@ openai::Usage CompletionJob::usage() const {
   return u;
 }
 
-void CompletionJob::complete() {
+void CompletionCall::complete() {
   answered_ = true;
   const openai::Usage u = usage();
-  context_.metrics->observeE2e(seconds(Clock::now() - arrival_));
-  context_.metrics->addTokens(u.prompt_tokens, u.completion_tokens, u.cached_tokens);
-  context_.metrics->countRequest(endpointLabel(request_.endpoint), 200);
-  context_.metrics->requestEnded();
+  metrics_.completed(u.prompt_tokens, u.completion_tokens, u.cached_tokens);
+  metrics_.end(endpointLabel(request_.endpoint), 200);
   if (request_.stream) {
     if (request_.include_usage) writer_->write(sseEvent(openai::renderUsageChunk(meta_, u)));
     writer_->write("data: [DONE]\n\n");
@@ -256,17 +239,16 @@ void CompletionJob::complete() {
   writer_->respond(200, kJsonHeaders, openai::renderResponse(meta_, request_, results, u));
 }
 
-void CompletionJob::clientGone() {
+void CompletionCall::clientGone() {
   std::lock_guard lock(mu_);
   if (answered_) return;
   answered_ = true;
   cancelAll();
   // 499: nginx's "client closed request".
-  context_.metrics->countRequest(endpointLabel(request_.endpoint), 499);
-  context_.metrics->requestEnded();
+  metrics_.end(endpointLabel(request_.endpoint), 499);
 }
 
-void CompletionJob::cancelAll() {
+void CompletionCall::cancelAll() {
   // cancel() only queues work: the outputs it causes arrive later, on the
   // backend's thread, and wait for mu_.
   for (auto& choice : choices_) {

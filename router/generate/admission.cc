@@ -1,0 +1,176 @@
+#include "router/generate/admission.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+
+namespace tandem::router {
+namespace {
+
+// compares without an early exit, so the time taken does not tell how much
+// of a key was right.
+bool constantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? a[i] : 0;
+    const unsigned char y = i < b.size() ? b[i] : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+AdmissionError error(AdmissionReason reason, std::string message, std::string field = "") {
+  return AdmissionError{reason, std::move(message), std::move(field)};
+}
+
+}  // namespace
+
+std::string_view reasonName(AdmissionReason reason) {
+  switch (reason) {
+    case AdmissionReason::kUnauthenticated: return "unauthenticated";
+    case AdmissionReason::kNotReady: return "not_ready";
+    case AdmissionReason::kDraining: return "draining";
+    case AdmissionReason::kOverloaded: return "overloaded";
+    case AdmissionReason::kUnknownModel: return "unknown_model";
+    case AdmissionReason::kEmptyPrompt: return "empty_prompt";
+    case AdmissionReason::kInvalidPrompt: return "invalid_prompt";
+    case AdmissionReason::kPromptTooLong: return "prompt_too_long";
+    case AdmissionReason::kContextLengthExceeded: return "context_length_exceeded";
+    case AdmissionReason::kInvalidRequest: return "invalid_request";
+  }
+  return "unknown";
+}
+
+AdmissionSlot& AdmissionSlot::operator=(AdmissionSlot&& other) noexcept {
+  if (this != &other) {
+    if (count_ != nullptr) count_->fetch_sub(1);
+    count_ = std::exchange(other.count_, nullptr);
+  }
+  return *this;
+}
+
+AdmissionSlot::~AdmissionSlot() {
+  if (count_ != nullptr) count_->fetch_sub(1);
+}
+
+Admission::Admission(const CallContext& context, AdmissionOptions options)
+    : context_(context), options_(std::move(options)) {}
+
+std::optional<AdmissionError> Admission::checkCredentials(std::string_view authorization) const {
+  if (options_.api_keys.empty()) return std::nullopt;
+  constexpr std::string_view kBearer = "Bearer ";
+  bool ok = false;
+  if (absl::StartsWithIgnoreCase(absl::string_view(authorization.data(), authorization.size()),
+                                 absl::string_view(kBearer.data(), kBearer.size()))) {
+    const std::string_view key = authorization.substr(kBearer.size());
+    for (const std::string& k : options_.api_keys) ok |= constantTimeEquals(key, k);
+  }
+  if (ok) return std::nullopt;
+  return error(AdmissionReason::kUnauthenticated,
+               "a valid API key is required: Authorization: Bearer <key>");
+}
+
+std::variant<AdmissionSlot, AdmissionError> Admission::reserve() {
+  const bool draining = draining_.load();
+  if (draining || !context_.backend->ready()) {
+    return draining ? error(AdmissionReason::kDraining, "the server is shutting down")
+                    : error(AdmissionReason::kNotReady, "the backend is not ready");
+  }
+  const int pending = pending_.fetch_add(1);
+  AdmissionSlot slot(&pending_);
+  if (pending >= options_.max_pending_requests) {
+    context_.metrics->countRejected();
+    return error(AdmissionReason::kOverloaded,
+                 absl::StrFormat("the server is overloaded (%d requests in progress); retry later",
+                                 pending));
+  }
+  return slot;
+}
+
+std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::prepare(
+    openai::GenerationRequest& request) const {
+  const ServedModel& model = *context_.model;
+  const bool served = request.model == model.name() ||
+                      (options_.empty_model_is_served && request.model.empty());
+  if (!served) {
+    return error(AdmissionReason::kUnknownModel,
+                 absl::StrFormat("the model '%s' does not exist; this server serves '%s'",
+                                 request.model, model.name()),
+                 "model");
+  }
+  std::vector<TokenizedPrompt> prompts;
+  if (request.endpoint == openai::Endpoint::kChatCompletions) {
+    absl::StatusOr<std::vector<int32_t>> tokens = model.chatTokens(request);
+    if (!tokens.ok()) {
+      return error(AdmissionReason::kInvalidPrompt, std::string(tokens.status().message()),
+                   "messages");
+    }
+    prompts.push_back({std::move(*tokens), ""});
+  } else {
+    for (const openai::Prompt& p : request.prompts) {
+      TokenizedPrompt t{model.promptTokens(p), p.text};
+      if (p.is_tokens) t.text = model.tokenizer().decode(p.token_ids, request.skip_special_tokens);
+      prompts.push_back(std::move(t));
+    }
+  }
+  for (const TokenizedPrompt& p : prompts) {
+    if (p.tokens.empty()) return error(AdmissionReason::kEmptyPrompt, "the prompt is empty");
+  }
+  if (prompts.empty()) return error(AdmissionReason::kEmptyPrompt, "the prompt is empty");
+  if (options_.check_prompt_length) {
+    if (std::optional<AdmissionError> e = checkLengths(request, prompts)) return std::move(*e);
+  }
+  return prompts;
+}
+
+std::optional<AdmissionError> Admission::checkLengths(
+    openai::GenerationRequest& request, const std::vector<TokenizedPrompt>& prompts) const {
+  // the prompt and what it asks to generate must fit the context.
+  const int max_len = context_.model->maxModelLen();
+  const int max_prompt = options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : max_len;
+  const bool chat = request.endpoint == openai::Endpoint::kChatCompletions;
+  int longest = 0;
+  for (const TokenizedPrompt& p : prompts) longest = std::max<int>(longest, p.tokens.size());
+  if (longest > max_prompt || longest >= max_len) {
+    const bool server_limit = longest > max_prompt && longest < max_len;
+    return error(server_limit ? AdmissionReason::kPromptTooLong
+                              : AdmissionReason::kContextLengthExceeded,
+                 absl::StrFormat(
+                     "this model's maximum context length is %d tokens, but the prompt has %d "
+                     "tokens%s",
+                     max_len, longest,
+                     server_limit ? absl::StrFormat(" (the server allows at most %d)", max_prompt)
+                                  : ""),
+                 chat ? "messages" : "prompt");
+  }
+  if (!request.max_tokens_set) {
+    const int rest = max_len - longest;
+    request.sampling.max_tokens = chat ? rest : std::min(16, rest);
+  } else if (longest + request.sampling.max_tokens > max_len) {
+    return error(AdmissionReason::kContextLengthExceeded,
+                 absl::StrFormat(
+                     "this model's maximum context length is %d tokens, but %d were requested "
+                     "(%d in the prompt, %d for the completion); lower max_tokens or shorten the "
+                     "prompt",
+                     max_len, longest + request.sampling.max_tokens, longest,
+                     request.sampling.max_tokens),
+                 "max_tokens");
+  }
+  return std::nullopt;
+}
+
+AdmissionError Admission::submitRefused(const absl::Status& status, size_t prompt_tokens) const {
+  std::string message(status.message());
+  if (absl::IsUnavailable(status)) return error(AdmissionReason::kNotReady, std::move(message));
+  // the generator's own context (a router's workers may allow less than
+  // the served model says) leaves no room to generate.
+  const int max_len = context_.backend->maxModelLen();
+  if (max_len > 0 && prompt_tokens >= static_cast<size_t>(max_len)) {
+    return error(AdmissionReason::kContextLengthExceeded, std::move(message));
+  }
+  return error(AdmissionReason::kInvalidRequest, std::move(message));
+}
+
+}  // namespace tandem::router

@@ -1,0 +1,33 @@
+#include "router/generate/admission_api_error.h"
+
+namespace tandem::router {
+namespace {
+
+int httpStatus(AdmissionReason reason) {
+  switch (reason) {
+    case AdmissionReason::kUnauthenticated: return 401;
+    case AdmissionReason::kNotReady:
+    case AdmissionReason::kDraining: return 503;
+    case AdmissionReason::kOverloaded: return 429;
+    case AdmissionReason::kUnknownModel: return 404;
+    case AdmissionReason::kEmptyPrompt:
+    case AdmissionReason::kInvalidPrompt:
+    case AdmissionReason::kPromptTooLong:
+    case AdmissionReason::kContextLengthExceeded:
+    case AdmissionReason::kInvalidRequest: return 400;
+  }
+  return 500;
+}
+
+}  // namespace
+
+openai::ApiError toApiError(const AdmissionError& error) {
+  openai::ApiError api = openai::errorFor(httpStatus(error.reason), error.message, error.field);
+  if (error.reason == AdmissionReason::kPromptTooLong ||
+      error.reason == AdmissionReason::kContextLengthExceeded) {
+    api.code = "context_length_exceeded";
+  }
+  return api;
+}
+
+}  // namespace tandem::router

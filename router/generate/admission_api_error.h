@@ -1,0 +1,13 @@
+// The OpenAI HTTP form of an admission failure: its status (401, 404, 400,
+// 429, 503) and error body, with code "context_length_exceeded" for a
+// prompt that does not fit (the context or the server's prompt limit).
+#pragma once
+
+#include "router/generate/admission.h"
+#include "router/openai/api_error.h"
+
+namespace tandem::router {
+
+openai::ApiError toApiError(const AdmissionError& error);
+
+}  // namespace tandem::router

@@ -1,0 +1,39 @@
+#include "router/generate/call_metrics.h"
+
+namespace tandem::router {
+namespace {
+
+double seconds(CallMetrics::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+CallMetrics::CallMetrics(ServingMetrics* metrics, Clock::time_point arrival)
+    : metrics_(metrics), arrival_(arrival) {
+  metrics_->requestStarted();
+}
+
+void CallMetrics::tokenArrived(ChoiceTiming& choice) {
+  const Clock::time_point now = Clock::now();
+  if (!first_token_seen_) {
+    first_token_seen_ = true;
+    metrics_->observeTtft(seconds(now - arrival_));
+  } else if (choice.tokens > 0) {
+    metrics_->observeInterToken(seconds(now - choice.last_token));
+  }
+  choice.last_token = now;
+  ++choice.tokens;
+}
+
+void CallMetrics::completed(int prompt_tokens, int completion_tokens, int cached_tokens) {
+  metrics_->observeE2e(seconds(Clock::now() - arrival_));
+  metrics_->addTokens(prompt_tokens, completion_tokens, cached_tokens);
+}
+
+void CallMetrics::end(const std::string& endpoint, int status) {
+  if (ended_) return;
+  ended_ = true;
+  metrics_->countRequest(endpoint, status);
+  metrics_->requestEnded();
+}
+
+}  // namespace tandem::router

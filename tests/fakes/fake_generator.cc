@@ -1,0 +1,175 @@
+#include "tests/fakes/fake_generator.h"
+
+#include <utility>
+
+namespace tandem::testing {
+
+using generation::FinishReason;
+using generation::RequestId;
+using generation::TokenOutput;
+
+FakeGenerator::FakeGenerator() : thread_([this] { run(); }) {}
+
+FakeGenerator::~FakeGenerator() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void FakeGenerator::setDefaultScript(FakeScript script) {
+  std::lock_guard lock(mu_);
+  default_script_ = std::move(script);
+}
+
+void FakeGenerator::pushScript(FakeScript script) {
+  std::lock_guard lock(mu_);
+  scripts_.push_back(std::move(script));
+}
+
+void FakeGenerator::setReady(bool ready) {
+  std::lock_guard lock(mu_);
+  ready_ = ready;
+}
+
+void FakeGenerator::setMaxModelLen(int len) {
+  std::lock_guard lock(mu_);
+  max_model_len_ = len;
+}
+
+void FakeGenerator::finish(RequestId id, FinishReason reason) {
+  std::lock_guard lock(mu_);
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  TokenOutput out;
+  out.token = -1;
+  out.finish_reason = reason;
+  out.num_cached_tokens = it->second.cached_tokens;
+  queueLocked(id, std::move(out));
+}
+
+std::vector<FakeGenerator::Submit> FakeGenerator::submits() const {
+  std::lock_guard lock(mu_);
+  return submits_;
+}
+
+std::vector<RequestId> FakeGenerator::cancels() const {
+  std::lock_guard lock(mu_);
+  return cancels_;
+}
+
+bool FakeGenerator::waitFor(
+    const std::function<bool(const std::vector<Submit>&, const std::vector<RequestId>&)>& condition,
+    std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return changed_.wait_for(lock, timeout, [&] { return condition(submits_, cancels_); });
+}
+
+int FakeGenerator::finishedCount() const {
+  std::lock_guard lock(mu_);
+  return finished_;
+}
+
+absl::StatusOr<RequestId> FakeGenerator::submit(std::vector<int32_t> prompt,
+                                                generation::SamplingParams params,
+                                                OutputCallback callback) {
+  std::lock_guard lock(mu_);
+  FakeScript script = default_script_;
+  if (!scripts_.empty()) {
+    script = std::move(scripts_.front());
+    scripts_.pop_front();
+  }
+  if (!script.refuse.ok()) {
+    submits_.push_back({0, std::move(prompt), std::move(params)});
+    changed_.notify_all();
+    return script.refuse;
+  }
+  const RequestId id = next_id_++;
+  const int top = params.logprobs.value_or(0);
+  const int num_prompt = static_cast<int>(prompt.size());
+  submits_.push_back({id, std::move(prompt), std::move(params)});
+  active_[id] = Active{script.cached_tokens};
+  callbacks_[id] = std::move(callback);
+  for (size_t i = 0; i < script.tokens.size(); ++i) {
+    TokenOutput out;
+    out.id = id;
+    out.token = script.tokens[i];
+    out.logprob = script.logprob;
+    for (int k = 0; k < top; ++k) out.top_logprobs.push_back({out.token + k, script.logprob - k});
+    out.num_prompt_tokens = num_prompt;
+    out.num_output_tokens = static_cast<int>(i + 1);
+    out.num_cached_tokens = script.cached_tokens;
+    const bool last = i + 1 == script.tokens.size();
+    if (last && !script.fail && !script.hold) out.finish_reason = script.finish;
+    queueLocked(id, std::move(out));
+  }
+  if (script.fail || (script.tokens.empty() && !script.hold)) {
+    TokenOutput out;
+    out.id = id;
+    out.token = -1;
+    out.finish_reason = script.fail ? FinishReason::kError : script.finish;
+    out.num_cached_tokens = script.cached_tokens;
+    queueLocked(id, std::move(out));
+  }
+  changed_.notify_all();
+  return id;
+}
+
+void FakeGenerator::cancel(RequestId id) {
+  std::lock_guard lock(mu_);
+  cancels_.push_back(id);
+  if (active_.count(id) != 0) {
+    TokenOutput out;
+    out.id = id;
+    out.token = -1;
+    out.finish_reason = FinishReason::kAbort;
+    queueLocked(id, std::move(out));
+  }
+  changed_.notify_all();
+}
+
+bool FakeGenerator::ready() const {
+  std::lock_guard lock(mu_);
+  return ready_;
+}
+
+generation::GeneratorLoad FakeGenerator::load() const {
+  std::lock_guard lock(mu_);
+  generation::GeneratorLoad load;
+  load.num_running = static_cast<int>(active_.size());
+  return load;
+}
+
+int FakeGenerator::maxModelLen() const {
+  std::lock_guard lock(mu_);
+  return max_model_len_;
+}
+
+void FakeGenerator::queueLocked(RequestId id, TokenOutput output) {
+  output.id = id;
+  if (output.finished()) active_.erase(id);
+  outputs_.push_back({id, std::move(output)});
+  changed_.notify_all();
+}
+
+void FakeGenerator::run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    changed_.wait(lock, [this] { return stop_ || !outputs_.empty(); });
+    if (outputs_.empty()) return;  // stopping, everything delivered
+    Pending next = std::move(outputs_.front());
+    outputs_.pop_front();
+    OutputCallback callback = callbacks_[next.id];
+    const bool last = next.output.finished();
+    if (last) callbacks_.erase(next.id);
+    lock.unlock();
+    if (callback) callback(next.output);
+    lock.lock();
+    if (last) ++finished_;
+    changed_.notify_all();
+  }
+}
+
+}  // namespace tandem::testing
