@@ -1,6 +1,8 @@
 #include "router/cluster/kv_subscriber.h"
 
 #include <atomic>
+#include <condition_variable>
+#include <thread>
 
 #include "grpcpp/grpcpp.h"
 
@@ -135,18 +137,21 @@ KvSubscriber::~KvSubscriber() { stop(); }
 
 void KvSubscriber::start() {
   std::lock_guard lock(mu_);
-  if (thread_.joinable()) return;
+  if (reconciler_ != nullptr) return;
   stop_ = false;
-  thread_ = std::thread([this] { run(); });
+  reconciler_ = std::make_unique<TimerQueue>("kv-reconcile");
+  reconciler_->runEvery(std::chrono::steady_clock::now(), options_.reconcile_interval,
+                        [this] { reconcile(); });
 }
 
 void KvSubscriber::stop() {
+  std::unique_ptr<TimerQueue> reconciler;
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    reconciler = std::move(reconciler_);
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  reconciler.reset();  // joins outside mu_: a reconcile in progress takes it
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions;
   {
     std::lock_guard lock(mu_);
@@ -156,16 +161,6 @@ void KvSubscriber::stop() {
 }
 
 int KvSubscriber::resyncs() const { return resyncs_->load(); }
-
-void KvSubscriber::run() {
-  std::unique_lock lock(mu_);
-  while (!stop_) {
-    lock.unlock();
-    reconcile();
-    lock.lock();
-    cv_.wait_for(lock, options_.reconcile_interval, [this] { return stop_; });
-  }
-}
 
 void KvSubscriber::reconcile() {
   std::map<std::string, bool> wanted;

@@ -7,17 +7,17 @@
 // breaks. Every snapshot applied is counted in
 // tandem:router_kv_snapshots_total, and the blocks the index holds per worker
 // are published in tandem:router_kv_index_blocks{worker}. Workers that leave
-// the pool are unsubscribed and forgotten.
+// the pool are unsubscribed and forgotten. The pool is checked on a
+// TimerQueue of the subscriber's own.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
+#include "common/timer_queue.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
 #include "router/cluster/worker_pool.h"
@@ -41,8 +41,8 @@ class KvSubscriber {
 
   void start();
   void stop();
-  // subscribes to new workers and drops gone ones now (the thread does it
-  // every reconcile_interval).
+  // subscribes to new workers and drops gone ones now (a timer does it at
+  // start() and every reconcile_interval until stop()).
   void reconcile();
   // snapshots taken after a worker's first one, over all workers.
   int resyncs() const;
@@ -50,17 +50,14 @@ class KvSubscriber {
  private:
   class Subscription;
 
-  void run();
-
   const KvSubscriberOptions options_;
   WorkerPool* pool_;
   KvIndex* index_;
   ClusterMetrics* metrics_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;  // guarded by mu_
-  std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::unique_ptr<TimerQueue> reconciler_;  // while started; guarded by mu_
   std::shared_ptr<std::atomic<int>> resyncs_;
 };
 

@@ -23,7 +23,7 @@ RemoteGenerator::RemoteGenerator(RemoteGeneratorOptions options, WorkerPool* poo
       metrics_(metrics),
       planner_(options.planner, index),
       wire_prefix_(randomPrefix()) {
-  timer_thread_ = std::thread([this] { runTimer(); });
+  timers_.runEvery(options_.watchdog_interval, [this] { abandonUnhealthy(); });
 }
 
 RemoteGenerator::~RemoteGenerator() { stop(); }
@@ -134,44 +134,34 @@ void RemoteGenerator::retryAfterBrokenCall(const RequestPtr& request, const grpc
 }
 
 void RemoteGenerator::schedule(const RequestPtr& request, Clock::time_point when) {
+  uint64_t key;
   {
     std::lock_guard lock(mu_);
-    timer_.push({when, request});
+    key = next_wait_++;
+    waiting_.emplace(key, request);
   }
-  timer_cv_.notify_all();
+  // refused once stop() stopped the timers; stop() then ends the request.
+  timers_.runAt(when, [this, key] {
+    RequestPtr due;
+    {
+      std::lock_guard lock(mu_);
+      auto it = waiting_.find(key);
+      if (it == waiting_.end()) return;  // stop() ended it
+      due = std::move(it->second);
+      waiting_.erase(it);
+    }
+    attempt(due);
+  });
 }
 
-void RemoteGenerator::runTimer() {
-  Clock::time_point next_watchdog = Clock::now() + options_.watchdog_interval;
-  std::unique_lock lock(mu_);
-  while (!timer_stop_) {
-    const Clock::time_point wake =
-        timer_.empty() ? next_watchdog : std::min(next_watchdog, timer_.top().when);
-    timer_cv_.wait_until(lock, wake, [&] {
-      return timer_stop_ || (!timer_.empty() && timer_.top().when <= Clock::now());
-    });
-    if (timer_stop_) break;
-    std::vector<RequestPtr> due;
-    while (!timer_.empty() && timer_.top().when <= Clock::now()) {
-      due.push_back(timer_.top().request);
-      timer_.pop();
-    }
-    lock.unlock();
-    for (const RequestPtr& r : due) attempt(r);
-    if (Clock::now() >= next_watchdog) {
-      abandonUnhealthy();
-      next_watchdog = Clock::now() + options_.watchdog_interval;
-    }
-    lock.lock();
+void RemoteGenerator::abortWaiting() {
+  std::map<uint64_t, RequestPtr> waiting;
+  {
+    std::lock_guard lock(mu_);
+    waiting.swap(waiting_);
   }
   // stopping: whatever waits for a worker ends now.
-  while (!timer_.empty()) {
-    RequestPtr r = timer_.top().request;
-    timer_.pop();
-    lock.unlock();
-    r->finish(generation::FinishReason::kAbort);
-    lock.lock();
-  }
+  for (auto& [key, r] : waiting) r->finish(generation::FinishReason::kAbort);
 }
 
 void RemoteGenerator::abandonUnhealthy() {
@@ -241,12 +231,15 @@ void RemoteGenerator::stop() {
     // the timer thread finishes requests that wait; calls end with OnDone.
     calls_cv_.wait_for(lock, std::chrono::seconds(10),
                        [this] { return requests_.empty() && live_calls_ == 0; });
-    timer_stop_ = true;
   }
-  timer_cv_.notify_all();
-  if (timer_thread_.joinable()) timer_thread_.join();
-  std::unique_lock lock(mu_);
-  calls_cv_.wait(lock, [this] { return live_calls_ == 0; });
+  timers_.stop();
+  abortWaiting();
+  {
+    std::unique_lock lock(mu_);
+    calls_cv_.wait(lock, [this] { return live_calls_ == 0; });
+  }
+  // a call that broke meanwhile scheduled a retry the stopped timers refused.
+  abortWaiting();
 }
 
 int RemoteGenerator::numInFlight() const {

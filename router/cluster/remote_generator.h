@@ -6,7 +6,8 @@
 // prompt ‖ tokens delivered go to another D for the remaining max_tokens,
 // and the client's stream continues without a duplicate or missing token.
 // With no decode worker available a request waits up to
-// no_worker_timeout before failing with kError.
+// no_worker_timeout before failing with kError. Retries and the watchdog
+// run on this generator's own TimerQueue.
 #pragma once
 
 #include <atomic>
@@ -15,12 +16,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <queue>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "common/timer_queue.h"
 #include "generation/generator.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
@@ -70,8 +70,10 @@ class RemoteGenerator : public generation::Generator {
   // plans and starts the request's next attempt, or schedules a retry, or
   // fails it (no call in flight).
   void attempt(const RequestPtr& request);
+  // runs attempt(request) on the timer thread at `when`.
   void schedule(const RequestPtr& request, Clock::time_point when);
-  void runTimer();
+  // ends the requests still scheduled (kAbort); the timers are stopped.
+  void abortWaiting();
   void abandonUnhealthy();
   // from RemoteGenerateCall: a call started / ended on `address`.
   void callStarted(const std::string& address);
@@ -96,15 +98,11 @@ class RemoteGenerator : public generation::Generator {
   bool stopping_ = false;                                // guarded by mu_
   std::condition_variable calls_cv_;
 
-  struct Due {
-    Clock::time_point when;
-    RequestPtr request;
-    bool operator>(const Due& o) const { return when > o.when; }
-  };
-  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> timer_;  // guarded by mu_
-  std::condition_variable timer_cv_;
-  bool timer_stop_ = false;  // guarded by mu_
-  std::thread timer_thread_;
+  // scheduled attempts not yet run, by schedule() order; guarded by mu_
+  std::map<uint64_t, RequestPtr> waiting_;
+  uint64_t next_wait_ = 0;  // guarded by mu_
+  // last: its callbacks use the members above.
+  TimerQueue timers_{"remote-gen"};
 };
 
 }  // namespace tandem::router::cluster

@@ -76,42 +76,18 @@ absl::Status WorkerDiscovery::start() {
   if (options_.workers_file.empty() && options_.workers_dns.empty()) return absl::OkStatus();
   refreshFile();
   refreshDns();
-  thread_ = std::thread([this] { run(); });
+  refresher_ = std::make_unique<TimerQueue>("discovery");
+  if (!options_.workers_file.empty()) {
+    refresher_->runEvery(options_.file_interval, [this] { refreshFile(); });
+  }
+  if (!options_.workers_dns.empty()) {
+    refresher_->runEvery(options_.dns_interval, [this] { refreshDns(); });
+  }
   return absl::OkStatus();
 }
 
 void WorkerDiscovery::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void WorkerDiscovery::run() {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point next_file = Clock::now() + options_.file_interval;
-  Clock::time_point next_dns = Clock::now() + options_.dns_interval;
-  std::unique_lock lock(mu_);
-  while (!stop_) {
-    const Clock::time_point wake = std::min(
-        options_.workers_file.empty() ? Clock::time_point::max() : next_file,
-        options_.workers_dns.empty() ? Clock::time_point::max() : next_dns);
-    cv_.wait_until(lock, wake, [this] { return stop_; });
-    if (stop_) break;
-    lock.unlock();
-    const Clock::time_point now = Clock::now();
-    if (!options_.workers_file.empty() && now >= next_file) {
-      refreshFile();
-      next_file = now + options_.file_interval;
-    }
-    if (!options_.workers_dns.empty() && now >= next_dns) {
-      refreshDns();
-      next_dns = now + options_.dns_interval;
-    }
-    lock.lock();
-  }
+  if (refresher_ != nullptr) refresher_->stop();
 }
 
 void WorkerDiscovery::refreshFile() {

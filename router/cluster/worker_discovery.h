@@ -3,17 +3,17 @@
 // (re-read every file_interval; blank lines and # comments are skipped)
 // and a DNS name whose every address is a worker (resolved every
 // dns_interval). What each source lists goes to WorkerPool::setDiscovered;
-// the pool learns the rest through Worker.Info.
+// the pool learns the rest through Worker.Info. The file and the name are
+// refreshed on a TimerQueue of this object's own (a DNS lookup blocks).
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/timer_queue.h"
 #include "router/cluster/worker_pool.h"
 
 namespace tandem::router::cluster {
@@ -39,23 +39,21 @@ class WorkerDiscovery {
   WorkerDiscovery(WorkerDiscoveryOptions options, WorkerPool* pool);
   ~WorkerDiscovery();
 
-  // lists the static workers and starts watching the file and DNS (a
+  // lists the static workers, reads the file and resolves the name once,
+  // and starts refreshing them every file_interval / dns_interval (a timer
   // thread, only when either is set). InvalidArgument for a malformed
-  // --workers-dns.
+  // --workers-dns. Call once.
   absl::Status start();
+  // stops refreshing; returns after a refresh in progress ended.
   void stop();
 
  private:
-  void run();
   void refreshFile();
   void refreshDns();
 
   const WorkerDiscoveryOptions options_;
   WorkerPool* pool_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::unique_ptr<TimerQueue> refresher_;  // set by start(), stopped by stop()
 };
 
 }  // namespace tandem::router::cluster

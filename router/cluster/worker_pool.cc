@@ -1,5 +1,7 @@
 #include "router/cluster/worker_pool.h"
 
+#include <condition_variable>
+
 #include "grpcpp/grpcpp.h"
 #include "proto/convert/worker_enum_names.h"
 
@@ -34,29 +36,20 @@ void WorkerPool::setMetrics(ClusterMetrics* metrics) {
 
 void WorkerPool::start() {
   std::lock_guard lock(mu_);
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] { run(); });
+  if (poller_ != nullptr) return;
+  poller_ = std::make_unique<TimerQueue>("pool-poll");
+  // a round that outlasts the interval is followed by the next at once.
+  poller_->runEvery(Clock::now(), options_.poll_interval, [this] { pollOnce(); });
 }
 
 void WorkerPool::stop() {
+  std::unique_ptr<TimerQueue> poller;
   {
     std::lock_guard lock(mu_);
-    stop_ = true;
+    poller = std::move(poller_);
   }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void WorkerPool::run() {
-  std::unique_lock lock(mu_);
-  while (!stop_) {
-    lock.unlock();
-    const Clock::time_point round = Clock::now();
-    pollOnce();
-    lock.lock();
-    cv_.wait_until(lock, round + options_.poll_interval, [this] { return stop_; });
-  }
+  // joins outside mu_: the round in progress takes it.
+  poller.reset();
 }
 
 WorkerPool::Entry& WorkerPool::entryLocked(const std::string& address) {

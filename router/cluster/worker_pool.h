@@ -2,7 +2,8 @@
 // static list, the workers file, DNS), what each is (WorkerInfo) and how it
 // is doing (health, last WorkerStats).
 //
-// A poll thread calls Worker.Info on workers it knows only by address and
+// A poll timer (its own TimerQueue: a round blocks until every answer or
+// rpc_deadline) calls Worker.Info on workers it knows only by address and
 // Worker.Stats on the others every poll_interval (deadline rpc_deadline).
 // failures_to_unhealthy consecutive failures make a worker unhealthy (it is
 // not routed to); one success makes it healthy again. A worker known only
@@ -13,15 +14,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/timer_queue.h"
 #include "router/cluster/cluster_metrics.h"
 #include "tandem/v1/worker.grpc.pb.h"
 
@@ -70,7 +70,9 @@ class WorkerPool {
   // after the gRPC server hosting the Registry service started).
   void setMetrics(ClusterMetrics* metrics);
 
-  // starts / stops the poll thread.
+  // starts polling (a first round at once, then every poll_interval on
+  // the round's grid) / stops it; stop() returns after a round in progress
+  // ended. start() after stop() polls again.
   void start();
   void stop();
 
@@ -105,7 +107,6 @@ class WorkerPool {
     std::shared_ptr<tandem::v1::Worker::Stub> stub;
   };
 
-  void run();
   // mu_ held.
   Entry& entryLocked(const std::string& address);
   void setHealthyLocked(Entry& e, bool healthy);
@@ -119,9 +120,7 @@ class WorkerPool {
   ClusterMetrics* metrics_;  // guarded by mu_
   mutable std::mutex mu_;
   std::map<std::string, Entry> workers_;  // by address; guarded by mu_
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
-  std::thread thread_;
+  std::unique_ptr<TimerQueue> poller_;    // while started; guarded by mu_
 };
 
 }  // namespace tandem::router::cluster

@@ -50,34 +50,24 @@ absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* 
   }
   service_->setReady(context);
   backend_ = backend;
-  trimmer_ = std::thread([this] { trimWhileIdle(); });
+  housekeeping_ = std::make_unique<TimerQueue>("frontend-trim");
+  housekeeping_->runEvery(std::chrono::seconds(1), [this] { trimWhileIdle(); });
   return absl::OkStatus();
 }
 
 void FrontendServer::trimWhileIdle() {
-  bool trimmed = true;
-  std::unique_lock lock(trim_mu_);
-  while (!trim_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_trim_; })) {
-    const generation::GeneratorLoad load = backend_->load();
-    const bool idle = load.num_running == 0 && load.num_waiting == 0 && service_->pending() == 0;
-    // once per idle period: trimming walks the whole heap.
-    if (idle && !trimmed) malloc_trim(0);
-    trimmed = idle;
-    // gRPC health follows the backend as /health does (e.g. no healthy
-    // decode worker behind the router → NOT_SERVING).
-    if (grpc_) grpc_->setReady(backend_->ready());
-  }
+  const generation::GeneratorLoad load = backend_->load();
+  const bool idle = load.num_running == 0 && load.num_waiting == 0 && service_->pending() == 0;
+  // once per idle period: trimming walks the whole heap.
+  if (idle && !trimmed_) malloc_trim(0);
+  trimmed_ = idle;
+  // gRPC health follows the backend as /health does (e.g. no healthy
+  // decode worker behind the router → NOT_SERVING).
+  if (grpc_) grpc_->setReady(backend_->ready());
 }
 
 void FrontendServer::drainAndStop(std::chrono::milliseconds grace) {
-  if (trimmer_.joinable()) {
-    {
-      std::lock_guard lock(trim_mu_);
-      stop_trim_ = true;
-    }
-    trim_cv_.notify_all();
-    trimmer_.join();
-  }
+  if (housekeeping_ != nullptr) housekeeping_->stop();
   if (http_ == nullptr) return;
   service_->setDraining();
   if (grpc_) grpc_->setDraining();

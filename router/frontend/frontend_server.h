@@ -6,14 +6,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/timer_queue.h"
 #include "common/http/http_server.h"
 #include "router/generate/openai_service.h"
 #include "router/generate/served_model.h"
@@ -62,10 +60,10 @@ class FrontendServer {
 
  private:
   FrontendServer() = default;
-  // once a second while serving: keeps gRPC health in step with the
-  // backend's readiness and, while idle, hands freed heap back to the OS
-  // (glibc keeps it otherwise), so the process returns to its baseline
-  // after a burst of load.
+  // once a second while serving (on housekeeping_): keeps gRPC health in
+  // step with the backend's readiness and, while idle, hands freed heap
+  // back to the OS (glibc keeps it otherwise), so the process returns to
+  // its baseline after a burst of load.
   void trimWhileIdle();
 
   FrontendOptions options_;
@@ -75,10 +73,9 @@ class FrontendServer {
   http::HttpServerPtr http_;
   GrpcServerPtr grpc_;
   generation::Generator* backend_ = nullptr;
-  std::mutex trim_mu_;
-  std::condition_variable trim_cv_;
-  bool stop_trim_ = false;  // guarded by trim_mu_
-  std::thread trimmer_;
+  bool trimmed_ = true;  // since the last busy tick; on housekeeping_'s thread only
+  // started by serve(); stopped first by drainAndStop().
+  std::unique_ptr<TimerQueue> housekeeping_;
 };
 
 }  // namespace tandem::router

@@ -17,6 +17,7 @@ struct Entry {
   ExpectedTransfer spec;
   TransferDoneFn done;
   Clock::time_point deadline;
+  TimerQueue::TimerId expiry = TimerQueue::kNoTimer;  // fails it at `deadline`
   bool claimed = false;
   bool ended = false;
   std::string transport;
@@ -32,7 +33,8 @@ struct Entry {
 struct TransferTable::State {
   KvStorage storage;
   mutable std::mutex mu;
-  std::condition_variable timer_cv;
+  // the table's; null once it is being destroyed (handles outlive it).
+  TimerQueue* timers = nullptr;
   bool stopping = false;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> pending;
 
@@ -50,6 +52,7 @@ struct TransferTable::State {
       e->ended = true;
       e->final_status = status;
       pending.erase(e->spec.transfer_id);
+      if (timers != nullptr) timers->cancel(e->expiry);
       done = std::move(e->done);
       if (external) abort = std::move(e->on_abort);
       result.transfer_id = e->spec.transfer_id;
@@ -66,7 +69,7 @@ struct TransferTable::State {
 
 TransferTable::TransferTable(KvStorage storage) : state_(std::make_shared<State>()) {
   state_->storage = storage;
-  timer_ = std::thread([this] { runTimer(); });
+  state_->timers = &timers_;
 }
 
 TransferTable::~TransferTable() {
@@ -74,10 +77,10 @@ TransferTable::~TransferTable() {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->stopping = true;
+    state_->timers = nullptr;
     for (auto& [id, e] : state_->pending) left.push_back(e);
   }
-  state_->timer_cv.notify_all();
-  timer_.join();
+  timers_.stop();  // an expiry in progress ends first
   for (auto& e : left) {
     state_->complete(e, absl::CancelledError("the KV receiver shut down"), -1, true);
   }
@@ -115,8 +118,18 @@ absl::Status TransferTable::expect(ExpectedTransfer transfer, TransferDoneFn don
       return absl::AlreadyExistsError(
           absl::StrCat("transfer ", e->spec.transfer_id, " is already pending"));
     }
+    // set under mu, so an early end of the transfer sees it to cancel it.
+    e->expiry = state_->timers->runAt(
+        e->deadline, [state = state_.get(), weak = std::weak_ptr<Entry>(e)] {
+          std::shared_ptr<Entry> expired = weak.lock();
+          if (expired == nullptr) return;
+          state->complete(expired,
+                          absl::DeadlineExceededError(absl::StrCat(
+                              "transfer ", expired->spec.transfer_id, " did not complete in ",
+                              expired->spec.timeout.count(), " ms")),
+                          -1, true);
+        });
   }
-  state_->timer_cv.notify_all();  // the new deadline may be the earliest
   return absl::OkStatus();
 }
 
@@ -156,39 +169,6 @@ absl::StatusOr<ActiveTransferPtr> TransferTable::claim(const std::string& transf
 size_t TransferTable::pending() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->pending.size();
-}
-
-void TransferTable::runTimer() {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  while (!state_->stopping) {
-    Clock::time_point now = Clock::now();
-    Clock::time_point next = Clock::time_point::max();
-    std::vector<std::shared_ptr<Entry>> expired;
-    for (auto& [id, e] : state_->pending) {
-      if (e->deadline <= now) {
-        expired.push_back(e);
-      } else {
-        next = std::min(next, e->deadline);
-      }
-    }
-    if (!expired.empty()) {
-      lock.unlock();
-      for (auto& e : expired) {
-        state_->complete(e,
-                         absl::DeadlineExceededError(absl::StrCat(
-                             "transfer ", e->spec.transfer_id, " did not complete in ",
-                             e->spec.timeout.count(), " ms")),
-                         -1, true);
-      }
-      lock.lock();
-      continue;
-    }
-    if (next == Clock::time_point::max()) {
-      state_->timer_cv.wait(lock);
-    } else {
-      state_->timer_cv.wait_until(lock, next);
-    }
-  }
 }
 
 // --- ActiveTransfer ---

@@ -2,18 +2,18 @@
 // implementation: which transfers D expects, which sender is pushing each,
 // which blocks arrived and verified, deadlines, and the one completion call
 // per transfer. Transports only move bytes and report what they saw.
+// Deadlines are one-shot timers on the table's own TimerQueue.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/timer_queue.h"
 #include "server/kv_transport/kv_transport.h"
 
 namespace tandem::kv_transport {
@@ -66,10 +66,8 @@ class TransferTable {
   struct State;  // shared with the handles, which may outlive the table
 
  private:
-  void runTimer();
-
   std::shared_ptr<State> state_;
-  std::thread timer_;
+  TimerQueue timers_{"kv-expiry"};  // fails transfers at their deadline
 };
 
 // one claimed transfer: the transport reports each block's arrival through

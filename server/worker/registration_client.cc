@@ -28,7 +28,7 @@ RegistrationClient::RegistrationClient(std::string router_address, tandem::v1::W
       info_(std::move(info)),
       stub_(tandem::v1::Registry::NewStub(grpc::CreateCustomChannel(
           router_address_, grpc::InsecureChannelCredentials(), channelArgs()))) {
-  thread_ = std::thread([this] { run(); });
+  heartbeat_.runAt(TimerQueue::Clock::now(), [this] { heartbeat(); });
 }
 
 RegistrationClient::~RegistrationClient() { stop(); }
@@ -38,32 +38,32 @@ int RegistrationClient::numRegistered() const {
   return registered_;
 }
 
-void RegistrationClient::run() {
-  bool failing = false;
-  while (true) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    tandem::v1::RegisterResponse response;
-    const grpc::Status status = stub_->Register(&ctx, info_, &response);
-    std::chrono::milliseconds interval = kDefaultHeartbeat;
-    if (status.ok()) {
-      if (failing) {
-        std::fprintf(stderr, "tandem worker: registered with the router at %s\n",
-                     router_address_.c_str());
-      }
-      failing = false;
-      if (response.heartbeat_interval_ms() > 0) {
-        interval = std::chrono::milliseconds(response.heartbeat_interval_ms());
-      }
-    } else if (!failing) {
-      failing = true;
-      std::fprintf(stderr, "tandem worker: cannot register with the router at %s (%s); retrying\n",
-                   router_address_.c_str(), status.error_message().c_str());
+void RegistrationClient::heartbeat() {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  tandem::v1::RegisterResponse response;
+  const grpc::Status status = stub_->Register(&ctx, info_, &response);
+  std::chrono::milliseconds interval = kDefaultHeartbeat;
+  if (status.ok()) {
+    if (failing_) {
+      std::fprintf(stderr, "tandem worker: registered with the router at %s\n",
+                   router_address_.c_str());
     }
-    std::unique_lock lock(mu_);
-    if (status.ok()) ++registered_;
-    if (wake_.wait_for(lock, interval, [&] { return stopping_; })) return;
+    failing_ = false;
+    if (response.heartbeat_interval_ms() > 0) {
+      interval = std::chrono::milliseconds(response.heartbeat_interval_ms());
+    }
+  } else if (!failing_) {
+    failing_ = true;
+    std::fprintf(stderr, "tandem worker: cannot register with the router at %s (%s); retrying\n",
+                 router_address_.c_str(), status.error_message().c_str());
   }
+  {
+    std::lock_guard lock(mu_);
+    if (status.ok()) ++registered_;
+  }
+  // after stop() began this is refused and the heartbeat ends.
+  heartbeat_.runAfter(interval, [this] { heartbeat(); });
 }
 
 void RegistrationClient::stop() {
@@ -72,8 +72,7 @@ void RegistrationClient::stop() {
     if (stopping_) return;
     stopping_ = true;
   }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  heartbeat_.stop();  // waits for a Register call in progress
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + kDeregisterTimeout);
   tandem::v1::DeregisterRequest request;

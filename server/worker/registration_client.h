@@ -2,16 +2,17 @@
 // at once and then every heartbeat_interval_ms the router asks for (1 s when
 // it names none or cannot be reached), so a restarted router relearns the
 // worker within one interval. Failures are logged once (and the recovery),
-// retried, and never fatal. stop() deregisters.
+// retried, and never fatal. stop() deregisters. The heartbeat is a
+// blocking call, so it runs on a TimerQueue of this client's own; the next
+// one is due an interval after the previous answer.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
+#include "common/timer_queue.h"
 #include "tandem/v1/worker.grpc.pb.h"
 
 namespace tandem::worker {
@@ -32,16 +33,17 @@ class RegistrationClient {
   int numRegistered() const;
 
  private:
-  void run();
+  // one Register call; schedules the next.
+  void heartbeat();
 
   const std::string router_address_;
   const tandem::v1::WorkerInfo info_;
   std::unique_ptr<tandem::v1::Registry::Stub> stub_;
   mutable std::mutex mu_;
-  std::condition_variable wake_;
   bool stopping_ = false;   // guarded by mu_
   int registered_ = 0;      // guarded by mu_
-  std::thread thread_;
+  bool failing_ = false;    // on the heartbeat thread only
+  TimerQueue heartbeat_{"heartbeat"};  // last: its callbacks use the members above
 };
 
 }  // namespace tandem::worker
