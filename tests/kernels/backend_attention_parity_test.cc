@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@
 
 namespace tandem::kernels {
 namespace {
+
+// gtest prints a case (in test listings and failures) by its name.
+template <typename Case>
+  requires requires(const Case& c) { c.name(); }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name();
+}
 
 constexpr int kLayers = 2;
 
@@ -49,14 +57,22 @@ std::vector<AttentionCase> attentionCases() {
   const std::vector<SeqSpec> mixed6 = {{0, 21}, {13, 9}, {40, 1}, {0, 1}, {31, 2}, {0, 17}};
   const std::vector<SeqSpec> decode = {{700, 1}, {0, 1}, {255, 1}, {256, 1}, {37, 1}};
   return {
-      {8, 4, 20, 16, DType::kF32, "mixed5", mixed5},   {8, 4, 20, 5, DType::kF32, "mixed5", mixed5},
-      {4, 1, 20, 16, DType::kF32, "mixed5", mixed5},   {4, 1, 20, 5, DType::kF16, "mixed5", mixed5},
-      {3, 3, 20, 5, DType::kF32, "mixed5", mixed5},    {8, 4, 20, 16, DType::kF16, "mixed5", mixed5},
-      {8, 4, 20, 5, DType::kBF16, "mixed5", mixed5},   {8, 4, 20, 16, DType::kF32, "mixed6", mixed6},
-      {8, 4, 20, 5, DType::kF32, "mixed6", mixed6},    {4, 1, 20, 16, DType::kF16, "mixed6", mixed6},
-      {3, 3, 20, 5, DType::kBF16, "mixed6", mixed6},   {2, 1, 128, 16, DType::kF32, "mixed6", mixed6},
-      {8, 4, 20, 16, DType::kF32, "decode", decode},   {4, 1, 20, 5, DType::kF16, "decode", decode},
-      {16, 1, 8, 16, DType::kBF16, "decode", decode},  {17, 1, 8, 16, DType::kF32, "decode", decode},
+      {8, 4, 20, 16, DType::kF32, "mixed5", mixed5},
+      {8, 4, 20, 5, DType::kF32, "mixed5", mixed5},
+      {4, 1, 20, 16, DType::kF32, "mixed5", mixed5},
+      {4, 1, 20, 5, DType::kF16, "mixed5", mixed5},
+      {3, 3, 20, 5, DType::kF32, "mixed5", mixed5},
+      {8, 4, 20, 16, DType::kF16, "mixed5", mixed5},
+      {8, 4, 20, 5, DType::kBF16, "mixed5", mixed5},
+      {8, 4, 20, 16, DType::kF32, "mixed6", mixed6},
+      {8, 4, 20, 5, DType::kF32, "mixed6", mixed6},
+      {4, 1, 20, 16, DType::kF16, "mixed6", mixed6},
+      {3, 3, 20, 5, DType::kBF16, "mixed6", mixed6},
+      {2, 1, 128, 16, DType::kF32, "mixed6", mixed6},
+      {8, 4, 20, 16, DType::kF32, "decode", decode},
+      {4, 1, 20, 5, DType::kF16, "decode", decode},
+      {16, 1, 8, 16, DType::kBF16, "decode", decode},
+      {17, 1, 8, 16, DType::kF32, "decode", decode},
       {2, 2, 128, 16, DType::kF32, "decode", decode},
   };
 }
@@ -72,7 +88,8 @@ struct BatchLayout {
 BatchLayout layOut(const AttentionCase& c, std::mt19937& rng) {
   BatchLayout b;
   int blocks_needed = 0;
-  for (const SeqSpec& s : c.seqs) blocks_needed += (s.start + s.len + c.block_size - 1) / c.block_size;
+  for (const SeqSpec& s : c.seqs)
+    blocks_needed += (s.start + s.len + c.block_size - 1) / c.block_size;
   b.num_blocks = blocks_needed + 3;
   std::vector<int32_t> ids(b.num_blocks);
   std::iota(ids.begin(), ids.end(), 0);
@@ -94,9 +111,9 @@ BatchLayout layOut(const AttentionCase& c, std::mt19937& rng) {
   return b;
 }
 
-using AttentionTest = BackendParityTest<AttentionCase>;
+using AttentionParityTest = BackendParityTest<AttentionCase>;
 
-TEST_P(AttentionTest, WritesKvAndAttendsLikeTheReference) {
+TEST_P(AttentionParityTest, WritesKvAndAttendsLikeTheReference) {
   const AttentionCase& c = testCase();
   const kvcache::KvLayout layout{kLayers, c.num_kv_heads, c.head_dim, c.block_size, c.kv_dtype};
   const int64_t kv_width = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
@@ -143,7 +160,7 @@ TEST_P(AttentionTest, WritesKvAndAttendsLikeTheReference) {
   expectNear(toHost(got), want, tol().attention);
 }
 
-TANDEM_PARITY_CASES(Attention, AttentionTest, attentionCases());
+TANDEM_PARITY_CASES(Attention, AttentionParityTest, attentionCases());
 
 // --- block copies ---
 
@@ -164,9 +181,9 @@ std::vector<BlockCopyCase> blockCopyCases() {
   };
 }
 
-using BlockCopyTest = BackendParityTest<BlockCopyCase>;
+using BlockCopyParityTest = BackendParityTest<BlockCopyCase>;
 
-TEST_P(BlockCopyTest, CopyGatherAndScatterMoveWholeBlocks) {
+TEST_P(BlockCopyParityTest, CopyGatherAndScatterMoveWholeBlocks) {
   const BlockCopyCase& c = testCase();
   const kvcache::KvLayout& layout = c.layout;
   const size_t block = layout.blockBytes();
@@ -202,7 +219,7 @@ TEST_P(BlockCopyTest, CopyGatherAndScatterMoveWholeBlocks) {
   }
 }
 
-TANDEM_PARITY_CASES(BlockCopy, BlockCopyTest, blockCopyCases());
+TANDEM_PARITY_CASES(BlockCopy, BlockCopyParityTest, blockCopyCases());
 
 // --- properties every backend has ---
 
@@ -230,7 +247,7 @@ TEST_P(AttentionPropertyTest, FirstTokenAttendsOnlyToItself) {
   }
 }
 
-TANDEM_ON_EVERY_BACKEND(Properties, AttentionPropertyTest);
+TANDEM_ON_EVERY_BACKEND(Parity, AttentionPropertyTest);
 
 }  // namespace
 }  // namespace tandem::kernels

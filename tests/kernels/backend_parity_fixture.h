@@ -77,9 +77,8 @@ class BackendHarness : protected ParityTensors {
 
 // the fixture of one op's cases, each run on every backend.
 template <typename Case>
-class BackendParityTest
-    : public ::testing::TestWithParam<std::tuple<BackendUnderTest, Case>>,
-      protected BackendHarness {
+class BackendParityTest : public ::testing::TestWithParam<std::tuple<BackendUnderTest, Case>>,
+                          protected BackendHarness {
  public:
   using CaseType = Case;
 
@@ -90,8 +89,7 @@ class BackendParityTest
 };
 
 // the fixture of a property every backend must have (no reference needed).
-class BackendTest : public ::testing::TestWithParam<BackendUnderTest>,
-                    protected BackendHarness {
+class BackendTest : public ::testing::TestWithParam<BackendUnderTest>, protected BackendHarness {
  protected:
   void SetUp() override { start(GetParam()); }
   void TearDown() override { stop(); }
@@ -108,16 +106,15 @@ std::string parityName(const ::testing::TestParamInfo<std::tuple<BackendUnderTes
 }
 
 // instantiates a BackendTest fixture's tests on every backend.
-#define TANDEM_ON_EVERY_BACKEND(prefix, fixture)                                       \
-  INSTANTIATE_TEST_SUITE_P(prefix, fixture, ::testing::ValuesIn(backendsUnderTest()), \
-                           backendName)
+#define TANDEM_ON_EVERY_BACKEND(prefix, fixture) \
+  INSTANTIATE_TEST_SUITE_P(prefix, fixture, ::testing::ValuesIn(backendsUnderTest()), backendName)
 
 // instantiates a BackendParityTest fixture's tests over every backend and
 // every case of `cases` (a std::vector<Case>).
-#define TANDEM_PARITY_CASES(prefix, fixture, cases)                                      \
-  INSTANTIATE_TEST_SUITE_P(prefix, fixture,                                              \
-                           ::testing::Combine(::testing::ValuesIn(backendsUnderTest()), \
-                                              ::testing::ValuesIn(cases)),               \
-                           parityName<fixture::CaseType>)
+#define TANDEM_PARITY_CASES(prefix, fixture, cases)                                             \
+  INSTANTIATE_TEST_SUITE_P(                                                                     \
+      prefix, fixture,                                                                          \
+      ::testing::Combine(::testing::ValuesIn(backendsUnderTest()), ::testing::ValuesIn(cases)), \
+      parityName<fixture::CaseType>)
 
 }  // namespace tandem::kernels

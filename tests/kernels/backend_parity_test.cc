@@ -5,6 +5,7 @@
 // dtype. m <= 8 runs the hip gemv, larger m its 64x64x16 tiled gemm.
 // Tolerances are the backend's own (backends_under_test.cc).
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@
 
 namespace tandem::kernels {
 namespace {
+
+// gtest prints a case (in test listings and failures) by its name.
+template <typename Case>
+  requires requires(const Case& c) { c.name(); }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name();
+}
 
 constexpr DType kWeightDtypes[] = {DType::kF32, DType::kF16, DType::kBF16};
 
@@ -23,7 +31,9 @@ struct EmbeddingCase {
   DType dtype;
   int64_t vocab, dim;
   std::vector<int32_t> ids;
-  std::string name() const { return dt(dtype) + "_" + std::to_string(vocab) + "x" + std::to_string(dim); }
+  std::string name() const {
+    return dt(dtype) + "_" + std::to_string(vocab) + "x" + std::to_string(dim);
+  }
 };
 
 std::vector<EmbeddingCase> embeddingCases() {
@@ -35,9 +45,9 @@ std::vector<EmbeddingCase> embeddingCases() {
   return out;
 }
 
-using EmbeddingTest = BackendParityTest<EmbeddingCase>;
+using EmbeddingParityTest = BackendParityTest<EmbeddingCase>;
 
-TEST_P(EmbeddingTest, ConvertsRowsOfEveryDtypeExactly) {
+TEST_P(EmbeddingParityTest, ConvertsRowsOfEveryDtypeExactly) {
   const EmbeddingCase& c = testCase();
   const Tensor table = random(c.dtype, c.vocab, c.dim);
   const Tensor ids = ints(c.ids);
@@ -49,7 +59,7 @@ TEST_P(EmbeddingTest, ConvertsRowsOfEveryDtypeExactly) {
   expectNear(toHost(out), want, 0.0f);
 }
 
-TANDEM_PARITY_CASES(Embedding, EmbeddingTest, embeddingCases());
+TANDEM_PARITY_CASES(Embedding, EmbeddingParityTest, embeddingCases());
 
 // --- rmsNorm ---
 
@@ -77,9 +87,9 @@ std::vector<RmsNormCase> rmsNormCases() {
   return out;
 }
 
-using RmsNormTest = BackendParityTest<RmsNormCase>;
+using RmsNormParityTest = BackendParityTest<RmsNormCase>;
 
-TEST_P(RmsNormTest, MatchesReferenceOnShortAndLongRows) {
+TEST_P(RmsNormParityTest, MatchesReferenceOnShortAndLongRows) {
   const RmsNormCase& c = testCase();
   const int64_t rows = c.rows * c.heads;
   const Tensor x = random(DType::kF32, c.rows, c.heads * c.dim, c.x_scale);
@@ -92,7 +102,7 @@ TEST_P(RmsNormTest, MatchesReferenceOnShortAndLongRows) {
   expectNear(toHost(out), want, tol().norm);
 }
 
-TANDEM_PARITY_CASES(RmsNorm, RmsNormTest, rmsNormCases());
+TANDEM_PARITY_CASES(RmsNorm, RmsNormParityTest, rmsNormCases());
 
 // --- matmul ---
 
@@ -113,10 +123,10 @@ std::vector<MatmulCase> matmulCases() {
     float w_scale;
   };
   const Shape shapes[] = {
-      {1, 37, 67, 0.5f},   {1, 256, 768, 0.5f}, {2, 19, 130, 0.5f},  {3, 33, 257, 0.5f},
-      {4, 64, 16, 0.5f},   {5, 7, 1, 0.5f},     {71, 45, 100, 0.5f}, {130, 70, 33, 0.5f},
-      {1, 1, 1, 1.0f},     {1, 37, 70, 1.0f},   {3, 130, 65, 1.0f},  {8, 5, 300, 1.0f},
-      {9, 65, 17, 1.0f},   {70, 129, 33, 1.0f}, {64, 64, 16, 1.0f},  {20, 3, 1, 1.0f}};
+      {1, 37, 67, 0.5f}, {1, 256, 768, 0.5f}, {2, 19, 130, 0.5f},  {3, 33, 257, 0.5f},
+      {4, 64, 16, 0.5f}, {5, 7, 1, 0.5f},     {71, 45, 100, 0.5f}, {130, 70, 33, 0.5f},
+      {1, 1, 1, 1.0f},   {1, 37, 70, 1.0f},   {3, 130, 65, 1.0f},  {8, 5, 300, 1.0f},
+      {9, 65, 17, 1.0f}, {70, 129, 33, 1.0f}, {64, 64, 16, 1.0f},  {20, 3, 1, 1.0f}};
   std::vector<MatmulCase> out;
   for (DType dtype : kWeightDtypes) {
     for (const Shape& s : shapes) {
@@ -126,9 +136,9 @@ std::vector<MatmulCase> matmulCases() {
   return out;
 }
 
-using MatmulTest = BackendParityTest<MatmulCase>;
+using MatmulParityTest = BackendParityTest<MatmulCase>;
 
-TEST_P(MatmulTest, MatchesReferenceForGemvAndTiledGemmShapes) {
+TEST_P(MatmulParityTest, MatchesReferenceForGemvAndTiledGemmShapes) {
   const MatmulCase& c = testCase();
   const Tensor x = random(DType::kF32, c.m, c.k);
   const Tensor w = random(c.weight_dtype, c.n, c.k, c.w_scale);
@@ -141,7 +151,7 @@ TEST_P(MatmulTest, MatchesReferenceForGemvAndTiledGemmShapes) {
   expectNear(toHost(y), want, tol().matmul);
 }
 
-TANDEM_PARITY_CASES(Matmul, MatmulTest, matmulCases());
+TANDEM_PARITY_CASES(Matmul, MatmulParityTest, matmulCases());
 
 // --- rope ---
 
@@ -154,7 +164,10 @@ struct RopeCase {
   std::vector<int32_t> positions;
   std::string name() const {
     return std::string(style == RopeStyle::kHalf ? "half" : "interleaved") + "_d" +
-           std::to_string(head_dim) + (llama3 ? "_llama3" : freq_factors ? "_freqfactors" : "_plain") +
+           std::to_string(head_dim) +
+           (llama3         ? "_llama3"
+            : freq_factors ? "_freqfactors"
+                           : "_plain") +
            "_" + std::to_string(positions.size()) + "positions";
   }
   RopeParams params() const {
@@ -188,9 +201,9 @@ std::vector<RopeCase> ropeCases() {
   return out;
 }
 
-using RopeTest = BackendParityTest<RopeCase>;
+using RopeParityTest = BackendParityTest<RopeCase>;
 
-TEST_P(RopeTest, MatchesReferenceInBothLayoutsPlainAndScaled) {
+TEST_P(RopeParityTest, MatchesReferenceInBothLayoutsPlainAndScaled) {
   const RopeCase& c = testCase();
   const RopeParams p = c.params();
   const Tensor x = random(DType::kF32, static_cast<int64_t>(c.positions.size()), 3 * c.head_dim);
@@ -202,7 +215,7 @@ TEST_P(RopeTest, MatchesReferenceInBothLayoutsPlainAndScaled) {
   expectNear(toHost(dx), want, tol().rope);
 }
 
-TANDEM_PARITY_CASES(Rope, RopeTest, ropeCases());
+TANDEM_PARITY_CASES(Rope, RopeParityTest, ropeCases());
 
 // --- siluMul and add ---
 
@@ -220,9 +233,9 @@ std::vector<SiluMulCase> siluMulCases() {
   return out;
 }
 
-using SiluMulTest = BackendParityTest<SiluMulCase>;
+using SiluMulParityTest = BackendParityTest<SiluMulCase>;
 
-TEST_P(SiluMulTest, SiluMulAndAddMatchReference) {
+TEST_P(SiluMulParityTest, SiluMulAndAddMatchReference) {
   const SiluMulCase& c = testCase();
   const Tensor gate = random(DType::kF32, 1, c.n, c.gate_scale);
   const Tensor up = random(DType::kF32, 1, c.n, c.up_scale);
@@ -238,7 +251,7 @@ TEST_P(SiluMulTest, SiluMulAndAddMatchReference) {
   expectNear(toHost(dsum), sum, 0.0f);
 }
 
-TANDEM_PARITY_CASES(SiluMul, SiluMulTest, siluMulCases());
+TANDEM_PARITY_CASES(SiluMul, SiluMulParityTest, siluMulCases());
 
 // --- gatherRows ---
 
@@ -252,9 +265,9 @@ std::vector<GatherRowsCase> gatherRowsCases() {
   return {{10, 19, {9, 0, 4}}, {9, 130, {8, 0, 3, 3}}};
 }
 
-using GatherRowsTest = BackendParityTest<GatherRowsCase>;
+using GatherRowsParityTest = BackendParityTest<GatherRowsCase>;
 
-TEST_P(GatherRowsTest, PicksTheNamedRows) {
+TEST_P(GatherRowsParityTest, PicksTheNamedRows) {
   const GatherRowsCase& c = testCase();
   const Tensor x = random(DType::kF32, c.rows, c.cols);
   const Tensor ids = ints(c.ids);
@@ -268,13 +281,13 @@ TEST_P(GatherRowsTest, PicksTheNamedRows) {
   EXPECT_EQ(got.as<float>()[0], x.as<float>()[c.ids[0] * c.cols]);
 }
 
-TANDEM_PARITY_CASES(GatherRows, GatherRowsTest, gatherRowsCases());
+TANDEM_PARITY_CASES(GatherRows, GatherRowsParityTest, gatherRowsCases());
 
 // --- properties every backend has ---
 
-using DenseOpsTest = BackendTest;
+using DenseOpsPropertyTest = BackendTest;
 
-TEST_P(DenseOpsTest, RopeAtPositionZeroIsIdentity) {
+TEST_P(DenseOpsPropertyTest, RopeAtPositionZeroIsIdentity) {
   RopeParams p;
   p.head_dim = 16;
   const Tensor x = random(DType::kF32, 2, 32);
@@ -283,7 +296,7 @@ TEST_P(DenseOpsTest, RopeAtPositionZeroIsIdentity) {
   expectNear(toHost(dx), x, 0.0f);
 }
 
-TEST_P(DenseOpsTest, SiluSaturatesWithoutOverflow) {
+TEST_P(DenseOpsPropertyTest, SiluSaturatesWithoutOverflow) {
   const Tensor g = zeros(DType::kF32, 1, 4), ones = zeros(DType::kF32, 1, 4);
   const float values[] = {-1000.0f, -90.0f, 90.0f, 1000.0f};
   std::memcpy(g.data, values, sizeof(values));
@@ -297,7 +310,7 @@ TEST_P(DenseOpsTest, SiluSaturatesWithoutOverflow) {
   EXPECT_FLOAT_EQ(out.as<float>()[3], 1000.0f);
 }
 
-TANDEM_ON_EVERY_BACKEND(Properties, DenseOpsTest);
+TANDEM_ON_EVERY_BACKEND(Parity, DenseOpsPropertyTest);
 
 }  // namespace
 }  // namespace tandem::kernels

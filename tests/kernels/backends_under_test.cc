@@ -22,8 +22,8 @@ constexpr Tolerances kHipTolerances{
 
 BackendUnderTest cpuBackend(cpu::SimdLevel level, int threads) {
   BackendUnderTest b;
-  b.name = "cpu_" + std::string(cpu::simdLevelName(level)) + "_" + std::to_string(threads) +
-           "threads";
+  b.name =
+      "cpu_" + std::string(cpu::simdLevelName(level)) + "_" + std::to_string(threads) + "threads";
   b.tol = kCpuTolerances;
   b.create = [level, threads]() -> absl::StatusOr<std::unique_ptr<Backend>> {
     cpu::CpuBackendOptions options;
@@ -62,8 +62,8 @@ BackendUnderTest hipOnEmulator(int wave) {
 
 std::vector<BackendUnderTest> makeBackends() {
   std::vector<BackendUnderTest> out;
-  for (cpu::SimdLevel level : {cpu::SimdLevel::kScalar, cpu::SimdLevel::kAvx2,
-                               cpu::SimdLevel::kAvx512}) {
+  for (cpu::SimdLevel level :
+       {cpu::SimdLevel::kScalar, cpu::SimdLevel::kAvx2, cpu::SimdLevel::kAvx512}) {
     if (level > cpu::detectSimdLevel()) continue;
     for (int threads : {1, 2}) out.push_back(cpuBackend(level, threads));
   }
