@@ -3,7 +3,9 @@
 // flags, builds the workload, arrivals and client, runs (once or per rate
 // of a sweep), prints the summary and writes the JSON result and SVG plot.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -105,95 +107,122 @@ absl::StatusOr<ArrivalChoice> chooseArrivals(const BenchArgs& a, const lg::Workl
   return absl::InvalidArgumentError("give --rate, --concurrency or --sweep (or a trace workload)");
 }
 
-absl::Status runBench(BenchArgs a) {
-  ASSIGN_OR_RETURN(lg::Api api, parseApi(a.api));
+// the settings a run needs beyond the flags, checked: the api, the SLO and
+// the rates to run (one, or a sweep's).
+struct BenchPlan {
+  lg::Api api;
   lg::Slo slo;
+  std::vector<std::optional<double>> rates;
+};
+
+absl::StatusOr<BenchPlan> planBench(const BenchArgs& a) {
+  BenchPlan plan;
+  ASSIGN_OR_RETURN(plan.api, parseApi(a.api));
   if (!a.slo.empty()) {
-    ASSIGN_OR_RETURN(slo, lg::parseSlo(a.slo));
+    ASSIGN_OR_RETURN(plan.slo, lg::parseSlo(a.slo));
   }
   if (a.burstiness <= 0) return absl::InvalidArgumentError("--burstiness must be > 0");
   if (a.speedup <= 0) return absl::InvalidArgumentError("--speedup must be > 0");
   if (a.concurrency && *a.concurrency < 1) return absl::InvalidArgumentError("--concurrency must be >= 1");
-  std::vector<std::optional<double>> rates = {a.rate};
+  plan.rates = {a.rate};
   if (!a.sweep.empty()) {
     ASSIGN_OR_RETURN(auto list, parseRates(a.sweep));
-    rates.assign(list.begin(), list.end());
+    plan.rates.assign(list.begin(), list.end());
   }
+  return plan;
+}
 
-  if (a.tokenizer.empty()) a.tokenizer = defaultModelPath();
-  ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load(a.tokenizer));
-  ASSIGN_OR_RETURN(lg::TokenSynth synth, lg::TokenSynth::fromTokenizer(*tok));
-  lg::WorkloadContext ctx{tok.get(), &synth};
-
+// the stream client of --api, and the HTTP endpoint when it speaks HTTP.
+struct BenchConnection {
   std::unique_ptr<lg::StreamClient> client;
   std::optional<lg::HttpEndpoint> http_endpoint;
+};
+
+// connects to --url; asks the server for its model when --model is empty
+// (HTTP only) and stores it in `a`.
+absl::StatusOr<BenchConnection> connect(BenchArgs& a, lg::Api api) {
+  BenchConnection c;
   auto timeout = std::chrono::milliseconds(static_cast<int64_t>(a.timeout_s * 1000));
   if (api == lg::Api::kGrpc) {
-    ASSIGN_OR_RETURN(client, lg::GrpcStreamClient::create(a.url, timeout));
-  } else {
-    ASSIGN_OR_RETURN(http_endpoint, lg::parseHttpUrl(a.url));
-    lg::HttpClientOptions opts;
-    opts.request_timeout = timeout;
-    opts.api_key = a.api_key;
-    ASSIGN_OR_RETURN(auto http, lg::HttpStreamClient::create(a.url, opts));
-    // a closed loop holds its connections from the start; open them before
-    // the clock runs so the first round does not time TCP handshakes.
-    if (a.concurrency) http->warmUp(std::min(*a.concurrency, 4096));
-    client = std::move(http);
-    if (a.model.empty()) {
-      ASSIGN_OR_RETURN(a.model, lg::firstModelId(*http_endpoint));
-      std::fprintf(stderr, "model: %s (from GET /v1/models)\n", a.model.c_str());
-    }
+    ASSIGN_OR_RETURN(c.client, lg::GrpcStreamClient::create(a.url, timeout));
+    return c;
   }
-  std::optional<lg::HttpEndpoint> metrics_endpoint;
-  if (a.server_metrics) {
-    if (!a.metrics_url.empty()) {
-      ASSIGN_OR_RETURN(metrics_endpoint, lg::parseHttpUrl(a.metrics_url));
-    } else if (http_endpoint) {
-      metrics_endpoint = http_endpoint;
-    } else {
-      return absl::InvalidArgumentError("--server-metrics with --api grpc needs --metrics-url");
-    }
+  ASSIGN_OR_RETURN(c.http_endpoint, lg::parseHttpUrl(a.url));
+  lg::HttpClientOptions opts;
+  opts.request_timeout = timeout;
+  opts.api_key = a.api_key;
+  ASSIGN_OR_RETURN(auto http, lg::HttpStreamClient::create(a.url, opts));
+  // a closed loop holds its connections from the start; open them before
+  // the clock runs so the first round does not time TCP handshakes.
+  if (a.concurrency) http->warmUp(std::min(*a.concurrency, 4096));
+  c.client = std::move(http);
+  if (a.model.empty()) {
+    ASSIGN_OR_RETURN(a.model, lg::firstModelId(*c.http_endpoint));
+    std::fprintf(stderr, "model: %s (from GET /v1/models)\n", a.model.c_str());
   }
-  auto scrape = [&]() -> std::map<std::string, double> {
-    absl::StatusOr<std::string> text = lg::httpGet(*metrics_endpoint, "/metrics");
-    if (!text.ok()) {
-      std::fprintf(stderr, "warning: %s\n", std::string(text.status().message()).c_str());
-      return {};
-    }
-    return lg::parsePrometheusText(*text);
-  };
+  return c;
+}
 
+// where to scrape /metrics (none without --server-metrics).
+absl::StatusOr<std::optional<lg::HttpEndpoint>> metricsEndpoint(const BenchArgs& a,
+                                                                const BenchConnection& c) {
+  if (!a.server_metrics) return std::nullopt;
+  if (!a.metrics_url.empty()) return lg::parseHttpUrl(a.metrics_url);
+  if (c.http_endpoint) return c.http_endpoint;
+  return absl::InvalidArgumentError("--server-metrics with --api grpc needs --metrics-url");
+}
+
+std::map<std::string, double> scrapeMetrics(const lg::HttpEndpoint& endpoint) {
+  absl::StatusOr<std::string> text = lg::httpGet(endpoint, "/metrics");
+  if (!text.ok()) {
+    std::fprintf(stderr, "warning: %s\n", std::string(text.status().message()).c_str());
+    return {};
+  }
+  return lg::parsePrometheusText(*text);
+}
+
+// every run's result and, with --server-metrics, what the server's
+// counters moved by during it.
+struct BenchRuns {
+  std::vector<lg::RunResult> runs;
+  std::vector<json> server_metrics;
+};
+
+// one run per rate, each summarised on stdout as it ends.
+absl::StatusOr<BenchRuns> runAll(const BenchArgs& a, const BenchPlan& plan, const lg::WorkloadContext& ctx,
+                                 lg::StreamClient& client,
+                                 const std::optional<lg::HttpEndpoint>& metrics_endpoint) {
   lg::RunnerOptions ropts;
-  ropts.api = api;
+  ropts.api = plan.api;
   ropts.model = a.model;
   ropts.num_requests = a.num_requests;
   ropts.duration_s = a.duration_s;
   ropts.ignore_eos = !a.no_ignore_eos;
   ropts.temperature = a.temperature;
 
-  std::vector<lg::RunResult> runs;
-  std::vector<json> server_metrics;
-  for (const std::optional<double>& rate : rates) {
+  BenchRuns out;
+  for (const std::optional<double>& rate : plan.rates) {
     ASSIGN_OR_RETURN(lg::WorkloadPtr workload, lg::createWorkload(a.workload, a.wl, ctx));
     ASSIGN_OR_RETURN(ArrivalChoice arrivals, chooseArrivals(a, *workload, rate));
     ropts.max_concurrency = a.concurrency.value_or(0);
     // sessions without a rate all start at once, one stream per user.
     lg::ProgressReporter progress(arrivals.label, a.num_requests, a.duration_s);
     std::map<std::string, double> before;
-    if (metrics_endpoint) before = scrape();
+    if (metrics_endpoint) before = scrapeMetrics(*metrics_endpoint);
     ASSIGN_OR_RETURN(lg::RunResult run,
-                     lg::runBenchmark(*workload, *arrivals.process, *client, tok.get(), ropts, slo, &progress));
-    if (metrics_endpoint) server_metrics.push_back(lg::metricsDelta(before, scrape()));
+                     lg::runBenchmark(*workload, *arrivals.process, client, ctx.tokenizer, ropts, plan.slo, &progress));
+    if (metrics_endpoint) out.server_metrics.push_back(lg::metricsDelta(before, scrapeMetrics(*metrics_endpoint)));
     run.label = arrivals.label;
     run.rate = arrivals.rate;
-    std::printf("%s", lg::summaryTable(run, slo).c_str());
+    std::printf("%s", lg::summaryTable(run, plan.slo).c_str());
     std::fflush(stdout);
-    runs.push_back(std::move(run));
+    out.runs.push_back(std::move(run));
   }
-  client->shutdown();
-  if (runs.size() > 1) std::printf("%s", lg::sweepTable(runs, slo).c_str());
+  return out;
+}
 
+// the JSON result: one run's, or a sweep's list, and the settings.
+json resultJson(const BenchArgs& a, const BenchRuns& r, const lg::Slo& slo) {
   json settings = {{"url", a.url},
                    {"model", a.model},
                    {"api", a.api},
@@ -209,29 +238,48 @@ absl::Status runBench(BenchArgs a) {
                    {"ignore_eos", !a.no_ignore_eos},
                    {"seed", a.wl.seed}};
   json result;
-  if (runs.size() == 1) {
-    result = lg::runJson(runs[0], slo, a.save_requests);
-    if (!server_metrics.empty()) result["server_metrics"] = server_metrics[0];
+  if (r.runs.size() == 1) {
+    result = lg::runJson(r.runs[0], slo, a.save_requests);
+    if (!r.server_metrics.empty()) result["server_metrics"] = r.server_metrics[0];
   } else {
     json list = json::array();
-    for (size_t i = 0; i < runs.size(); ++i) {
-      json r = lg::runJson(runs[i], slo, a.save_requests);
-      if (i < server_metrics.size()) r["server_metrics"] = server_metrics[i];
-      list.push_back(std::move(r));
+    for (size_t i = 0; i < r.runs.size(); ++i) {
+      json run = lg::runJson(r.runs[i], slo, a.save_requests);
+      if (i < r.server_metrics.size()) run["server_metrics"] = r.server_metrics[i];
+      list.push_back(std::move(run));
     }
     result["sweep"] = std::move(list);
   }
   result["settings"] = settings;
+  return result;
+}
+
+// --out (the JSON result) and --plot (the SVG).
+absl::Status writeOutputs(const BenchArgs& a, const BenchRuns& r, const lg::Slo& slo) {
   if (!a.out.empty()) {
-    RETURN_IF_ERROR(lg::writeTextFile(a.out, result.dump(2) + "\n"));
+    RETURN_IF_ERROR(lg::writeTextFile(a.out, resultJson(a, r, slo).dump(2) + "\n"));
     std::fprintf(stderr, "wrote %s\n", a.out.c_str());
   }
   if (!a.plot.empty()) {
     std::string title = absl::StrCat("tandem bench: ", a.model, " @ ", a.url, " (", a.api, ", ", a.workload, ")");
-    RETURN_IF_ERROR(lg::writeTextFile(a.plot, lg::renderPlot(runs, title)));
+    RETURN_IF_ERROR(lg::writeTextFile(a.plot, lg::renderPlot(r.runs, title)));
     std::fprintf(stderr, "wrote %s\n", a.plot.c_str());
   }
   return absl::OkStatus();
+}
+
+absl::Status runBench(BenchArgs a) {
+  ASSIGN_OR_RETURN(BenchPlan plan, planBench(a));
+  if (a.tokenizer.empty()) a.tokenizer = defaultModelPath();
+  ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load(a.tokenizer));
+  ASSIGN_OR_RETURN(lg::TokenSynth synth, lg::TokenSynth::fromTokenizer(*tok));
+  const lg::WorkloadContext ctx{tok.get(), &synth};
+  ASSIGN_OR_RETURN(BenchConnection connection, connect(a, plan.api));
+  ASSIGN_OR_RETURN(std::optional<lg::HttpEndpoint> metrics_endpoint, metricsEndpoint(a, connection));
+  ASSIGN_OR_RETURN(BenchRuns runs, runAll(a, plan, ctx, *connection.client, metrics_endpoint));
+  connection.client->shutdown();
+  if (runs.runs.size() > 1) std::printf("%s", lg::sweepTable(runs.runs, plan.slo).c_str());
+  return writeOutputs(a, runs, plan.slo);
 }
 
 }  // namespace

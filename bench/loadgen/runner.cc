@@ -69,148 +69,208 @@ StreamRequest shapeRequest(const BenchRequest& req, const std::vector<ChatMessag
   return out;
 }
 
+namespace {
+
+// one benchmark run's dispatch state; run() is the loop: take finished
+// requests, send what is due, sleep until the next send time or completion.
+class BenchmarkRun {
+ public:
+  BenchmarkRun(Workload& workload, ArrivalProcess& arrivals, StreamClient& client,
+               const tokenizer::Tokenizer* tokenizer, const RunnerOptions& options, const Slo& slo,
+               ProgressReporter* progress)
+      : workload_(workload), arrivals_(arrivals), client_(client), tokenizer_(tokenizer),
+        options_(options), slo_(slo), progress_(progress) {}
+
+  absl::StatusOr<RunResult> run();
+
+ private:
+  // pulls until the next request that needs a send time (later turns of a
+  // session are parked on it instead).
+  void pull();
+  // InvalidArgument for options that cannot drive this workload.
+  absl::Status validate() const;
+  // records the requests that finished and queues their sessions' next turns.
+  void takeCompletions();
+  // true once the request or time budget is spent.
+  bool budgetSpent(double now) const;
+  bool slotFree() const {
+    return options_.max_concurrency <= 0 || static_cast<int>(in_flight_.size()) < options_.max_concurrency;
+  }
+  // sends every request due by `now` while a concurrency slot is free.
+  void sendDue(double now);
+  void send(BenchRequest req);
+  // the next send time, a completion, or 100 ms (progress redraws).
+  void waitForWork(double now);
+
+  Workload& workload_;
+  ArrivalProcess& arrivals_;
+  StreamClient& client_;
+  const tokenizer::Tokenizer* tokenizer_;
+  const RunnerOptions& options_;
+  const Slo& slo_;
+  ProgressReporter* progress_;
+
+  RunResult run_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Completion> completions_;  // guarded by mu_
+
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready_;
+  std::unordered_map<int64_t, Session> sessions_;
+  std::unordered_map<uint64_t, BenchRequest> in_flight_;
+  std::optional<Ready> lookahead_;  // the next timed request from the workload
+  bool exhausted_ = false;
+  uint64_t seq_ = 0, dispatched_ = 0;
+  bool closed_loop_ = false;
+  bool stop_sending_ = false;
+  ProgressState state_;
+  Clock::time_point t0_;
+};
+
+void BenchmarkRun::pull() {
+  while (!lookahead_ && !exhausted_) {
+    std::optional<BenchRequest> req = workload_.next();
+    if (!req) {
+      exhausted_ = true;
+      return;
+    }
+    if (req->session_id >= 0 && req->turn > 0) {
+      sessions_[req->session_id].parked.push_back(std::move(*req));
+      continue;
+    }
+    std::optional<double> at = arrivals_.next(*req);
+    closed_loop_ = !at.has_value();
+    lookahead_ = Ready{at.value_or(0.0), seq_++, std::move(*req)};
+  }
+}
+
+absl::Status BenchmarkRun::validate() const {
+  if (closed_loop_ && options_.max_concurrency <= 0) {
+    return absl::InvalidArgumentError("closed-loop arrivals need --concurrency");
+  }
+  if (workload_.endless() && !options_.num_requests && !options_.duration_s) {
+    return absl::InvalidArgumentError("a random workload is endless: give --num-requests or --duration");
+  }
+  return absl::OkStatus();
+}
+
+void BenchmarkRun::takeCompletions() {
+  std::vector<Completion> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done.swap(completions_);
+  }
+  for (Completion& c : done) {
+    auto it = in_flight_.find(c.index);
+    BenchRequest req = std::move(it->second);
+    in_flight_.erase(it);
+    RequestRecord rec = makeRecord(req, c.result, t0_);
+    (rec.ok ? state_.finished : state_.failed)++;
+    state_.output_tokens += rec.ok ? rec.output_tokens : 0;
+    run_.records.push_back(std::move(rec));
+    if (req.session_id < 0) continue;
+    Session& s = sessions_[req.session_id];
+    if (!c.result.ok) s.broken = true;
+    s.history.push_back({"user", req.prompt_text});
+    s.history.push_back({"assistant", c.result.text});
+    if (!s.broken && !s.parked.empty()) {
+      BenchRequest next = std::move(s.parked.front());
+      s.parked.pop_front();
+      double at = secondsSince(t0_) + next.think_time_s;
+      ready_.push(Ready{at, seq_++, std::move(next)});
+    }
+  }
+}
+
+bool BenchmarkRun::budgetSpent(double now) const {
+  return (options_.num_requests && dispatched_ >= *options_.num_requests) ||
+         (options_.duration_s && now >= *options_.duration_s);
+}
+
+void BenchmarkRun::sendDue(double now) {
+  // the earliest due request, from the workload's next or the follow-up
+  // turns; pulled one at a time, so an endless workload is never drained
+  // ahead of what can be sent.
+  while (slotFree() && !(options_.num_requests && dispatched_ >= *options_.num_requests)) {
+    bool from_workload = lookahead_ && (ready_.empty() || lookahead_->at_s < ready_.top().at_s);
+    if (!from_workload && ready_.empty()) break;
+    double at = from_workload ? lookahead_->at_s : ready_.top().at_s;
+    if (at > now) break;
+    BenchRequest req;
+    if (from_workload) {
+      req = std::move(lookahead_->req);
+      lookahead_.reset();
+      pull();
+    } else {
+      req = ready_.top().req;
+      ready_.pop();
+    }
+    send(std::move(req));
+  }
+}
+
+void BenchmarkRun::send(BenchRequest req) {
+  static const std::vector<ChatMessage> kNoHistory;
+  StreamRequest sr = shapeRequest(req, req.session_id >= 0 ? sessions_[req.session_id].history : kNoHistory,
+                                  tokenizer_, options_);
+  uint64_t index = req.index;
+  in_flight_.emplace(index, std::move(req));
+  ++dispatched_;
+  client_.start(std::move(sr), [this, index](StreamResult r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    completions_.push_back({index, std::move(r)});
+    cv_.notify_one();
+  });
+}
+
+void BenchmarkRun::waitForWork(double now) {
+  double wake = now + 0.1;
+  if (!stop_sending_ && slotFree()) {
+    if (lookahead_) wake = std::min(wake, lookahead_->at_s);
+    if (!ready_.empty()) wake = std::min(wake, ready_.top().at_s);
+  }
+  if (!stop_sending_ && options_.duration_s) wake = std::min(wake, *options_.duration_s);
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_until(lock, t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wake)),
+                 [&] { return !completions_.empty(); });
+}
+
+absl::StatusOr<RunResult> BenchmarkRun::run() {
+  run_.arrival = arrivals_.describe();
+  run_.workload = workload_.describe();
+  pull();
+  if (absl::Status s = validate(); !s.ok()) return s;
+
+  t0_ = Clock::now();
+  while (true) {
+    takeCompletions();
+    const double now = secondsSince(t0_);
+    if (budgetSpent(now)) stop_sending_ = true;
+    if (!stop_sending_) sendDue(now);
+
+    state_.in_flight = in_flight_.size();
+    state_.elapsed_s = now;
+    if (progress_) progress_->update(state_);
+
+    bool nothing_left = exhausted_ && !lookahead_ && ready_.empty();
+    if ((stop_sending_ || nothing_left) && in_flight_.empty()) break;
+    waitForWork(now);
+  }
+  double duration = secondsSince(t0_);
+  state_.in_flight = 0;
+  state_.elapsed_s = duration;
+  if (progress_) progress_->finish(state_);
+  run_.summary = summarize(run_.records, duration, slo_);
+  return std::move(run_);
+}
+
+}  // namespace
+
 absl::StatusOr<RunResult> runBenchmark(Workload& workload, ArrivalProcess& arrivals, StreamClient& client,
                                        const tokenizer::Tokenizer* tokenizer, const RunnerOptions& options,
                                        const Slo& slo, ProgressReporter* progress) {
-  RunResult run;
-  run.arrival = arrivals.describe();
-  run.workload = workload.describe();
-
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<Completion> completions;  // guarded by mu
-
-  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
-  std::unordered_map<int64_t, Session> sessions;
-  std::unordered_map<uint64_t, BenchRequest> in_flight;
-  std::optional<Ready> lookahead;  // the next timed request from the workload
-  bool exhausted = false;
-  uint64_t seq = 0, dispatched = 0;
-  bool closed_loop = false;
-  ProgressState state;
-
-  // pulls until the next request that needs a send time (later turns of a
-  // session are parked on it instead).
-  auto pull = [&]() {
-    while (!lookahead && !exhausted) {
-      std::optional<BenchRequest> req = workload.next();
-      if (!req) {
-        exhausted = true;
-        return;
-      }
-      if (req->session_id >= 0 && req->turn > 0) {
-        sessions[req->session_id].parked.push_back(std::move(*req));
-        continue;
-      }
-      std::optional<double> at = arrivals.next(*req);
-      closed_loop = !at.has_value();
-      lookahead = Ready{at.value_or(0.0), seq++, std::move(*req)};
-    }
-  };
-  pull();
-  if (closed_loop && options.max_concurrency <= 0) {
-    return absl::InvalidArgumentError("closed-loop arrivals need --concurrency");
-  }
-  if (workload.endless() && !options.num_requests && !options.duration_s) {
-    return absl::InvalidArgumentError("a random workload is endless: give --num-requests or --duration");
-  }
-
-  const Clock::time_point t0 = Clock::now();
-  bool stop_sending = false;
-  while (true) {
-    // 1. take finished requests.
-    std::vector<Completion> done;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      done.swap(completions);
-    }
-    for (Completion& c : done) {
-      auto it = in_flight.find(c.index);
-      BenchRequest req = std::move(it->second);
-      in_flight.erase(it);
-      RequestRecord rec = makeRecord(req, c.result, t0);
-      (rec.ok ? state.finished : state.failed)++;
-      state.output_tokens += rec.ok ? rec.output_tokens : 0;
-      run.records.push_back(std::move(rec));
-      if (req.session_id >= 0) {
-        Session& s = sessions[req.session_id];
-        if (!c.result.ok) s.broken = true;
-        s.history.push_back({"user", req.prompt_text});
-        s.history.push_back({"assistant", c.result.text});
-        if (!s.broken && !s.parked.empty()) {
-          BenchRequest next = std::move(s.parked.front());
-          s.parked.pop_front();
-          double at = secondsSince(t0) + next.think_time_s;
-          ready.push(Ready{at, seq++, std::move(next)});
-        }
-      }
-    }
-    double now = secondsSince(t0);
-    if ((options.num_requests && dispatched >= *options.num_requests) ||
-        (options.duration_s && now >= *options.duration_s)) {
-      stop_sending = true;
-    }
-
-    // 2. send what is due.
-    if (!stop_sending) {
-      // the earliest due request, from the workload's next or the follow-up
-      // turns; pulled one at a time, so an endless workload is never
-      // drained ahead of what can be sent.
-      while ((options.max_concurrency <= 0 || static_cast<int>(in_flight.size()) < options.max_concurrency) &&
-             !(options.num_requests && dispatched >= *options.num_requests)) {
-        bool from_workload = lookahead && (ready.empty() || lookahead->at_s < ready.top().at_s);
-        if (!from_workload && ready.empty()) break;
-        double at = from_workload ? lookahead->at_s : ready.top().at_s;
-        if (at > now) break;
-        BenchRequest req;
-        if (from_workload) {
-          req = std::move(lookahead->req);
-          lookahead.reset();
-          pull();
-        } else {
-          req = ready.top().req;
-          ready.pop();
-        }
-        static const std::vector<ChatMessage> kNoHistory;
-        StreamRequest sr = shapeRequest(req, req.session_id >= 0 ? sessions[req.session_id].history : kNoHistory,
-                                        tokenizer, options);
-        uint64_t index = req.index;
-        in_flight.emplace(index, std::move(req));
-        ++dispatched;
-        client.start(std::move(sr), [&, index](StreamResult r) {
-          std::lock_guard<std::mutex> lock(mu);
-          completions.push_back({index, std::move(r)});
-          cv.notify_one();
-        });
-      }
-    }
-
-    state.in_flight = in_flight.size();
-    state.elapsed_s = now;
-    if (progress) progress->update(state);
-
-    bool nothing_left = exhausted && !lookahead && ready.empty();
-    if ((stop_sending || nothing_left) && in_flight.empty()) break;
-
-    // 3. sleep until the next send time or a completion (progress redraws
-    // at least every 100 ms).
-    double wake = now + 0.1;
-    bool slot_free = options.max_concurrency <= 0 || static_cast<int>(in_flight.size()) < options.max_concurrency;
-    if (!stop_sending && slot_free) {
-      if (lookahead) wake = std::min(wake, lookahead->at_s);
-      if (!ready.empty()) wake = std::min(wake, ready.top().at_s);
-    }
-    if (!stop_sending && options.duration_s) wake = std::min(wake, *options.duration_s);
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_until(lock, t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wake)),
-                  [&] { return !completions.empty(); });
-  }
-  double duration = secondsSince(t0);
-  state.in_flight = 0;
-  state.elapsed_s = duration;
-  if (progress) progress->finish(state);
-  run.summary = summarize(run.records, duration, slo);
-  return run;
+  BenchmarkRun run(workload, arrivals, client, tokenizer, options, slo, progress);
+  return run.run();
 }
 
 }  // namespace tandem::bench

@@ -142,11 +142,13 @@ std::vector<double> niceTicks(double lo, double hi, int count) {
   return ticks;
 }
 
-std::string renderPlot(const std::vector<RunResult>& runs, const std::string& title) {
-  const bool sweep = runs.size() > 1 && std::all_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.rate.has_value(); });
-  const double kW = 1040, kPanelW = 400, kPanelH = 240;
-  const double height = sweep ? 1080 : 760;
-  std::string svg = absl::StrFormat(
+namespace {
+
+constexpr double kPlotWidth = 1040, kPanelW = 400, kPanelH = 240;
+
+// the svg element, its styles and the title.
+std::string svgHeader(const std::string& title, double height) {
+  return absl::StrFormat(
       "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' viewBox='0 0 %.0f %.0f' "
       "font-family='Helvetica, Arial, sans-serif'>\n"
       "<style>.title{font-size:14px;font-weight:bold}.tick{font-size:11px;fill:#444}.label{font-size:12px}"
@@ -154,8 +156,13 @@ std::string renderPlot(const std::vector<RunResult>& runs, const std::string& ti
       ".frame{fill:none;stroke:#888}</style>\n"
       "<rect width='100%%' height='100%%' fill='white'/>\n"
       "<text x='20' y='28' font-size='18' font-weight='bold'>%s</text>\n",
-      kW, height, kW, height, escape(title));
+      kPlotWidth, height, kPlotWidth, height, escape(title));
+}
 
+// four CDF panels (TTFT, ITL, TPOT, end to end), every run a series; one
+// run also gets its p50 and p99 marked.
+void drawLatencyPanels(const std::vector<RunResult>& runs, std::string* out) {
+  std::string& svg = *out;
   struct Metric { const char* name; Extract values; std::function<Distribution(const Summary&)> dist; };
   std::vector<Metric> metrics = {
       {"time to first token", [](const RunResult& r) { std::vector<double> v; for (auto& x : r.records) if (x.ok) v.push_back(x.ttft_ms); return v; },
@@ -203,35 +210,47 @@ std::string renderPlot(const std::vector<RunResult>& runs, const std::string& ti
     p.draw(&svg, series, notes);
   }
 
-  if (sweep) {
-    double rmax = 0, tmax = 0, lmax = 0;
-    for (const RunResult& r : runs) {
-      rmax = std::max(rmax, *r.rate);
-      tmax = std::max({tmax, r.summary.request_throughput, *r.rate});
-      lmax = std::max({lmax, r.summary.ttft_ms.p99, r.summary.tpot_ms.p50 * 10});
-    }
-    Panel a{80, 80 + 2 * (kPanelH + 90), kPanelW, kPanelH, 0, rmax * 1.05, 0, tmax * 1.1 + 1e-9,
-            "throughput vs offered rate", "offered rate (req/s)", "req/s"};
-    Series ideal{"offered", "#999999", {{0, 0}, {rmax * 1.05, rmax * 1.05}}, true};
-    Series thr{"achieved", color(0), {}, false, true};
-    Series good{"goodput (SLO)", color(2), {}, false, true};
-    for (const RunResult& r : runs) {
-      thr.points.emplace_back(*r.rate, r.summary.request_throughput);
-      if (r.summary.goodput) good.points.emplace_back(*r.rate, *r.summary.goodput);
-    }
-    a.draw(&svg, {ideal, thr, good}, {});
-    Panel b{80 + kPanelW + 110, 80 + 2 * (kPanelH + 90), kPanelW, kPanelH, 0, rmax * 1.05, 0, lmax * 1.1 + 1e-9,
-            "latency vs offered rate", "offered rate (req/s)", "ms"};
-    Series p50{"TTFT p50", color(0), {}, false, true};
-    Series p99{"TTFT p99", color(1), {}, false, true};
-    Series tpot{"TPOT p50 x 10", color(2), {}, true, true};
-    for (const RunResult& r : runs) {
-      p50.points.emplace_back(*r.rate, r.summary.ttft_ms.p50);
-      p99.points.emplace_back(*r.rate, r.summary.ttft_ms.p99);
-      tpot.points.emplace_back(*r.rate, r.summary.tpot_ms.p50 * 10);
-    }
-    b.draw(&svg, {p50, p99, tpot}, {});
+}
+
+// a sweep's throughput and latency against the offered rate.
+void drawSweepPanels(const std::vector<RunResult>& runs, std::string* out) {
+  std::string& svg = *out;
+  double rmax = 0, tmax = 0, lmax = 0;
+  for (const RunResult& r : runs) {
+    rmax = std::max(rmax, *r.rate);
+    tmax = std::max({tmax, r.summary.request_throughput, *r.rate});
+    lmax = std::max({lmax, r.summary.ttft_ms.p99, r.summary.tpot_ms.p50 * 10});
   }
+  Panel a{80, 80 + 2 * (kPanelH + 90), kPanelW, kPanelH, 0, rmax * 1.05, 0, tmax * 1.1 + 1e-9,
+          "throughput vs offered rate", "offered rate (req/s)", "req/s"};
+  Series ideal{"offered", "#999999", {{0, 0}, {rmax * 1.05, rmax * 1.05}}, true};
+  Series thr{"achieved", color(0), {}, false, true};
+  Series good{"goodput (SLO)", color(2), {}, false, true};
+  for (const RunResult& r : runs) {
+    thr.points.emplace_back(*r.rate, r.summary.request_throughput);
+    if (r.summary.goodput) good.points.emplace_back(*r.rate, *r.summary.goodput);
+  }
+  a.draw(&svg, {ideal, thr, good}, {});
+  Panel b{80 + kPanelW + 110, 80 + 2 * (kPanelH + 90), kPanelW, kPanelH, 0, rmax * 1.05, 0, lmax * 1.1 + 1e-9,
+          "latency vs offered rate", "offered rate (req/s)", "ms"};
+  Series p50{"TTFT p50", color(0), {}, false, true};
+  Series p99{"TTFT p99", color(1), {}, false, true};
+  Series tpot{"TPOT p50 x 10", color(2), {}, true, true};
+  for (const RunResult& r : runs) {
+    p50.points.emplace_back(*r.rate, r.summary.ttft_ms.p50);
+    p99.points.emplace_back(*r.rate, r.summary.ttft_ms.p99);
+    tpot.points.emplace_back(*r.rate, r.summary.tpot_ms.p50 * 10);
+  }
+  b.draw(&svg, {p50, p99, tpot}, {});
+}
+
+}  // namespace
+
+std::string renderPlot(const std::vector<RunResult>& runs, const std::string& title) {
+  const bool sweep = runs.size() > 1 && std::all_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.rate.has_value(); });
+  std::string svg = svgHeader(title, sweep ? 1080 : 760);
+  drawLatencyPanels(runs, &svg);
+  if (sweep) drawSweepPanels(runs, &svg);
   svg += "</svg>\n";
   return svg;
 }

@@ -154,7 +154,16 @@ bool BlockRunner::resolveWarps() {
 }
 
 void BlockRunner::resolveWarp(int warp, int first, int last) {
-  const int ws = shape_.warp_size;
+  const Thread* lead = warpLead(first, last);
+  if (lead == nullptr) return;
+  if (lead->op == WarpOp::kSnapshot) {
+    resolveSnapshot(warp, first, last, *lead);
+  } else {
+    resolveLaneOps(warp, first, last);
+  }
+}
+
+const BlockRunner::Thread* BlockRunner::warpLead(int first, int last) {
   const Thread* lead = nullptr;
   for (int i = first; i < last; ++i) {
     const Thread& t = *threads_[i];
@@ -164,33 +173,39 @@ void BlockRunner::resolveWarp(int warp, int first, int last) {
     } else if (t.file != lead->file || t.line != lead->line || t.op != lead->op) {
       failure_ = "warp divergence: " + where(*lead) + " is at the collective at " +
                  site(lead->file, lead->line) + " but " + where(t) + " at " + site(t.file, t.line);
-      return;
+      return nullptr;
     }
   }
-  if (lead->op == WarpOp::kSnapshot) {
-    const int bytes = lead->arg;
-    if (last - first != ws) {
-      failure_ = "matrix op at " + site(lead->file, lead->line) + " in a partial wave of " +
-                 std::to_string(last - first) + " lanes";
-      return;
-    }
-    if (static_cast<int>(snapshots_.size()) <= warp) snapshots_.resize(warp + 1);
-    std::vector<unsigned char>& snap = snapshots_[warp];
-    snap.assign(static_cast<size_t>(ws) * bytes, 0);
-    for (int i = first; i < last; ++i) {
-      Thread& t = *threads_[i];
-      if (t.state != Thread::State::kWarp) {
-        failure_ = "matrix op at " + site(lead->file, lead->line) + ": " + where(t) +
-                   " is inactive (the whole wave must take part)";
-        return;
-      }
-      std::memcpy(snap.data() + static_cast<size_t>(i - first) * bytes,
-                  reinterpret_cast<const void*>(t.value), bytes);
-      t.result = reinterpret_cast<uint64_t>(snap.data());
-      t.state = Thread::State::kRunnable;
-    }
+  return lead;
+}
+
+void BlockRunner::resolveSnapshot(int warp, int first, int last, const Thread& lead) {
+  const int ws = shape_.warp_size;
+  const int bytes = lead.arg;
+  if (last - first != ws) {
+    failure_ = "matrix op at " + site(lead.file, lead.line) + " in a partial wave of " +
+               std::to_string(last - first) + " lanes";
     return;
   }
+  if (static_cast<int>(snapshots_.size()) <= warp) snapshots_.resize(warp + 1);
+  std::vector<unsigned char>& snap = snapshots_[warp];
+  snap.assign(static_cast<size_t>(ws) * bytes, 0);
+  for (int i = first; i < last; ++i) {
+    Thread& t = *threads_[i];
+    if (t.state != Thread::State::kWarp) {
+      failure_ = "matrix op at " + site(lead.file, lead.line) + ": " + where(t) +
+                 " is inactive (the whole wave must take part)";
+      return;
+    }
+    std::memcpy(snap.data() + static_cast<size_t>(i - first) * bytes,
+                reinterpret_cast<const void*>(t.value), bytes);
+    t.result = reinterpret_cast<uint64_t>(snap.data());
+    t.state = Thread::State::kRunnable;
+  }
+}
+
+void BlockRunner::resolveLaneOps(int warp, int first, int last) {
+  const int ws = shape_.warp_size;
   uint64_t votes = 0;
   int live = 0;
   for (int i = first; i < last; ++i) {

@@ -88,7 +88,16 @@ class BlockRunner {
   static void threadMain(void* arg);
   std::string where(const Thread& t) const;
   bool resolveWarps();
+  // completes the collective op every waiting lane of warp `warp`
+  // (threads [first, last)) is at, or sets failure_.
   void resolveWarp(int warp, int first, int last);
+  // the first waiting lane, when all waiting lanes are at the same op;
+  // null when they diverge (failure_ set) or none waits.
+  const Thread* warpLead(int first, int last);
+  // a matrix op: every lane's bytes gathered into the warp's snapshot.
+  void resolveSnapshot(int warp, int first, int last, const Thread& lead);
+  // shuffles and votes: each waiting lane reads its source lane or the votes.
+  void resolveLaneOps(int warp, int first, int last);
   std::string checkBlocked();
 
   LaunchShape shape_;

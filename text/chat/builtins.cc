@@ -1,8 +1,9 @@
 #include "text/chat/builtins.h"
 
 #include <ctime>
-#include <set>
+#include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -10,19 +11,6 @@
 
 namespace tandem::chat {
 namespace {
-
-const std::set<std::string>& stringMethods() {
-  static const auto* k = new std::set<std::string>{
-      "strip", "lstrip", "rstrip", "startswith", "endswith", "split", "rsplit", "upper",
-      "lower", "title", "capitalize", "replace", "find", "rfind", "count", "format", "join",
-      "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "splitlines"};
-  return *k;
-}
-
-const std::set<std::string>& dictMethods() {
-  static const auto* k = new std::set<std::string>{"items", "keys", "values", "get"};
-  return *k;
-}
 
 absl::Status typeError(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
@@ -134,111 +122,168 @@ bool allCodePoints(const std::string& s, Pred pred) {
   return true;
 }
 
-absl::StatusOr<Value> stringMethod(const std::string& s, const std::string& name,
-                                   const CallArgs& args) {
-  if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    const Value* chars = args.get(0, "chars");
-    const std::string* set = chars != nullptr && chars->isString() ? &chars->str() : nullptr;
-    return Value(pyStrip(s, set, name != "rstrip", name != "lstrip"));
-  }
-  if (name == "startswith" || name == "endswith") {
-    const Value* a = args.get(0, "prefix");
-    if (a == nullptr) return typeError(absl::StrCat(name, "() takes at least 1 argument"));
-    ASSIGN_OR_RETURN(bool r, affix(s, *a, name == "startswith"));
-    return Value(r);
-  }
-  if (name == "split" || name == "rsplit") {
-    const Value* sep = args.get(0, "sep");
-    int64_t maxsplit = intArg(args, 1, "maxsplit", -1);
-    if (sep == nullptr || sep->isNone()) {
-      if (name == "rsplit" && maxsplit >= 0) return typeError("rsplit() without sep is unsupported with maxsplit");
-      return Value::list(toStrings(pySplitWhitespace(s, maxsplit)));
-    }
-    if (!sep->isString()) return typeError("must be str or None");
-    if (sep->str().empty()) return typeError("empty separator");
-    return Value::list(toStrings(splitBy(s, sep->str(), maxsplit, name == "rsplit")));
-  }
-  if (name == "splitlines") {
-    std::vector<std::string> lines;
-    size_t start = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '\n' || s[i] == '\r') {
-        lines.push_back(s.substr(start, i - start));
-        if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-        start = i + 1;
-      }
-    }
-    if (start < s.size()) lines.push_back(s.substr(start));
-    return Value::list(toStrings(lines));
-  }
-  if (name == "upper") return Value(pyUpper(s));
-  if (name == "lower") return Value(pyLower(s));
-  if (name == "title") return Value(pyTitle(s));
-  if (name == "capitalize") return Value(pyCapitalize(s));
-  if (name == "replace") {
-    ASSIGN_OR_RETURN(std::string old, stringArg(args, 0, "old", "replace"));
-    ASSIGN_OR_RETURN(std::string rep, stringArg(args, 1, "new", "replace"));
-    return Value(replaceAll(s, old, rep, intArg(args, 2, "count", -1)));
-  }
-  if (name == "find" || name == "rfind" || name == "count") {
-    ASSIGN_OR_RETURN(std::string sub, stringArg(args, 0, "sub", name.c_str()));
-    if (name == "count") {
-      if (sub.empty()) return Value(static_cast<int64_t>(decodeUtf8(s).size() + 1));
-      int64_t n = 0;
-      for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
-      return Value(n);
-    }
-    size_t at = name == "find" ? s.find(sub) : s.rfind(sub);
-    return Value(at == std::string::npos ? int64_t{-1} : codePointIndex(s, at));
-  }
-  if (name == "join") {
-    const Value* items = args.get(0, "iterable");
-    if (items == nullptr) return typeError("join() takes exactly one argument");
-    ASSIGN_OR_RETURN(ValueList parts, iterateValue(*items));
-    std::string out;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (!parts[i].isString()) {
-        return typeError(absl::StrCat("sequence item ", i, ": expected str instance, ",
-                                      parts[i].typeName(), " found"));
-      }
-      if (i) out += s;
-      out += parts[i].str();
-    }
-    return Value(std::move(out));
-  }
-  if (name == "format") return pyStrFormat(s, args);
-  if (name == "isdigit") return Value(allCodePoints(s, [](char32_t c) { return c >= '0' && c <= '9'; }));
-  if (name == "isalpha") return Value(allCodePoints(s, isAlpha));
-  if (name == "isalnum") {
-    return Value(allCodePoints(s, [](char32_t c) { return isAlpha(c) || (c >= '0' && c <= '9'); }));
-  }
-  if (name == "isspace") return Value(allCodePoints(s, isPySpace));
-  if (name == "isupper" || name == "islower") {
-    bool upper = name == "isupper";
-    bool cased = false;
-    for (char32_t c : decodeUtf8(s)) {
-      if (toUpper(c) != toLower(c)) {
-        cased = true;
-        if ((upper ? toUpper(c) : toLower(c)) != c) return Value(false);
-      }
-    }
-    return Value(cased);
-  }
-  return typeError(absl::StrCat("'str' object has no attribute '", name, "'"));
+// --- str methods, one function each; stringMethodTable() names them ---
+
+using StringMethodFn = absl::StatusOr<Value> (*)(const std::string& name, const std::string& s,
+                                                 const CallArgs& args);
+
+absl::StatusOr<Value> stripMethod(const std::string& name, const std::string& s, const CallArgs& args) {
+  const Value* chars = args.get(0, "chars");
+  const std::string* set = chars != nullptr && chars->isString() ? &chars->str() : nullptr;
+  return Value(pyStrip(s, set, name != "rstrip", name != "lstrip"));
 }
 
-absl::StatusOr<Value> dictMethod(const ValueDict& d, const std::string& name, const CallArgs& args) {
-  if (name == "items") {
-    ValueList out;
-    for (const auto& [k, v] : d.items) out.push_back(Value::tuple({Value(k), v}));
-    return Value::list(std::move(out));
+absl::StatusOr<Value> affixMethod(const std::string& name, const std::string& s, const CallArgs& args) {
+  const Value* a = args.get(0, "prefix");
+  if (a == nullptr) return typeError(absl::StrCat(name, "() takes at least 1 argument"));
+  ASSIGN_OR_RETURN(bool r, affix(s, *a, name == "startswith"));
+  return Value(r);
+}
+
+absl::StatusOr<Value> splitMethod(const std::string& name, const std::string& s, const CallArgs& args) {
+  const Value* sep = args.get(0, "sep");
+  int64_t maxsplit = intArg(args, 1, "maxsplit", -1);
+  if (sep == nullptr || sep->isNone()) {
+    if (name == "rsplit" && maxsplit >= 0) return typeError("rsplit() without sep is unsupported with maxsplit");
+    return Value::list(toStrings(pySplitWhitespace(s, maxsplit)));
   }
-  if (name == "keys" || name == "values") {
-    ValueList out;
-    for (const auto& [k, v] : d.items) out.push_back(name == "keys" ? Value(k) : v);
-    return Value::list(std::move(out));
+  if (!sep->isString()) return typeError("must be str or None");
+  if (sep->str().empty()) return typeError("empty separator");
+  return Value::list(toStrings(splitBy(s, sep->str(), maxsplit, name == "rsplit")));
+}
+
+absl::StatusOr<Value> splitlinesMethod(const std::string&, const std::string& s, const CallArgs&) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\n' || s[i] == '\r') {
+      lines.push_back(s.substr(start, i - start));
+      if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      start = i + 1;
+    }
   }
-  // get
+  if (start < s.size()) lines.push_back(s.substr(start));
+  return Value::list(toStrings(lines));
+}
+
+template <std::string (*kConvert)(std::string_view)>
+absl::StatusOr<Value> caseMethod(const std::string&, const std::string& s, const CallArgs&) {
+  return Value(kConvert(s));
+}
+
+absl::StatusOr<Value> replaceMethod(const std::string&, const std::string& s, const CallArgs& args) {
+  ASSIGN_OR_RETURN(std::string old, stringArg(args, 0, "old", "replace"));
+  ASSIGN_OR_RETURN(std::string rep, stringArg(args, 1, "new", "replace"));
+  return Value(replaceAll(s, old, rep, intArg(args, 2, "count", -1)));
+}
+
+// find, rfind and count
+absl::StatusOr<Value> findMethod(const std::string& name, const std::string& s, const CallArgs& args) {
+  ASSIGN_OR_RETURN(std::string sub, stringArg(args, 0, "sub", name.c_str()));
+  if (name == "count") {
+    if (sub.empty()) return Value(static_cast<int64_t>(decodeUtf8(s).size() + 1));
+    int64_t n = 0;
+    for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
+    return Value(n);
+  }
+  size_t at = name == "find" ? s.find(sub) : s.rfind(sub);
+  return Value(at == std::string::npos ? int64_t{-1} : codePointIndex(s, at));
+}
+
+absl::StatusOr<Value> joinMethod(const std::string&, const std::string& s, const CallArgs& args) {
+  const Value* items = args.get(0, "iterable");
+  if (items == nullptr) return typeError("join() takes exactly one argument");
+  ASSIGN_OR_RETURN(ValueList parts, iterateValue(*items));
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!parts[i].isString()) {
+      return typeError(absl::StrCat("sequence item ", i, ": expected str instance, ",
+                                    parts[i].typeName(), " found"));
+    }
+    if (i) out += s;
+    out += parts[i].str();
+  }
+  return Value(std::move(out));
+}
+
+absl::StatusOr<Value> formatMethod(const std::string&, const std::string& s, const CallArgs& args) {
+  return pyStrFormat(s, args);
+}
+
+bool isDigit(char32_t c) { return c >= '0' && c <= '9'; }
+bool isAlnum(char32_t c) { return isAlpha(c) || isDigit(c); }
+
+template <bool (*kPred)(char32_t)>
+absl::StatusOr<Value> allCodePointsMethod(const std::string&, const std::string& s, const CallArgs&) {
+  return Value(allCodePoints(s, kPred));
+}
+
+// isupper and islower
+absl::StatusOr<Value> casedMethod(const std::string& name, const std::string& s, const CallArgs&) {
+  bool upper = name == "isupper";
+  bool cased = false;
+  for (char32_t c : decodeUtf8(s)) {
+    if (toUpper(c) != toLower(c)) {
+      cased = true;
+      if ((upper ? toUpper(c) : toLower(c)) != c) return Value(false);
+    }
+  }
+  return Value(cased);
+}
+
+const absl::flat_hash_map<std::string_view, StringMethodFn>& stringMethodTable() {
+  static const auto* table = new absl::flat_hash_map<std::string_view, StringMethodFn>{
+      {"capitalize", caseMethod<pyCapitalize>},
+      {"count", findMethod},
+      {"endswith", affixMethod},
+      {"find", findMethod},
+      {"format", formatMethod},
+      {"isalnum", allCodePointsMethod<isAlnum>},
+      {"isalpha", allCodePointsMethod<isAlpha>},
+      {"isdigit", allCodePointsMethod<isDigit>},
+      {"islower", casedMethod},
+      {"isspace", allCodePointsMethod<isPySpace>},
+      {"isupper", casedMethod},
+      {"join", joinMethod},
+      {"lower", caseMethod<pyLower>},
+      {"lstrip", stripMethod},
+      {"replace", replaceMethod},
+      {"rfind", findMethod},
+      {"rsplit", splitMethod},
+      {"rstrip", stripMethod},
+      {"split", splitMethod},
+      {"splitlines", splitlinesMethod},
+      {"startswith", affixMethod},
+      {"strip", stripMethod},
+      {"title", caseMethod<pyTitle>},
+      {"upper", caseMethod<pyUpper>},
+  };
+  return *table;
+}
+
+// --- dict methods ---
+
+using DictMethodFn = absl::StatusOr<Value> (*)(const ValueDict& d, const CallArgs& args);
+
+absl::StatusOr<Value> itemsMethod(const ValueDict& d, const CallArgs&) {
+  ValueList out;
+  for (const auto& [k, v] : d.items) out.push_back(Value::tuple({Value(k), v}));
+  return Value::list(std::move(out));
+}
+
+absl::StatusOr<Value> keysMethod(const ValueDict& d, const CallArgs&) {
+  ValueList out;
+  for (const auto& [k, v] : d.items) out.push_back(Value(k));
+  return Value::list(std::move(out));
+}
+
+absl::StatusOr<Value> valuesMethod(const ValueDict& d, const CallArgs&) {
+  ValueList out;
+  for (const auto& [k, v] : d.items) out.push_back(v);
+  return Value::list(std::move(out));
+}
+
+absl::StatusOr<Value> getMethod(const ValueDict& d, const CallArgs& args) {
   const Value* key = args.get(0, "key");
   if (key == nullptr) return typeError("get expected at least 1 argument");
   const Value* def = args.get(1, "default");
@@ -246,6 +291,16 @@ absl::StatusOr<Value> dictMethod(const ValueDict& d, const std::string& name, co
     if (const Value* v = d.find(key->str())) return *v;
   }
   return def != nullptr ? *def : Value::none();
+}
+
+const absl::flat_hash_map<std::string_view, DictMethodFn>& dictMethodTable() {
+  static const auto* table = new absl::flat_hash_map<std::string_view, DictMethodFn>{
+      {"get", getMethod},
+      {"items", itemsMethod},
+      {"keys", keysMethod},
+      {"values", valuesMethod},
+  };
+  return *table;
 }
 
 absl::StatusOr<Value> range(const CallArgs& args) {
@@ -287,14 +342,21 @@ ValueDict kwargsDict(const CallArgs& args) {
 }  // namespace
 
 bool hasMethod(const Value& obj, const std::string& name) {
-  if (obj.isString()) return stringMethods().count(name) > 0;
-  if (obj.isDict()) return dictMethods().count(name) > 0;
+  if (obj.isString()) return stringMethodTable().contains(name);
+  if (obj.isDict()) return dictMethodTable().contains(name);
   return false;
 }
 
 absl::StatusOr<Value> callMethod(const Value& obj, const std::string& name, const CallArgs& args) {
-  if (obj.isString()) return stringMethod(obj.str(), name, args);
-  if (obj.isDict()) return dictMethod(obj.dictRef(), name, args);
+  if (obj.isString()) {
+    const auto& table = stringMethodTable();
+    if (auto it = table.find(name); it != table.end()) return it->second(name, obj.str(), args);
+    return typeError(absl::StrCat("'str' object has no attribute '", name, "'"));
+  }
+  if (obj.isDict()) {
+    const auto& table = dictMethodTable();
+    if (auto it = table.find(name); it != table.end()) return it->second(obj.dictRef(), args);
+  }
   return typeError(absl::StrCat("'", obj.typeName(), "' object has no attribute '", name, "'"));
 }
 

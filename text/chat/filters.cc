@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "text/chat/builtins.h"
@@ -232,6 +234,245 @@ absl::StatusOr<Value> tojson(const Value& v, const CallArgs& args) {
   return Value(std::move(s));
 }
 
+
+// --- the filters, one function each; filterTable() names them ---
+
+using FilterFn = absl::StatusOr<Value> (*)(const Value& in, const CallArgs& args);
+
+absl::StatusOr<Value> trimFilter(const Value& in, const CallArgs& args) {
+  const Value* chars = args.get(0, "chars");
+  return Value(pyStrip(in.toStr(), chars && chars->isString() ? &chars->str() : nullptr, true, true));
+}
+
+absl::StatusOr<Value> lengthFilter(const Value& in, const CallArgs&) {
+  ASSIGN_OR_RETURN(int64_t n, length(in));
+  return Value(n);
+}
+
+absl::StatusOr<Value> listFilter(const Value& in, const CallArgs&) {
+  ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
+  return Value::list(std::move(items));
+}
+
+absl::StatusOr<Value> joinFilter(const Value& in, const CallArgs& args) {
+  ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
+  const Value* sep = args.get(0, "d");
+  const Value* attr = args.get(1, "attribute");
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i && sep) out += sep->toStr();
+    out += (attr ? getAttributePath(items[i], attr->toStr()) : items[i]).toStr();
+  }
+  return Value(std::move(out));
+}
+
+absl::StatusOr<Value> upperFilter(const Value& in, const CallArgs&) { return Value(pyUpper(in.toStr())); }
+absl::StatusOr<Value> lowerFilter(const Value& in, const CallArgs&) { return Value(pyLower(in.toStr())); }
+absl::StatusOr<Value> titleFilter(const Value& in, const CallArgs&) { return Value(jinjaTitle(in.toStr())); }
+absl::StatusOr<Value> capitalizeFilter(const Value& in, const CallArgs&) {
+  return Value(pyCapitalize(in.toStr()));
+}
+
+absl::StatusOr<Value> replaceFilter(const Value& in, const CallArgs& args) {
+  CallArgs sargs = args;
+  return callMethod(Value(in.toStr()), "replace", sargs);
+}
+
+absl::StatusOr<Value> defaultFilter(const Value& in, const CallArgs& args) {
+  const Value* def = args.get(0, "default_value");
+  bool boolean = boolArg(args, 1, "boolean", false);
+  if (in.isUndefined() || (boolean && !in.truthy())) return def ? *def : Value("");
+  return in;
+}
+
+template <bool kFirst>
+absl::StatusOr<Value> firstOrLastFilter(const Value& in, const CallArgs&) {
+  ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
+  if (items.empty()) {
+    return Value::undefined(absl::StrCat("no ", kFirst ? "first" : "last", " item, sequence was empty"));
+  }
+  return kFirst ? items.front() : items.back();
+}
+
+absl::StatusOr<Value> itemsFilter(const Value& in, const CallArgs&) {
+  if (in.isUndefined()) return Value::list({});
+  if (!in.isDict()) return filterError("items filter expects a mapping");
+  return callMethod(in, "items", CallArgs{});
+}
+
+template <bool kByAttr, bool kSelect>
+absl::StatusOr<Value> selectFilter(const Value& in, const CallArgs& args) {
+  return selectOrReject(in, args, kByAttr, kSelect);
+}
+
+absl::StatusOr<Value> stringFilter(const Value& in, const CallArgs&) { return Value(in.toStr()); }
+
+absl::StatusOr<Value> absFilter(const Value& in, const CallArgs&) {
+  if (in.isFloat()) return Value(std::fabs(in.asDouble()));
+  if (in.isInt() || in.isBool()) return Value(in.asInt() < 0 ? -in.asInt() : in.asInt());
+  return filterError(absl::StrCat("bad operand type for abs(): '", in.typeName(), "'"));
+}
+
+absl::StatusOr<Value> reverseFilter(const Value& in, const CallArgs&) {
+  if (in.isString()) {
+    std::vector<char32_t> cps = decodeUtf8(in.str());
+    std::reverse(cps.begin(), cps.end());
+    return Value(encodeUtf8(cps));
+  }
+  ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
+  std::reverse(items.begin(), items.end());
+  return Value::list(std::move(items));
+}
+
+absl::StatusOr<Value> sortFilter(const Value& in, const CallArgs& args) {
+  ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
+  bool reverse = boolArg(args, 0, "reverse", false);
+  bool cs = boolArg(args, 1, "case_sensitive", false);
+  const Value* attr = args.get(2, "attribute");
+  RETURN_IF_ERROR(sortValues(items, reverse, [&](const Value& v) {
+    return foldCase(attr ? getAttributePath(v, attr->toStr()) : v, cs);
+  }));
+  return Value::list(std::move(items));
+}
+
+absl::StatusOr<Value> uniqueFilter(const Value& in, const CallArgs& args) {
+  ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
+  bool cs = boolArg(args, 0, "case_sensitive", false);
+  const Value* attr = args.get(1, "attribute");
+  ValueList out, seen;
+  for (const Value& v : items) {
+    Value key = foldCase(attr ? getAttributePath(v, attr->toStr()) : v, cs);
+    bool dup = false;
+    for (const Value& s : seen) dup = dup || s.equals(key);
+    if (dup) continue;
+    seen.push_back(key);
+    out.push_back(v);
+  }
+  return Value::list(std::move(out));
+}
+
+absl::StatusOr<Value> dictsortFilter(const Value& in, const CallArgs& args) {
+  if (!in.isDict()) return filterError("dictsort expects a mapping");
+  bool cs = boolArg(args, 0, "case_sensitive", false);
+  std::string by = args.get(1, "by") ? args.get(1, "by")->toStr() : "key";
+  bool reverse = boolArg(args, 2, "reverse", false);
+  ASSIGN_OR_RETURN(Value pairs, callMethod(in, "items", CallArgs{}));
+  ValueList items = pairs.items();
+  size_t idx = by == "value" ? 1 : 0;
+  RETURN_IF_ERROR(sortValues(items, reverse, [&](const Value& p) { return foldCase(p.items()[idx], cs); }));
+  return Value::list(std::move(items));
+}
+
+absl::StatusOr<Value> indentFilter(const Value& in, const CallArgs& args) {
+  const Value* width = args.get(0, "width");
+  std::string pad = width == nullptr ? "    "
+                    : width->isString() ? width->str()
+                                        : std::string(std::max<int64_t>(0, width->asInt()), ' ');
+  return Value(indentText(in.toStr(), pad, boolArg(args, 1, "first", false), boolArg(args, 2, "blank", false)));
+}
+
+absl::StatusOr<Value> safeFilter(const Value& in, const CallArgs&) { return in; }
+absl::StatusOr<Value> escapeFilter(const Value& in, const CallArgs&) { return Value(htmlEscape(in.toStr())); }
+absl::StatusOr<Value> pprintFilter(const Value& in, const CallArgs&) { return Value(in.repr()); }
+
+absl::StatusOr<Value> formatFilter(const Value& in, const CallArgs& args) {
+  Value tuple = Value::tuple(args.args);
+  return pyPercentFormat(in.toStr(), tuple);
+}
+
+template <bool kMin>
+absl::StatusOr<Value> minOrMaxFilter(const Value& in, const CallArgs& args) {
+  ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
+  if (items.empty()) {
+    return Value::undefined(absl::StrCat("no ", kMin ? "min" : "max", " item, sequence was empty"));
+  }
+  bool cs = boolArg(args, 0, "case_sensitive", false);
+  const Value* attr = args.get(1, "attribute");
+  RETURN_IF_ERROR(sortValues(items, false, [&](const Value& v) {
+    return foldCase(attr ? getAttributePath(v, attr->toStr()) : v, cs);
+  }));
+  return kMin ? items.front() : items.back();
+}
+
+absl::StatusOr<Value> sumFilter(const Value& in, const CallArgs& args) {
+  ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
+  const Value* attr = args.get(0, "attribute");
+  const Value* start = args.get(1, "start");
+  bool fl = start && start->isFloat();
+  double f = start ? start->asDouble() : 0;
+  int64_t i = start && !fl ? start->asInt() : 0;
+  for (const Value& item : items) {
+    Value v = attr ? getAttributePath(item, attr->toStr()) : item;
+    if (!v.isNumber()) return filterError("sum expects numbers");
+    fl = fl || v.isFloat();
+    f += v.asDouble();
+    i += v.isFloat() ? 0 : v.asInt();
+  }
+  return fl ? Value(f) : Value(i);
+}
+
+absl::StatusOr<Value> wordcountFilter(const Value& in, const CallArgs&) {
+  return Value(static_cast<int64_t>(pySplitWhitespace(in.toStr(), -1).size()));
+}
+
+absl::StatusOr<Value> centerFilter(const Value& in, const CallArgs& args) {
+  int64_t width = args.get(0, "width") ? args.get(0, "width")->asInt() : 80;
+  std::string s = in.toStr();
+  int64_t n = static_cast<int64_t>(decodeUtf8(s).size());
+  if (width <= n) return Value(s);
+  int64_t total = width - n, left = total / 2 + (total & width & 1);
+  return Value(std::string(left, ' ') + s + std::string(total - left, ' '));
+}
+
+// jinja2's builtin filters by name (aliases share a function).
+const absl::flat_hash_map<std::string_view, FilterFn>& filterTable() {
+  static const auto* table = new absl::flat_hash_map<std::string_view, FilterFn>{
+      {"abs", absFilter},
+      {"capitalize", capitalizeFilter},
+      {"center", centerFilter},
+      {"count", lengthFilter},
+      {"d", defaultFilter},
+      {"default", defaultFilter},
+      {"dictsort", dictsortFilter},
+      {"e", escapeFilter},
+      {"escape", escapeFilter},
+      {"first", firstOrLastFilter<true>},
+      {"float", toFloat},
+      {"forceescape", escapeFilter},
+      {"format", formatFilter},
+      {"indent", indentFilter},
+      {"int", toInt},
+      {"items", itemsFilter},
+      {"join", joinFilter},
+      {"last", firstOrLastFilter<false>},
+      {"length", lengthFilter},
+      {"list", listFilter},
+      {"lower", lowerFilter},
+      {"map", mapFilter},
+      {"max", minOrMaxFilter<false>},
+      {"min", minOrMaxFilter<true>},
+      {"pprint", pprintFilter},
+      {"reject", selectFilter<false, false>},
+      {"rejectattr", selectFilter<true, false>},
+      {"replace", replaceFilter},
+      {"reverse", reverseFilter},
+      {"round", roundFilter},
+      {"safe", safeFilter},
+      {"select", selectFilter<false, true>},
+      {"selectattr", selectFilter<true, true>},
+      {"sort", sortFilter},
+      {"string", stringFilter},
+      {"sum", sumFilter},
+      {"title", titleFilter},
+      {"tojson", tojson},
+      {"trim", trimFilter},
+      {"unique", uniqueFilter},
+      {"upper", upperFilter},
+      {"wordcount", wordcountFilter},
+  };
+  return *table;
+}
+
 }  // namespace
 
 Value getAttributePath(const Value& obj, const std::string& path) {
@@ -259,161 +500,8 @@ Value getAttributePath(const Value& obj, const std::string& path) {
 }
 
 absl::StatusOr<Value> applyFilter(const std::string& name, const Value& in, const CallArgs& args) {
-  if (name == "trim") {
-    const Value* chars = args.get(0, "chars");
-    return Value(pyStrip(in.toStr(), chars && chars->isString() ? &chars->str() : nullptr, true, true));
-  }
-  if (name == "length" || name == "count") {
-    ASSIGN_OR_RETURN(int64_t n, length(in));
-    return Value(n);
-  }
-  if (name == "list") {
-    ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
-    return Value::list(std::move(items));
-  }
-  if (name == "join") {
-    ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
-    const Value* sep = args.get(0, "d");
-    const Value* attr = args.get(1, "attribute");
-    std::string out;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (i && sep) out += sep->toStr();
-      out += (attr ? getAttributePath(items[i], attr->toStr()) : items[i]).toStr();
-    }
-    return Value(std::move(out));
-  }
-  if (name == "upper") return Value(pyUpper(in.toStr()));
-  if (name == "lower") return Value(pyLower(in.toStr()));
-  if (name == "title") return Value(jinjaTitle(in.toStr()));
-  if (name == "capitalize") return Value(pyCapitalize(in.toStr()));
-  if (name == "replace") {
-    CallArgs sargs = args;
-    return callMethod(Value(in.toStr()), "replace", sargs);
-  }
-  if (name == "default" || name == "d") {
-    const Value* def = args.get(0, "default_value");
-    bool boolean = boolArg(args, 1, "boolean", false);
-    if (in.isUndefined() || (boolean && !in.truthy())) return def ? *def : Value("");
-    return in;
-  }
-  if (name == "first" || name == "last") {
-    ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
-    if (items.empty()) return Value::undefined(absl::StrCat("no ", name, " item, sequence was empty"));
-    return name == "first" ? items.front() : items.back();
-  }
-  if (name == "items") {
-    if (in.isUndefined()) return Value::list({});
-    if (!in.isDict()) return filterError("items filter expects a mapping");
-    return callMethod(in, "items", CallArgs{});
-  }
-  if (name == "selectattr" || name == "rejectattr") return selectOrReject(in, args, true, name == "selectattr");
-  if (name == "select" || name == "reject") return selectOrReject(in, args, false, name == "select");
-  if (name == "map") return mapFilter(in, args);
-  if (name == "string") return Value(in.toStr());
-  if (name == "int") return toInt(in, args);
-  if (name == "float") return toFloat(in, args);
-  if (name == "abs") {
-    if (in.isFloat()) return Value(std::fabs(in.asDouble()));
-    if (in.isInt() || in.isBool()) return Value(in.asInt() < 0 ? -in.asInt() : in.asInt());
-    return filterError(absl::StrCat("bad operand type for abs(): '", in.typeName(), "'"));
-  }
-  if (name == "round") return roundFilter(in, args);
-  if (name == "reverse") {
-    if (in.isString()) {
-      std::vector<char32_t> cps = decodeUtf8(in.str());
-      std::reverse(cps.begin(), cps.end());
-      return Value(encodeUtf8(cps));
-    }
-    ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
-    std::reverse(items.begin(), items.end());
-    return Value::list(std::move(items));
-  }
-  if (name == "sort") {
-    ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
-    bool reverse = boolArg(args, 0, "reverse", false);
-    bool cs = boolArg(args, 1, "case_sensitive", false);
-    const Value* attr = args.get(2, "attribute");
-    RETURN_IF_ERROR(sortValues(items, reverse, [&](const Value& v) {
-      return foldCase(attr ? getAttributePath(v, attr->toStr()) : v, cs);
-    }));
-    return Value::list(std::move(items));
-  }
-  if (name == "unique") {
-    ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
-    bool cs = boolArg(args, 0, "case_sensitive", false);
-    const Value* attr = args.get(1, "attribute");
-    ValueList out, seen;
-    for (const Value& v : items) {
-      Value key = foldCase(attr ? getAttributePath(v, attr->toStr()) : v, cs);
-      bool dup = false;
-      for (const Value& s : seen) dup = dup || s.equals(key);
-      if (dup) continue;
-      seen.push_back(key);
-      out.push_back(v);
-    }
-    return Value::list(std::move(out));
-  }
-  if (name == "dictsort") {
-    if (!in.isDict()) return filterError("dictsort expects a mapping");
-    bool cs = boolArg(args, 0, "case_sensitive", false);
-    std::string by = args.get(1, "by") ? args.get(1, "by")->toStr() : "key";
-    bool reverse = boolArg(args, 2, "reverse", false);
-    ASSIGN_OR_RETURN(Value pairs, callMethod(in, "items", CallArgs{}));
-    ValueList items = pairs.items();
-    size_t idx = by == "value" ? 1 : 0;
-    RETURN_IF_ERROR(sortValues(items, reverse, [&](const Value& p) { return foldCase(p.items()[idx], cs); }));
-    return Value::list(std::move(items));
-  }
-  if (name == "indent") {
-    const Value* width = args.get(0, "width");
-    std::string pad = width == nullptr ? "    "
-                      : width->isString() ? width->str()
-                                          : std::string(std::max<int64_t>(0, width->asInt()), ' ');
-    return Value(indentText(in.toStr(), pad, boolArg(args, 1, "first", false), boolArg(args, 2, "blank", false)));
-  }
-  if (name == "safe") return in;
-  if (name == "e" || name == "escape" || name == "forceescape") return Value(htmlEscape(in.toStr()));
-  if (name == "tojson") return tojson(in, args);
-  if (name == "pprint") return Value(in.repr());
-  if (name == "format") {
-    Value tuple = Value::tuple(args.args);
-    return pyPercentFormat(in.toStr(), tuple);
-  }
-  if (name == "max" || name == "min") {
-    ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
-    if (items.empty()) return Value::undefined(absl::StrCat("no ", name, " item, sequence was empty"));
-    bool cs = boolArg(args, 0, "case_sensitive", false);
-    const Value* attr = args.get(1, "attribute");
-    RETURN_IF_ERROR(sortValues(items, false, [&](const Value& v) {
-      return foldCase(attr ? getAttributePath(v, attr->toStr()) : v, cs);
-    }));
-    return name == "min" ? items.front() : items.back();
-  }
-  if (name == "sum") {
-    ASSIGN_OR_RETURN(ValueList items, iterateValue(in));
-    const Value* attr = args.get(0, "attribute");
-    const Value* start = args.get(1, "start");
-    bool fl = start && start->isFloat();
-    double f = start ? start->asDouble() : 0;
-    int64_t i = start && !fl ? start->asInt() : 0;
-    for (const Value& item : items) {
-      Value v = attr ? getAttributePath(item, attr->toStr()) : item;
-      if (!v.isNumber()) return filterError("sum expects numbers");
-      fl = fl || v.isFloat();
-      f += v.asDouble();
-      i += v.isFloat() ? 0 : v.asInt();
-    }
-    return fl ? Value(f) : Value(i);
-  }
-  if (name == "wordcount") return Value(static_cast<int64_t>(pySplitWhitespace(in.toStr(), -1).size()));
-  if (name == "center") {
-    int64_t width = args.get(0, "width") ? args.get(0, "width")->asInt() : 80;
-    std::string s = in.toStr();
-    int64_t n = static_cast<int64_t>(decodeUtf8(s).size());
-    if (width <= n) return Value(s);
-    int64_t total = width - n, left = total / 2 + (total & width & 1);
-    return Value(std::string(left, ' ') + s + std::string(total - left, ' '));
-  }
+  const auto& table = filterTable();
+  if (auto it = table.find(name); it != table.end()) return it->second(in, args);
   return filterError(absl::StrCat("no filter named '", name, "'"));
 }
 

@@ -89,52 +89,40 @@ std::string SplitRegex::replaceAll(std::string_view text, std::string_view repla
   return out;
 }
 
-void SplitRegex::split(std::string_view text, std::vector<std::string_view>* out) const {
-  if (text.empty()) return;
-  icu::UnicodeString utext = icu::UnicodeString::fromUTF8(
-      icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
-  // utf-16 index -> utf-8 offset, to cut views into the original text.
+namespace {
+
+// what split() cuts the text into: the runs of the text, each marked as a
+// match or not (after inversion), in order, covering the whole text.
+struct Run {
+  size_t begin, end;
+  bool match;
+};
+
+// utf-16 index -> utf-8 offset into `text`, to cut views into the original.
+std::vector<size_t> utf8Offsets(std::string_view text, const icu::UnicodeString& utext) {
   std::vector<size_t> offset(utext.length() + 1, text.size());
-  {
-    size_t byte = 0;
-    int32_t unit = 0;
-    while (unit < utext.length() && byte < text.size()) {
-      offset[unit] = byte;
-      UChar32 cp = utext.char32At(unit);
-      int32_t units = U16_LENGTH(cp);
-      if (units == 2) offset[unit + 1] = byte;
-      unit += units;
-      auto lead = static_cast<unsigned char>(text[byte]);
-      byte += lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : 4;
-    }
+  size_t byte = 0;
+  int32_t unit = 0;
+  while (unit < utext.length() && byte < text.size()) {
+    offset[unit] = byte;
+    UChar32 cp = utext.char32At(unit);
+    int32_t units = U16_LENGTH(cp);
+    if (units == 2) offset[unit + 1] = byte;
+    unit += units;
+    auto lead = static_cast<unsigned char>(text[byte]);
+    byte += lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : 4;
   }
+  return offset;
+}
 
-  // the runs of the text, each marked as a match or not.
-  struct Run {
-    size_t begin, end;
-    bool match;
-  };
-  std::vector<Run> runs;
-  UErrorCode status = U_ZERO_ERROR;
-  std::unique_ptr<icu::RegexMatcher> matcher(pattern_->matcher(utext, status));
-  if (U_FAILURE(status)) {
-    out->push_back(text);
-    return;
-  }
-  size_t last = 0;
-  while (matcher->find(status) && U_SUCCESS(status)) {
-    size_t b = offset[matcher->start(status)], e = offset[matcher->end(status)];
-    if (b == e) continue;  // empty matches split nothing
-    if (b > last) runs.push_back({last, b, invert_});
-    runs.push_back({b, e, !invert_});
-    last = e;
-  }
-  if (last < text.size()) runs.push_back({last, text.size(), invert_});
-
+// the text's views as `behavior` groups the runs.
+void emitRuns(std::string_view text, const std::vector<Run>& runs, SplitRegex::Behavior behavior,
+              std::vector<std::string_view>* out) {
+  using Behavior = SplitRegex::Behavior;
   auto emit = [&](size_t b, size_t e) {
     if (e > b) out->push_back(text.substr(b, e - b));
   };
-  switch (behavior_) {
+  switch (behavior) {
     case Behavior::kIsolated:
       for (const Run& r : runs) emit(r.begin, r.end);
       break;
@@ -180,6 +168,33 @@ void SplitRegex::split(std::string_view text, std::vector<std::string_view>* out
       break;
     }
   }
+}
+
+}  // namespace
+
+void SplitRegex::split(std::string_view text, std::vector<std::string_view>* out) const {
+  if (text.empty()) return;
+  icu::UnicodeString utext = icu::UnicodeString::fromUTF8(
+      icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+  const std::vector<size_t> offset = utf8Offsets(text, utext);
+
+  std::vector<Run> runs;
+  UErrorCode status = U_ZERO_ERROR;
+  std::unique_ptr<icu::RegexMatcher> matcher(pattern_->matcher(utext, status));
+  if (U_FAILURE(status)) {
+    out->push_back(text);
+    return;
+  }
+  size_t last = 0;
+  while (matcher->find(status) && U_SUCCESS(status)) {
+    size_t b = offset[matcher->start(status)], e = offset[matcher->end(status)];
+    if (b == e) continue;  // empty matches split nothing
+    if (b > last) runs.push_back({last, b, invert_});
+    runs.push_back({b, e, !invert_});
+    last = e;
+  }
+  if (last < text.size()) runs.push_back({last, text.size(), invert_});
+  emitRuns(text, runs, behavior_, out);
 }
 
 }  // namespace tandem::tokenizer

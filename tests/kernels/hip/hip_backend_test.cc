@@ -2,7 +2,9 @@
 // memory pool, the release of every device allocation, pinned staging, and
 // the event ordering between the compute and transfer streams (a block
 // copied on the transfer stream is what the next compute op reads).
-#include "tests/kernels/hip/hip_parity_fixture.h"
+#include "kernels/emu/runtime.h"
+#include "kernels/hip/hip_backend.h"
+#include "tests/kernels/backend_parity_fixture.h"
 
 namespace tandem::kernels::hip {
 namespace {
@@ -33,7 +35,7 @@ TEST(HipBackendPoolTest, ReusesFreedBuffersOfTheSameSizeClassAndFreesAllAtTheEnd
   EXPECT_EQ(emu::liveAllocations(), before);
 }
 
-using HipBackendTest = HipParityTest;
+using HipBackendTest = BackendTest;
 
 TEST_P(HipBackendTest, ABlockCopiedOnTheTransferStreamIsWhatTheNextOpReads) {
   kvcache::KvLayout layout{1, 1, 4, 4, DType::kF32};
@@ -41,9 +43,9 @@ TEST_P(HipBackendTest, ABlockCopiedOnTheTransferStreamIsWhatTheNextOpReads) {
       toDevice(zeros(DType::kF32, 2, static_cast<int64_t>(layout.blockBytes() / 4)));
   const KvCacheView view{cache.data, layout, 2};
   const Tensor k = random(DType::kF32, 1, 4), v = random(DType::kF32, 1, 4);
-  hip_->writeKv(toDevice(k), toDevice(v), toDevice(ints({0})), view, 0);  // block 0, slot 0
+  backend().writeKv(toDevice(k), toDevice(v), toDevice(ints({0})), view, 0);  // block 0, slot 0
   const std::vector<int32_t> from = {0}, to = {1};
-  hip_->copyBlocks(view, from, view, to);
+  backend().copyBlocks(view, from, view, to);
   // one token whose only key is slot 0 of block 1: attention returns its v
   AttentionBatch batch;
   batch.seq_info = toDevice(ints({0, 1, 0, 0}).reshaped(1, 4));
@@ -53,12 +55,13 @@ TEST_P(HipBackendTest, ABlockCopiedOnTheTransferStreamIsWhatTheNextOpReads) {
   batch.num_heads = 1;
   batch.scale = 0.5f;
   const Tensor out = toDevice(zeros(DType::kF32, 1, 4));
-  hip_->pagedAttention(toDevice(random(DType::kF32, 1, 4)), view, 0, batch, out);
+  backend().pagedAttention(toDevice(random(DType::kF32, 1, 4)), view, 0, batch, out);
   const Tensor got = toHost(out);
   for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(got.as<float>()[j], v.as<float>()[j]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Emu, HipBackendTest, ::testing::Values(64, 32), waveName);
+INSTANTIATE_TEST_SUITE_P(Emu, HipBackendTest, ::testing::ValuesIn(hipOnEmulatorBackends()),
+                         backendName);
 
 }  // namespace
 }  // namespace tandem::kernels::hip

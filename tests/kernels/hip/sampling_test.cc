@@ -2,16 +2,18 @@
 // run on the host emulator, with straightforward CPU references written
 // here (the reference backend has no sampling ops): rows of one element,
 // rows longer than a block, ties (lower id first), k = 1 and k = cols.
+// The hip kernels have no cpu counterpart, so these run at wave 64 and 32
+// only.
 #include <algorithm>
 #include <numeric>
 
 #include "kernels/hip/sampling.h"
-#include "tests/kernels/hip/hip_parity_fixture.h"
+#include "tests/kernels/backend_parity_fixture.h"
 
 namespace tandem::kernels::hip {
 namespace {
 
-using HipSamplingTest = HipParityTest;
+using HipSamplingTest = BackendTest;
 
 std::vector<double> softmaxRef(const float* x, int64_t n, float temperature) {
   double m = -INFINITY;
@@ -82,7 +84,8 @@ TEST_P(HipSamplingTest, TopPKeepsTheShortestPrefixReachingP) {
   EXPECT_EQ(got.as<int32_t>()[2], 4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Emu, HipSamplingTest, ::testing::Values(64, 32), waveName);
+INSTANTIATE_TEST_SUITE_P(Emu, HipSamplingTest, ::testing::ValuesIn(hipOnEmulatorBackends()),
+                         backendName);
 
 }  // namespace
 }  // namespace tandem::kernels::hip
