@@ -83,11 +83,11 @@ absl::Status runRouter(RouterArgs args) {
   KvIndex index;
   KvSubscriber subscriber(KvSubscriberOptions{}, &pool, &index, &metrics);
   subscriber.start();
-  RemoteGeneratorOptions backend_options;
-  backend_options.planner = args.planner;
-  backend_options.no_worker_timeout =
+  RemoteGeneratorOptions generator_options;
+  generator_options.planner = args.planner;
+  generator_options.no_worker_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));
-  RemoteGenerator backend(backend_options, &pool, &index, &metrics);
+  RemoteGenerator generator(generator_options, &pool, &index, &metrics);
   const std::string& host = args.web.options.host;
   std::fprintf(stderr, "tandem router: listening on http://%s:%d and grpc %s:%d, waiting for workers\n",
                host.c_str(), frontend->httpPort(), host.c_str(), frontend->grpcPort());
@@ -98,7 +98,7 @@ absl::Status runRouter(RouterArgs args) {
                  stopSignalName(sig), args.web.drain_timeout_s);
     frontend->drainAndStop(
         std::chrono::milliseconds(static_cast<int64_t>(args.web.drain_timeout_s * 1000)));
-    backend.stop();
+    generator.stop();
     subscriber.stop();
     discovery.stop();
     pool.stop();
@@ -125,7 +125,7 @@ absl::Status runRouter(RouterArgs args) {
     std::fprintf(stderr, "tandem router: the model has no chat template; chat uses a plain one "
                          "(--chat-template FILE to set one)\n");
   }
-  RETURN_IF_ERROR(frontend->serve(std::move(model), &backend));
+  RETURN_IF_ERROR(frontend->serve(std::move(model), &generator));
   std::fprintf(stderr, "tandem router: model '%s' (context %d) on http://%s:%d (OpenAI API) and grpc %s:%d\n",
                served_name.c_str(), max_model_len, host.c_str(), frontend->httpPort(), host.c_str(),
                frontend->grpcPort());

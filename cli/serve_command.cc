@@ -124,7 +124,7 @@ absl::Status runServe(ServeArgs args) {
   ASSIGN_OR_RETURN(engine::EngineAssemblyPtr local, engine::EngineAssembly::create(args.model, engine_options));
   const int max_model_len = local->maxModelLen();
   const int num_blocks = local->numBlocks();
-  auto backend = std::make_unique<engine::LocalGenerator>(
+  auto generator = std::make_unique<engine::LocalGenerator>(
       std::make_unique<engine::EngineLoop>(std::move(local)));
   ASSIGN_OR_RETURN(router::ServedModelPtr model,
                    router::ServedModel::load(args.model, args.served_model_name, max_model_len,
@@ -134,7 +134,7 @@ absl::Status runServe(ServeArgs args) {
     std::fprintf(stderr, "tandem serve: the model has no chat template; chat uses a plain one "
                          "(--chat-template FILE to set one)\n");
   }
-  RETURN_IF_ERROR(frontend->serve(std::move(model), backend.get()));
+  RETURN_IF_ERROR(frontend->serve(std::move(model), generator.get()));
   std::fprintf(stderr,
                "tandem serve: model '%s' (context %d, %d KV blocks) on http://%s:%d (OpenAI API) "
                "and grpc %s:%d\n",
@@ -146,7 +146,7 @@ absl::Status runServe(ServeArgs args) {
   std::fprintf(stderr, "tandem serve: %s, draining (up to %.0f s)\n",
                stopSignalName(sig), args.web.drain_timeout_s);
   frontend->drainAndStop(std::chrono::milliseconds(static_cast<int64_t>(args.web.drain_timeout_s * 1000)));
-  backend->stop();
+  generator->stop();
   std::fprintf(stderr, "tandem serve: stopped\n");
   return absl::OkStatus();
 }

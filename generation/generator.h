@@ -38,7 +38,7 @@ class Generator {
   // nothing started and `callback` never called: InvalidArgument for a
   // request the model cannot take (prompt too long for the context or the
   // cache, token ids outside the vocabulary, invalid params), Unavailable
-  // when the backend is not ready or is shutting down.
+  // when the generator is not ready or is shutting down.
   virtual absl::StatusOr<RequestId> submit(std::vector<int32_t> prompt,
                                            SamplingParams params,
                                            OutputCallback callback) = 0;

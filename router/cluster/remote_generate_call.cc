@@ -42,9 +42,9 @@ class GenerateAttempt : public grpc::ClientReadReactor<tandem::v1::WorkerGenerat
   bool first_ = true;
 };
 
-RemoteGenerateCall::RemoteGenerateCall(RemoteGenerator* backend, generation::RequestId id, std::vector<int32_t> prompt,
+RemoteGenerateCall::RemoteGenerateCall(RemoteGenerator* generator, generation::RequestId id, std::vector<int32_t> prompt,
                              generation::SamplingParams params, generation::Generator::OutputCallback callback)
-    : backend_(backend),
+    : generator_(generator),
       id_(id),
       prompt_(std::move(prompt)),
       params_(std::move(params)),
@@ -83,7 +83,7 @@ bool RemoteGenerateCall::startCall(tandem::v1::Worker::Stub* stub, const std::st
     address_ = address;
     abandoned_ = false;
     worker_gave_up_ = false;
-    backend_->callStarted(address);
+    generator_->callStarted(address);
   }
   // outside mu_: a reaction may run before start() returns. a cancel that
   // comes first reaches the call through its context.
@@ -134,11 +134,11 @@ void RemoteGenerateCall::finish(generation::FinishReason reason) {
   out.num_cached_tokens = cached_tokens_;
   callback_(out);
   callback_ = nullptr;
-  backend_->requestDone(id_);
+  generator_->requestDone(id_);
 }
 
 void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first) {
-  if (first && backend_->metrics_ != nullptr) backend_->metrics_->countPrefill(msg.prefill());
+  if (first && generator_->metrics_ != nullptr) generator_->metrics_->countPrefill(msg.prefill());
   generation::FinishReason reason = rpc::fromProto(msg.finish_reason());
   {
     std::lock_guard lock(mu_);
@@ -186,9 +186,9 @@ void RemoteGenerateCall::onCallDone(const grpc::Status& status) {
     final_delivered = final_delivered_;
     cancelled = cancelled_;
   }
-  backend_->callEnded(address);
+  generator_->callEnded(address);
   if (final_delivered) {
-    backend_->requestDone(id_);
+    generator_->requestDone(id_);
     return;
   }
   if (cancelled) {
@@ -200,7 +200,7 @@ void RemoteGenerateCall::onCallDone(const grpc::Status& status) {
     finish(generation::FinishReason::kError);
     return;
   }
-  backend_->retryAfterBrokenCall(shared_from_this(), status, address, !delivered_.empty());
+  generator_->retryAfterBrokenCall(shared_from_this(), status, address, !delivered_.empty());
 }
 
 }  // namespace tandem::router::cluster

@@ -1,7 +1,7 @@
 // One request the RemoteGenerator generates on decode workers, in flight:
 // the original prompt and parameters, the tokens delivered to the client so
 // far, and the Worker.Generate attempt in flight (a gRPC callback reactor). When that call
-// ends before its final message the request goes back to the backend,
+// ends before its final message the request goes back to the generator,
 // which resubmits prompt ‖ delivered tokens for the remaining max_tokens to
 // another decode worker (migration): the client sees each token once.
 #pragma once
@@ -26,7 +26,7 @@ class RemoteGenerateCall : public std::enable_shared_from_this<RemoteGenerateCal
  public:
   using Clock = std::chrono::steady_clock;
 
-  RemoteGenerateCall(RemoteGenerator* backend, generation::RequestId id, std::vector<int32_t> prompt,
+  RemoteGenerateCall(RemoteGenerator* generator, generation::RequestId id, std::vector<int32_t> prompt,
                 generation::SamplingParams params, generation::Generator::OutputCallback callback);
 
   generation::RequestId id() const { return id_; }
@@ -63,14 +63,14 @@ class RemoteGenerateCall : public std::enable_shared_from_this<RemoteGenerateCal
   void onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first);
   void onCallDone(const grpc::Status& status);
 
-  // set by the backend: when, with no decode worker, the request fails.
+  // set by the generator: when, with no decode worker, the request fails.
   Clock::time_point wait_deadline;
   // decode workers that failed this request (avoided when others exist).
   std::vector<std::string> failed_on;
   int attempts = 0;
 
  private:
-  RemoteGenerator* backend_;
+  RemoteGenerator* generator_;
   const generation::RequestId id_;
   const std::vector<int32_t> prompt_;
   const generation::SamplingParams params_;

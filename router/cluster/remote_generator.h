@@ -42,7 +42,7 @@ struct RemoteGeneratorOptions {
 
 class RemoteGenerator : public generation::Generator {
  public:
-  // all must outlive the backend; `index` and `metrics` may be null.
+  // all must outlive the generator; `index` and `metrics` may be null.
   RemoteGenerator(RemoteGeneratorOptions options, WorkerPool* pool, const KvIndex* index,
                 ClusterMetrics* metrics);
   ~RemoteGenerator() override;

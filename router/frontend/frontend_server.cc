@@ -34,13 +34,13 @@ absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& o
 
 FrontendServer::~FrontendServer() { drainAndStop(std::chrono::milliseconds(0)); }
 
-absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* backend) {
+absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* generator) {
   model_ = std::move(model);
   CallContext context;
   context.model = model_.get();
-  context.backend = backend;
+  context.generator = generator;
   context.metrics = metrics_.get();
-  metrics_->setLoadSource([backend] { return backend->load(); });
+  metrics_->setLoadSource([generator] { return generator->load(); });
   if (grpc_ != nullptr) {
     grpc_->serve(context);
   } else if (options_.grpc_port >= 0) {
@@ -49,21 +49,21 @@ absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* 
     grpc_ = std::move(*grpc);
   }
   service_->setReady(context);
-  backend_ = backend;
+  generator_ = generator;
   housekeeping_ = std::make_unique<TimerQueue>("frontend-trim");
   housekeeping_->runEvery(std::chrono::seconds(1), [this] { trimWhileIdle(); });
   return absl::OkStatus();
 }
 
 void FrontendServer::trimWhileIdle() {
-  const generation::GeneratorLoad load = backend_->load();
+  const generation::GeneratorLoad load = generator_->load();
   const bool idle = load.num_running == 0 && load.num_waiting == 0 && service_->pending() == 0;
   // once per idle period: trimming walks the whole heap.
   if (idle && !trimmed_) malloc_trim(0);
   trimmed_ = idle;
-  // gRPC health follows the backend as /health does (e.g. no healthy
+  // gRPC health follows the generator as /health does (e.g. no healthy
   // decode worker behind the router → NOT_SERVING).
-  if (grpc_) grpc_->setReady(backend_->ready());
+  if (grpc_) grpc_->setReady(generator_->ready());
 }
 
 void FrontendServer::drainAndStop(std::chrono::milliseconds grace) {

@@ -46,9 +46,9 @@ class FrontendServer {
   static absl::StatusOr<FrontendServerPtr> start(const FrontendOptions& options);
   ~FrontendServer();
 
-  // serves `model` on `backend` (which must outlive the server): HTTP
+  // serves `model` on `generator` (which must outlive the server): HTTP
   // becomes ready and gRPC starts listening.
-  absl::Status serve(ServedModelPtr model, generation::Generator* backend);
+  absl::Status serve(ServedModelPtr model, generation::Generator* generator);
 
   // stops taking requests (health 503 / NOT_SERVING, new generations 503),
   // lets those in progress finish until `grace`, then closes everything.
@@ -61,7 +61,7 @@ class FrontendServer {
  private:
   FrontendServer() = default;
   // once a second while serving (on housekeeping_): keeps gRPC health in
-  // step with the backend's readiness and, while idle, hands freed heap
+  // step with the generator's readiness and, while idle, hands freed heap
   // back to the OS (glibc keeps it otherwise), so the process returns to
   // its baseline after a burst of load.
   void trimWhileIdle();
@@ -72,7 +72,7 @@ class FrontendServer {
   ServedModelPtr model_;
   http::HttpServerPtr http_;
   GrpcServerPtr grpc_;
-  generation::Generator* backend_ = nullptr;
+  generation::Generator* generator_ = nullptr;
   bool trimmed_ = true;  // since the last busy tick; on housekeeping_'s thread only
   // started by serve(); stopped first by drainAndStop().
   std::unique_ptr<TimerQueue> housekeeping_;

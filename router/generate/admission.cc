@@ -74,7 +74,7 @@ std::optional<AdmissionError> Admission::checkCredentials(std::string_view autho
 
 std::variant<AdmissionSlot, AdmissionError> Admission::reserve() {
   const bool draining = draining_.load();
-  if (draining || !context_.backend->ready()) {
+  if (draining || !context_.generator->ready()) {
     return draining ? error(AdmissionReason::kDraining, "the server is shutting down")
                     : error(AdmissionReason::kNotReady, "the backend is not ready");
   }
@@ -166,7 +166,7 @@ AdmissionError Admission::submitRefused(const absl::Status& status, size_t promp
   if (absl::IsUnavailable(status)) return error(AdmissionReason::kNotReady, std::move(message));
   // the generator's own context (a router's workers may allow less than
   // the served model says) leaves no room to generate.
-  const int max_len = context_.backend->maxModelLen();
+  const int max_len = context_.generator->maxModelLen();
   if (max_len > 0 && prompt_tokens >= static_cast<size_t>(max_len)) {
     return error(AdmissionReason::kContextLengthExceeded, std::move(message));
   }

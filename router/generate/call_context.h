@@ -12,7 +12,7 @@ namespace tandem::router {
 
 struct CallContext {
   const ServedModel* model = nullptr;
-  generation::Generator* backend = nullptr;
+  generation::Generator* generator = nullptr;
   ServingMetrics* metrics = nullptr;
 };
 

@@ -92,7 +92,7 @@ void CompletionCall::submitAll(const Admission& admission) {
     }
   }
   // the stream starts only once every choice was accepted, so a request the
-  // backend refuses gets a plain 4xx/503 even when it asked to stream.
+  // generator refuses gets a plain 4xx/503 even when it asked to stream.
   // outputs arriving meanwhile wait for mu_.
   auto self = shared_from_this();
   for (auto& choice : choices_) {
@@ -100,19 +100,19 @@ void CompletionCall::submitAll(const Admission& admission) {
     // choices of one seeded request differ from each other, yet repeat.
     if (params.seed) *params.seed += static_cast<uint64_t>(choice->index);
     const int c = choice->index;
-    absl::StatusOr<generation::RequestId> id = context_.backend->submit(
+    absl::StatusOr<generation::RequestId> id = context_.generator->submit(
         prompts_[choice->prompt_index].tokens, std::move(params),
         [self, c](const generation::TokenOutput& out) { self->onOutput(c, out); });
     if (!id.ok()) {
       for (auto& other : choices_) {
         if (other.get() == choice.get()) break;
-        context_.backend->cancel(other->backend_id);
+        context_.generator->cancel(other->generator_id);
       }
       refuse(toApiError(admission.submitRefused(id.status(),
                                                 prompts_[choice->prompt_index].tokens.size())));
       return;
     }
-    choice->backend_id = *id;
+    choice->generator_id = *id;
   }
   if (request_.stream) writer_->startStream(200, kSseHeaders);
 }
@@ -147,7 +147,7 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
   std::string finish;
   if (choice.text.stopped()) {
     // a stop string ended it: the engine may still be generating.
-    context_.backend->cancel(choice.backend_id);
+    context_.generator->cancel(choice.generator_id);
     finish = "stop";
     choice.result.stop_reason = choice.text.matchedStop();
   } else if (output.finished()) {
@@ -250,9 +250,9 @@ void CompletionCall::clientGone() {
 
 void CompletionCall::cancelAll() {
   // cancel() only queues work: the outputs it causes arrive later, on the
-  // backend's thread, and wait for mu_.
+  // generator's thread, and wait for mu_.
   for (auto& choice : choices_) {
-    if (!choice->done) context_.backend->cancel(choice->backend_id);
+    if (!choice->done) context_.generator->cancel(choice->generator_id);
   }
 }
 

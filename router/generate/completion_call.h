@@ -1,5 +1,5 @@
 // One OpenAI completions or chat request in flight, admitted already (see
-// Admission): its choices (n per prompt) generating on the backend, their
+// Admission): its choices (n per prompt) generating on the generator, their
 // text streams (UTF-8, stop strings), and the answer — SSE chunks as tokens
 // arrive, or one JSON body when all choices finished. A client that goes
 // away cancels every choice; a choice the generator refuses fails the whole
@@ -27,7 +27,7 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
  public:
   using Clock = CallMetrics::Clock;
 
-  // submits every choice to admission.context().backend and answers
+  // submits every choice to admission.context().generator and answers
   // through `writer` (at once with an error when a choice is refused,
   // classified by admission.submitRefused). `slot` is held until the call
   // is destroyed; `prompts` are `request`'s, prepared by the admission.
@@ -42,7 +42,7 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
         : text(tok, r.stop, r.include_stop_str_in_output, r.skip_special_tokens) {}
     int index = 0;
     int prompt_index = 0;
-    generation::RequestId backend_id = 0;
+    generation::RequestId generator_id = 0;
     ChoiceTextStream text;
     openai::ChoiceResult result;  // whole text and logprobs (non-streaming)
     CallMetrics::ChoiceTiming timing;  // and its completion tokens
@@ -60,7 +60,7 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   void submitAll(const Admission& admission);
   // answers `error` at once (mu_ held, nothing sent yet).
   void refuse(const openai::ApiError& error);
-  // backend thread: one output of choice `c`.
+  // generator thread: one output of choice `c`.
   void onOutput(int c, const generation::TokenOutput& output);
   void appendToken(Choice& choice, const generation::TokenOutput& output, std::string& delta,
                    std::vector<openai::TokenLogprobEntry>& logprobs);

@@ -61,7 +61,7 @@ OpenAiService::OpenAiService(ServingMetrics* metrics, OpenAiServiceOptions optio
 
 void OpenAiService::setReady(const CallContext& context) {
   context_.model = context.model;
-  context_.backend = context.backend;
+  context_.generator = context.generator;
   AdmissionOptions admission;
   admission.api_keys = options_.api_keys;
   admission.max_pending_requests = options_.max_pending_requests;
@@ -119,7 +119,7 @@ void OpenAiService::live(const http::HttpRequest&, http::ResponseWriterPtr write
 }
 
 void OpenAiService::health(const http::HttpRequest&, http::ResponseWriterPtr writer) {
-  if (draining_ || !ready() || !context_.backend->ready()) {
+  if (draining_ || !ready() || !context_.generator->ready()) {
     sendError(writer, openai::errorFor(503, draining_ ? "shutting down" : "not ready"), "health");
   } else {
     writer->respond(200, kJson, R"({"status":"ok"})");

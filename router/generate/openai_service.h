@@ -1,5 +1,5 @@
 // The router's HTTP API: OpenAI's /v1/completions, /v1/chat/completions and
-// /v1/models, plus /health (503 until the backend is ready), /live,
+// /v1/models, plus /health (503 until the generator is ready), /live,
 // /metrics (Prometheus) and /version, dispatched by a route table (method +
 // path → handler): an unknown path is a 404, a known path with another
 // method a 405. Generation requests pass the Admission (API keys, 429 with

@@ -79,14 +79,14 @@ void GenerateCall::submit(const Admission& admission, const tandem::v1::Generate
   prompt_tokens_ = static_cast<int>(tokens.size());
   timing_ = metrics_.startChoice();
   auto self = shared_from_this();
-  absl::StatusOr<generation::RequestId> id = context_.backend->submit(
+  absl::StatusOr<generation::RequestId> id = context_.generator->submit(
       std::move(tokens), std::move(parsed.sampling),
       [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
     writer_->finish(grpcStatus(admission.submitRefused(id.status(), prompt_tokens_)));
     return;
   }
-  backend_id_ = *id;
+  generator_id_ = *id;
 }
 
 GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output, std::string* finish) {
@@ -108,7 +108,7 @@ GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output
     }
   }
   if (text_->stopped()) {
-    context_.backend->cancel(*backend_id_);
+    context_.generator->cancel(*generator_id_);
     *finish = "stop";
     msg.set_stop_reason(text_->matchedStop());
   } else if (output.finished()) {
@@ -145,7 +145,7 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
 
 void GenerateCall::onStreamBroken() {
   std::lock_guard lock(mu_);
-  if (backend_id_ && !generation_done_) context_.backend->cancel(*backend_id_);
+  if (generator_id_ && !generation_done_) context_.generator->cancel(*generator_id_);
   generation_done_ = true;
 }
 

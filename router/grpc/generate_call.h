@@ -1,7 +1,7 @@
 // One tandem.v1.Inference/Generate call: validates the request, submits it
-// to the backend and streams its tokens to the client in order through the
+// to the generator and streams its tokens to the client in order through the
 // shared ServerStreamWriter (one write in flight, the rest queued). A client
-// that leaves cancels the request on the backend.
+// that leaves cancels the request on the generator.
 #pragma once
 
 #include <memory>
@@ -47,7 +47,7 @@ class GenerateCall final : public grpc_util::StreamObserver,
   const std::shared_ptr<Writer> writer_;
   std::mutex mu_;
   std::optional<ChoiceTextStream> text_;              // guarded by mu_
-  std::optional<generation::RequestId> backend_id_;   // guarded by mu_
+  std::optional<generation::RequestId> generator_id_;   // guarded by mu_
   bool generation_done_ = false;                      // guarded by mu_
   int prompt_tokens_ = 0;
   CallMetrics metrics_;

@@ -36,7 +36,7 @@ class GrpcServer {
   ~GrpcServer();
 
   int port() const { return port_; }
-  // health follows the backend: SERVING when `ready` (it can take
+  // health follows the generator: SERVING when `ready` (it can take
   // requests, e.g. a decode worker is healthy), NOT_SERVING otherwise. No
   // effect before serve() or once draining.
   void setReady(bool ready);

@@ -2,7 +2,7 @@
 // own where one exists, under the tandem: prefix: request counts by
 // endpoint and status, requests in flight, TTFT, inter-token latency and
 // end-to-end latency histograms, prompt/generation/cached token counters,
-// and the backend's queue depth and KV usage (sampled at scrape time).
+// and the generator's queue depth and KV usage (sampled at scrape time).
 #pragma once
 
 #include <functional>
@@ -23,7 +23,7 @@ class ServingMetrics {
  public:
   ServingMetrics();
 
-  // `load` is called at each scrape for the backend gauges.
+  // `load` is called at each scrape for the generator gauges.
   void setLoadSource(std::function<generation::GeneratorLoad()> load);
 
   // one finished HTTP/gRPC request: its endpoint ("completions", "chat",

@@ -54,7 +54,7 @@ std::vector<int32_t> expectedTokens(int prompt_len, int max_tokens) {
   return t;
 }
 
-class RemoteBackendTest : public ::testing::Test {
+class RemoteGeneratorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     d1_.start();
@@ -67,7 +67,7 @@ class RemoteBackendTest : public ::testing::Test {
     pool_->start();
   }
   void TearDown() override {
-    if (backend_) backend_->stop();
+    if (generator_) generator_->stop();
     pool_->stop();
   }
   // registers the workers and waits until their stats are in.
@@ -82,13 +82,13 @@ class RemoteBackendTest : public ::testing::Test {
     options.no_worker_timeout = no_worker_timeout;
     options.retry_delay = 20ms;
     options.watchdog_interval = 20ms;
-    backend_ = std::make_unique<RemoteGenerator>(options, pool_.get(), &index_, &metrics_);
+    generator_ = std::make_unique<RemoteGenerator>(options, pool_.get(), &index_, &metrics_);
   }
   absl::StatusOr<generation::RequestId> submit(int prompt_len, int max_tokens, Collected* out) {
     generation::SamplingParams params;
     params.temperature = 0;
     params.max_tokens = max_tokens;
-    return backend_->submit(prompt(prompt_len), params,
+    return generator_->submit(prompt(prompt_len), params,
                             [out](const generation::TokenOutput& o) { out->add(o); });
   }
   double counter(const std::string& name, const std::string& kind = "") {
@@ -110,15 +110,15 @@ class RemoteBackendTest : public ::testing::Test {
   ClusterMetrics metrics_{registry_};
   std::unique_ptr<WorkerPool> pool_;
   KvIndex index_;
-  std::unique_ptr<RemoteGenerator> backend_;
+  std::unique_ptr<RemoteGenerator> generator_;
 };
 
-TEST_F(RemoteBackendTest, StreamsTokensFromTheLeastLoadedDecodeWorker) {
+TEST_F(RemoteGeneratorTest, StreamsTokensFromTheLeastLoadedDecodeWorker) {
   d1_.setStats(4, 0, 1000);
   addWorkers({&d1_, &d2_});
   makeBackend();
-  EXPECT_TRUE(backend_->ready());
-  EXPECT_EQ(backend_->maxModelLen(), 512);
+  EXPECT_TRUE(generator_->ready());
+  EXPECT_EQ(generator_->maxModelLen(), 512);
   Collected out;
   ASSERT_TRUE(submit(5, 6, &out).ok());
   ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1; }));
@@ -130,13 +130,13 @@ TEST_F(RemoteBackendTest, StreamsTokensFromTheLeastLoadedDecodeWorker) {
   ASSERT_EQ(d2_.generateRequests().size(), 1u);
   EXPECT_EQ(d2_.generateRequests()[0].params().max_tokens(), 6);
   EXPECT_EQ(counter("tandem:router_prefills_total", "local"), 1);
-  EXPECT_TRUE(waitFor([&] { return backend_->numInFlight() == 0; }));
-  const generation::GeneratorLoad load = backend_->load();
+  EXPECT_TRUE(waitFor([&] { return generator_->numInFlight() == 0; }));
+  const generation::GeneratorLoad load = generator_->load();
   EXPECT_EQ(load.num_running, 4);
   EXPECT_EQ(load.num_blocks, 2000);
 }
 
-TEST_F(RemoteBackendTest, AsksThePrefillWorkerOnlyForLongUncachedPrompts) {
+TEST_F(RemoteGeneratorTest, AsksThePrefillWorkerOnlyForLongUncachedPrompts) {
   addWorkers({&d1_, &p1_});
   makeBackend(/*max_local_prefill_tokens=*/8);
   Collected short_out, long_out;
@@ -152,7 +152,7 @@ TEST_F(RemoteBackendTest, AsksThePrefillWorkerOnlyForLongUncachedPrompts) {
   EXPECT_EQ(counter("tandem:router_prefills_total", "remote"), 1);
 }
 
-TEST_F(RemoteBackendTest, BlocksCachedOnTheDecodeWorkerKeepThePrefillLocal) {
+TEST_F(RemoteGeneratorTest, BlocksCachedOnTheDecodeWorkerKeepThePrefillLocal) {
   addWorkers({&d1_, &p1_});
   makeBackend(/*max_local_prefill_tokens=*/8);
   // d1 holds the first 2 blocks (8 tokens) of the 12-token prompt: 4 uncached.
@@ -168,7 +168,7 @@ TEST_F(RemoteBackendTest, BlocksCachedOnTheDecodeWorkerKeepThePrefillLocal) {
   EXPECT_EQ(d1_.generateRequests()[0].prefill_address(), "");
 }
 
-TEST_F(RemoteBackendTest, MigratesWhenTheDecodeStreamFailsMidway) {
+TEST_F(RemoteGeneratorTest, MigratesWhenTheDecodeStreamFailsMidway) {
   d1_.die_after = 3;
   d2_.setStats(5, 0, 1000);  // d1 is chosen first
   addWorkers({&d1_, &d2_});
@@ -190,7 +190,7 @@ TEST_F(RemoteBackendTest, MigratesWhenTheDecodeStreamFailsMidway) {
   EXPECT_EQ(counter("tandem:router_migrations_total"), 1);
 }
 
-TEST_F(RemoteBackendTest, MigratesWhenTheDecodeWorkerShutsDown) {
+TEST_F(RemoteGeneratorTest, MigratesWhenTheDecodeWorkerShutsDown) {
   d1_.token_delay_ms = 40;
   d2_.setStats(5, 0, 1000);
   addWorkers({&d1_, &d2_});
@@ -208,7 +208,7 @@ TEST_F(RemoteBackendTest, MigratesWhenTheDecodeWorkerShutsDown) {
   EXPECT_EQ(d2_.generateRequests()[0].params().max_tokens(), 20 - delivered);
 }
 
-TEST_F(RemoteBackendTest, MigratesOffAWorkerThePoolFindsUnhealthy) {
+TEST_F(RemoteGeneratorTest, MigratesOffAWorkerThePoolFindsUnhealthy) {
   d1_.token_delay_ms = 40;
   d2_.setStats(5, 0, 1000);
   addWorkers({&d1_, &d2_});
@@ -223,7 +223,7 @@ TEST_F(RemoteBackendTest, MigratesOffAWorkerThePoolFindsUnhealthy) {
   EXPECT_TRUE(waitFor([&] { return d1_.cancelledGenerates() == 1; }));
 }
 
-TEST_F(RemoteBackendTest, FailsWithErrorWhenNoDecodeWorkerComesBack) {
+TEST_F(RemoteGeneratorTest, FailsWithErrorWhenNoDecodeWorkerComesBack) {
   d1_.die_after = 2;
   addWorkers({&d1_});
   makeBackend(8, /*no_worker_timeout=*/300ms);
@@ -235,7 +235,7 @@ TEST_F(RemoteBackendTest, FailsWithErrorWhenNoDecodeWorkerComesBack) {
   EXPECT_TRUE(out.tokens().empty());
 }
 
-TEST_F(RemoteBackendTest, CancelReachesTheDecodeWorker) {
+TEST_F(RemoteGeneratorTest, CancelReachesTheDecodeWorker) {
   d1_.token_delay_ms = 30;
   addWorkers({&d1_});
   makeBackend();
@@ -243,14 +243,14 @@ TEST_F(RemoteBackendTest, CancelReachesTheDecodeWorker) {
   absl::StatusOr<generation::RequestId> id = submit(5, 100, &out);
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE(waitFor([&] { return out.tokens().size() >= 2; }));
-  backend_->cancel(*id);
+  generator_->cancel(*id);
   ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1; }));
   EXPECT_EQ(out.last().finish_reason, generation::FinishReason::kAbort);
   EXPECT_TRUE(waitFor([&] { return d1_.cancelledGenerates() == 1; }));
   EXPECT_EQ(d1_.generateRequests().size(), 1u);  // no migration
 }
 
-TEST_F(RemoteBackendTest, CancelFromInsideTheCallbackIsSafe) {
+TEST_F(RemoteGeneratorTest, CancelFromInsideTheCallbackIsSafe) {
   d1_.token_delay_ms = 10;
   addWorkers({&d1_});
   makeBackend();
@@ -259,10 +259,10 @@ TEST_F(RemoteBackendTest, CancelFromInsideTheCallbackIsSafe) {
   generation::SamplingParams params;
   params.max_tokens = 100;
   absl::StatusOr<generation::RequestId> submitted =
-      backend_->submit(prompt(5), params, [&](const generation::TokenOutput& o) {
+      generator_->submit(prompt(5), params, [&](const generation::TokenOutput& o) {
         out.add(o);
         // a stop string matched: the front end cancels from its callback.
-        if (o.token == fakeToken(7)) backend_->cancel(id.load());
+        if (o.token == fakeToken(7)) generator_->cancel(id.load());
       });
   ASSERT_TRUE(submitted.ok());
   id = *submitted;
@@ -270,11 +270,11 @@ TEST_F(RemoteBackendTest, CancelFromInsideTheCallbackIsSafe) {
   EXPECT_EQ(out.last().finish_reason, generation::FinishReason::kAbort);
 }
 
-TEST_F(RemoteBackendTest, RejectsRequestsTheModelCannotTake) {
+TEST_F(RemoteGeneratorTest, RejectsRequestsTheModelCannotTake) {
   makeBackend();
   Collected out;
   EXPECT_TRUE(absl::IsUnavailable(submit(5, 4, &out).status()));  // no workers yet
-  EXPECT_FALSE(backend_->ready());
+  EXPECT_FALSE(generator_->ready());
   addWorkers({&p1_});
   EXPECT_TRUE(absl::IsUnavailable(submit(5, 4, &out).status()));  // no decode worker
   addWorkers({&d1_});
@@ -282,21 +282,21 @@ TEST_F(RemoteBackendTest, RejectsRequestsTheModelCannotTake) {
   EXPECT_TRUE(absl::IsInvalidArgument(submit(5, 0, &out).status()));
   generation::SamplingParams params;
   EXPECT_TRUE(absl::IsInvalidArgument(
-      backend_->submit({1, 32000}, params, [](const generation::TokenOutput&) {}).status()));
+      generator_->submit({1, 32000}, params, [](const generation::TokenOutput&) {}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(
-      backend_->submit({}, params, [](const generation::TokenOutput&) {}).status()));
+      generator_->submit({}, params, [](const generation::TokenOutput&) {}).status()));
   EXPECT_TRUE(d1_.generateRequests().empty());
   EXPECT_EQ(out.numFinals(), 0);
 }
 
-TEST_F(RemoteBackendTest, StopEndsRequestsInProgress) {
+TEST_F(RemoteGeneratorTest, StopEndsRequestsInProgress) {
   d1_.token_delay_ms = 30;
   addWorkers({&d1_});
   makeBackend();
   Collected out;
   ASSERT_TRUE(submit(5, 100, &out).ok());
   ASSERT_TRUE(waitFor([&] { return out.tokens().size() >= 1; }));
-  backend_->stop();
+  generator_->stop();
   EXPECT_EQ(out.numFinals(), 1);
   EXPECT_EQ(out.last().finish_reason, generation::FinishReason::kAbort);
   EXPECT_TRUE(absl::IsUnavailable(submit(5, 4, &out).status()));

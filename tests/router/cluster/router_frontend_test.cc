@@ -104,7 +104,7 @@ TEST(RouterFrontendTest, HealthIsNotReadyWhileNoDecodeWorkerIsHealthy) {
   ASSERT_TRUE(pool.registerWorker(d1.info()));
   ASSERT_TRUE(pool.registerWorker(p1.info()));
   pool.pollOnce();
-  RemoteGenerator backend(RemoteGeneratorOptions{}, &pool, nullptr, nullptr);
+  RemoteGenerator generator(RemoteGeneratorOptions{}, &pool, nullptr, nullptr);
   FrontendOptions options;
   options.http_port = 0;
   options.grpc_port = 0;
@@ -118,7 +118,7 @@ TEST(RouterFrontendTest, HealthIsNotReadyWhileNoDecodeWorkerIsHealthy) {
   absl::StatusOr<ServedModelPtr> model =
       ServedModel::load(tandem::testing::storiesGguf(), "stories", 512);
   ASSERT_TRUE(model.ok()) << model.status();
-  ASSERT_TRUE((*frontend)->serve(std::move(*model), &backend).ok());
+  ASSERT_TRUE((*frontend)->serve(std::move(*model), &generator).ok());
   EXPECT_EQ(httpStatus(port, "/health"), 200);
   EXPECT_EQ(grpcHealth(grpc_port), 1);
 
@@ -135,7 +135,7 @@ TEST(RouterFrontendTest, HealthIsNotReadyWhileNoDecodeWorkerIsHealthy) {
   EXPECT_TRUE(testing::waitFor([&] { return grpcHealth(grpc_port) == 1; }));
 
   (*frontend)->drainAndStop(0ms);
-  backend.stop();
+  generator.stop();
   pool.stop();
 }
 
