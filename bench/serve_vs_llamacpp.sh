@@ -64,13 +64,15 @@ tree_pss_kb() {
   done
   echo "$total"
 }
-wait_health() {  # the router answers /health 200 once a decode worker is ready
+wait_health() {  # log; the router answers /health 200 once a decode worker is ready
   for _ in $(seq 1 1200); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null && return 0
-    if ! kill -0 "$pid" 2>/dev/null; then echo "server on $port exited" >&2; return 1; fi
+    kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
-  echo "server on $port did not become healthy" >&2; return 1
+  echo "server on $port did not become healthy; its log ($1):" >&2
+  tail -n 20 "$1" >&2
+  return 1
 }
 run_bench() {  # name repeat
   "$tandem" bench --url "http://127.0.0.1:$port" --api completions --workload random \
@@ -82,7 +84,7 @@ for r in $(seq 1 "$repeats"); do
   "$tandem" serve --model "$model" --http-port "$port" --grpc-port $((port + 1)) --threads "$threads" \
     --max-num-seqs "$conc" --max-pending-requests $((conc * 4)) 2>"$out/tandem-serve-$r.log" &
   pid=$!
-  wait_health
+  wait_health "$out/tandem-serve-$r.log"
   # warm up at full concurrency (this pages in the KV cache pool, which is
   # reserved at start and touched lazily), then take the baseline.
   "$tandem" bench --url "http://127.0.0.1:$port" --workload random --input-len "$in_len" \
@@ -101,7 +103,7 @@ for r in $(seq 1 "$repeats"); do
     "$llama_bin/llama-server" -m "$model" --port "$port" -t "$threads" -np "$llama_np" -c $((llama_np * (in_len + out_len + 16))) \
       --threads-http $((conc + 8)) --no-webui >"$out/llama-server-$r.log" 2>&1 &
     pid=$!
-    wait_health
+    wait_health "$out/llama-server-$r.log"
     run_bench llama "$r"
     kill -TERM "$pid"; wait "$pid" || true
     pid=
