@@ -20,23 +20,35 @@
 # stories260K tokenizer) written on first use into $OUT_DIR: stories260K is so
 # small that a prefill costs almost nothing. Environment: RATE (req/s, 4),
 # DURATION (s, 40), REPEATS (3), LONG (input,output: 1536,4), SHORT (48,96),
-# SHORT_PER_LONG (3), THRESHOLD (--max-local-prefill-tokens, 256), OUT_DIR.
+# SHORT_PER_LONG (3), THRESHOLD (--max-local-prefill-tokens, 256), OUT_DIR,
+# PORT (18800; gRPC on PORT+1).
+# SMOKE=1: a seconds-long run (a tiny synthetic model, 3 s, 1 repeat, short
+# prompts) that checks the script end to end.
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,22p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,25p' "$0" >&2; exit 2; fi
 tandem=$(realpath "$1")
 root=$(cd "$(dirname "$0")/.." && pwd)
-rate=${RATE:-4} dur=${DURATION:-40} repeats=${REPEATS:-3}
-long=${LONG:-1536,4} short=${SHORT:-48,96} per_long=${SHORT_PER_LONG:-3} threshold=${THRESHOLD:-256}
+if [[ "${SMOKE:-0}" == 1 ]]; then
+  defaults=(3 1 200,2 16,8 32) shape=dim=64,layers=2,heads=4,kv_heads=4,ffn=128,vocab=512,max_pos=2048
+else
+  defaults=(40 3 1536,4 48,96 256) shape=dim=512,layers=8,heads=8,kv_heads=8,ffn=1536,vocab=512,max_pos=2048
+fi
+rate=${RATE:-4} dur=${DURATION:-${defaults[0]}} repeats=${REPEATS:-${defaults[1]}}
+long=${LONG:-${defaults[2]}} short=${SHORT:-${defaults[3]}} per_long=${SHORT_PER_LONG:-3}
+threshold=${THRESHOLD:-${defaults[4]}}
 out=${OUT_DIR:-$(mktemp -d)}
 mkdir -p "$out"
 model=${2:-$out/distserve-model}
 if [[ ! -e "$model" ]]; then
-  "$tandem" model synth --out "$model" --format hf \
-    --shape dim=512,layers=8,heads=8,kv_heads=8,ffn=1536,vocab=512,max_pos=2048 \
+  "$tandem" model synth --out "$model" --format hf --shape "$shape" \
     --vocab-from "$root/models/stories260K/gguf/stories260K.gguf" >/dev/null
 fi
 { echo "$long"; for _ in $(seq 1 "$per_long"); do echo "$short"; done; } >"$out/lengths.csv"
-http=18800 grpc=18801
+http=${PORT:-18800}
+grpc=$((http + 1))
+pids=()
+cleanup() { kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap cleanup EXIT
 
 wait_ready() {  # log file
   for _ in $(seq 1 600); do
@@ -50,6 +62,13 @@ run_bench() {  # name
     --lengths-file "$out/lengths.csv" --rate "$rate" --duration "$dur" --seed 1 \
     --out "$out/$1.json" >"$out/$1.log" 2>&1
 }
+wait_metric() {  # a line the router's /metrics must show
+  for _ in $(seq 1 600); do
+    curl -s "http://127.0.0.1:$http/metrics" | grep -qF "$1" && return 0
+    sleep 0.1
+  done
+  echo "the router never showed: $1" >&2; return 1
+}
 stop_all() { kill -TERM "$@" 2>/dev/null || true; wait "$@" 2>/dev/null || true; }
 common=(--model "$model" --max-model-len 2048 --kv-budget 256M)
 
@@ -57,6 +76,7 @@ for r in $(seq 1 "$repeats"); do
   taskset -c 0,1 "$tandem" serve "${common[@]}" --decode-workers 0 --prefill-workers 0 \
     --threads 2 --http-port $http --grpc-port $grpc 2>"$out/agg-serve-$r.log" &
   pid=$!
+  pids=($pid)
   wait_ready "$out/agg-serve-$r.log"
   run_bench "agg-$r"
   stop_all $pid
@@ -70,12 +90,11 @@ for r in $(seq 1 "$repeats"); do
   taskset -c 1 "$tandem" worker --role decode "${common[@]}" --threads 1 \
     --listen 127.0.0.1:0 --router 127.0.0.1:$grpc 2>"$out/disagg-d-$r.log" &
   d=$!
+  pids=($router $p $d)
   wait_ready "$out/disagg-router-$r.log"
   # both workers registered: wait until the router routes long prompts to P.
-  for _ in $(seq 1 100); do
-    curl -s "http://127.0.0.1:$http/metrics" | grep -q 'router_workers{role="prefill",state="healthy"} 1' && break
-    sleep 0.1
-  done
+  wait_metric 'router_workers{role="prefill",state="healthy"} 1'
+  wait_metric 'router_workers{role="decode",state="healthy"} 1'
   run_bench "disagg-$r"
   curl -s "http://127.0.0.1:$http/metrics" | grep router_prefills_total >"$out/disagg-prefills-$r.txt" || true
   stop_all $router $p $d
@@ -103,5 +122,9 @@ for label, path in rows:
         print(f"{label:<16} {a:>12.1f} {d:>14.1f}   agg {av} disagg {dv}")
     except (KeyError, FileNotFoundError) as e:
         print(f"{label:<16} missing ({e})")
+# a run that completed nothing measured nothing: fail.
+for name in ("agg", "disagg"):
+    if not med(name, ["completed"])[0]:
+        sys.exit(f"{name}: no request completed")
 EOF
 echo "results in $out"

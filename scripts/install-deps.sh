@@ -9,7 +9,7 @@ PACKAGES=(
   libabsl-dev liburing-dev prometheus-cpp-dev libxxhash-dev
   libboost-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
   libicu-dev libyaml-cpp-dev libgtest-dev libgmock-dev ccache
-  python3 hipcc libamdhip64-dev rocm-device-libs
+  python3 curl hipcc libamdhip64-dev rocm-device-libs
 )
 
 missing=()

@@ -339,8 +339,13 @@ void HttpConnection::onWrite(const error_code& ec) {
   writes_in_flight_ = 0;
   if (sent > 0 && state_) state_->removePending(sent);
   if (ended) onResponseDone();  // reads again: a closed client is seen then
-  if (peer_eof_ && !ended) {
-    closeNow();  // gone mid-response: onClose runs
+  if (peer_eof_) {
+    // the client closed while this write was in flight. Mid-response that
+    // is a disconnect (onClose runs); after the response's last byte it is
+    // an ordinary close. Either way close now: a read after EOF is never
+    // answered (Asio's edge-triggered reactor reports EOF once), so the
+    // connection would otherwise linger until idle_timeout.
+    closeNow();
     return;
   }
   flush();

@@ -151,7 +151,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   size_t writes_in_flight_ = 0;  // entries of output_ being written
   bool writing_ = false;
   // the client closed its side while a write was in flight: decided when
-  // that write completes (it may carry the response's last byte).
+  // that write completes (it may carry the response's last byte); the
+  // connection closes then, without reading again.
   bool peer_eof_ = false;
 };
 

@@ -3,6 +3,8 @@
 // from other threads, and the 500 for a dropped writer.
 #include "common/http/http_server.h"
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -278,6 +280,35 @@ TEST(HttpServerTest, ServesManyConcurrentConnections) {
   EXPECT_EQ(server->numConnections(), kClients);
   clients.clear();
   EXPECT_TRUE(waitUntil([&] { return server->numConnections() == 0; }));
+}
+
+// A client that reads its whole response and closes at once can close while
+// the server's last write is still completing; the server must notice that
+// close then, not at idle_timeout (a re-read after EOF never completed:
+// Asio's edge-triggered reactor reports EOF once).
+TEST(HttpServerTest, NoticesEveryClientThatClosesRightAfterItsResponse) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 150;
+  HttpServerOptions options;
+  options.idle_timeout = std::chrono::minutes(10);  // a missed close would linger
+  HttpServerPtr server = startServer(options, echoHandler());
+  ASSERT_NE(server, nullptr);
+  std::atomic<int> answered{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        auto client = RawClient::connect(server->port());
+        if (client == nullptr || !client->send(postRequest("/c", std::to_string(t)))) continue;
+        auto response = client->readResponse(std::chrono::seconds(60));
+        if (response.has_value() && response->body == "path=/c body=" + std::to_string(t)) ++answered;
+      }  // each client closes as soon as it has read its response
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(answered.load(), kThreads * kRounds);
+  EXPECT_TRUE(waitUntil([&] { return server->numConnections() == 0; }, std::chrono::seconds(30)))
+      << server->numConnections() << " closed connections were not noticed";
 }
 
 TEST(HttpServerTest, RejectsBadOptionsAndBusyPorts) {

@@ -38,19 +38,19 @@ class RawClient {
 
   // reads a status line and headers (not a body). nullopt on timeout, or
   // when the server closed first.
-  std::optional<RawResponse> readHead(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  std::optional<RawResponse> readHead(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // reads the next chunk of a chunked body: its data, "" for the last chunk
   // (trailers consumed), nullopt on timeout or close.
-  std::optional<std::string> readChunk(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  std::optional<std::string> readChunk(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // reads a whole response; the body framed by Content-Length, chunked
   // encoding, or (when neither) the connection's close. A HEAD or 1xx, 204
   // or 304 response has no body: pass `no_body`.
-  std::optional<RawResponse> readResponse(std::chrono::milliseconds timeout = std::chrono::seconds(5),
+  std::optional<RawResponse> readResponse(std::chrono::milliseconds timeout = std::chrono::seconds(30),
                                           bool no_body = false);
 
   // waits for the server to close the connection, discarding what arrives.
   // True when it closed (EOF or reset) within `timeout`.
-  bool waitClosed(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  bool waitClosed(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // true when the server has neither sent anything nor closed within `timeout`.
   bool staysQuiet(std::chrono::milliseconds timeout);
   // bytes received and not yet consumed by a read above.

@@ -19,7 +19,7 @@ namespace tandem::http::testing {
 
 // polls `condition` every millisecond; false when it still fails after `timeout`.
 bool waitUntil(const std::function<bool()>& condition,
-               std::chrono::milliseconds timeout = std::chrono::seconds(5));
+               std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 // starts a server on 127.0.0.1, port 0; nullptr (and a gtest failure) on error.
 HttpServerPtr startServer(HttpServerOptions options, HttpHandler handler);
@@ -44,7 +44,7 @@ class WriterInbox {
   HttpHandler handler();
   void put(HttpRequest request, ResponseWriterPtr writer);
   // the oldest item, waiting up to `timeout`; nullopt when none came.
-  std::optional<Item> take(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  std::optional<Item> take(std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
  private:
   std::mutex mu_;

@@ -19,7 +19,7 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 template <typename Pred>
-bool waitUntil(Pred pred, milliseconds timeout = milliseconds(5000)) {
+bool waitUntil(Pred pred, milliseconds timeout = milliseconds(30000)) {
   const auto end = Clock::now() + timeout;
   while (Clock::now() < end) {
     if (pred()) return true;

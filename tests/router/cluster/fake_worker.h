@@ -95,7 +95,7 @@ class FakeWorker final : public tandem::v1::Worker::Service {
 
 // polls `done` every 10 ms until it holds or `timeout` passes; returns it.
 template <typename F>
-bool waitFor(F done, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+bool waitFor(F done, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline) return false;

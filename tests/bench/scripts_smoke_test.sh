@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs every bench/*.sh in its SMOKE=1 mode (seconds-long, tandem's side end
+# to end; llama.cpp's turns skipped: no llama.cpp is given) against the built
+# binaries, so the scripts cannot rot unnoticed. Fails when a script fails or
+# a bench script is not covered here. Downloads nothing.
+#
+#   tests/bench/scripts_smoke_test.sh TANDEM_BINARY MODEL_RUNNER_BENCH
+set -euo pipefail
+if [[ $# -ne 2 ]]; then sed -n '2,7p' "$0" >&2; exit 2; fi
+tandem=$(realpath "$1") runner_bench=$(realpath "$2")
+root=$(cd "$(dirname "$0")/../.." && pwd)
+model=$root/models/stories260K/gguf/stories260K.gguf
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
+mkdir -p "$no_llama"
+
+covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh)
+for script in "$root"/bench/*.sh; do
+  name=$(basename "$script")
+  [[ " ${covered[*]} " == *" $name "* ]] || { echo "FAIL: bench/$name has no smoke run here" >&2; exit 1; }
+done
+
+failed=()
+run() {  # name, expected line ("" for none), command...
+  local name=$1 expect=$2 start=$SECONDS rc=0
+  shift 2
+  echo "== $name"
+  SMOKE=1 OUT_DIR="$work/$name" "$@" >"$work/$name.log" 2>&1 || rc=$?
+  if ((rc == 0)) && [[ -n "$expect" ]] && ! grep -qF "$expect" "$work/$name.log"; then
+    echo "(no '$expect' line)" >>"$work/$name.log"
+    rc=1
+  fi
+  if ((rc != 0)); then
+    failed+=("$name")
+    echo "FAIL: $name (exit $rc, $((SECONDS - start)) s):"
+    cat "$work/$name.log"
+  else
+    echo "ok: $name ($((SECONDS - start)) s)"
+    cat "$work/$name.log"
+  fi
+}
+
+run engine_vs_llamacpp "skipped: llama.cpp not found" \
+  bash "$root/bench/engine_vs_llamacpp.sh" "$no_llama" "$runner_bench" "$model"
+run serve_vs_llamacpp "skipped: llama.cpp not found" \
+  bash "$root/bench/serve_vs_llamacpp.sh" "$no_llama" "$tandem" "$model"
+run distserve "" bash "$root/bench/distserve.sh" "$tandem"
+run prefill_threshold "" bash "$root/bench/prefill_threshold.sh" "$tandem"
+
+if ((${#failed[@]})); then
+  echo "failed: ${failed[*]}"
+  exit 1
+fi
+echo "all ${#covered[@]} bench scripts ran in smoke mode (${SECONDS} s)"
