@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -159,18 +160,26 @@ TEST_F(RunnerTest, TraceArrivalsSendAtTheirTimestamps) {
     nlohmann::json describe() const override { return {{"kind", "fixed"}}; }
     bool hasTimestamps() const override { return true; }
     uint64_t i_ = 0;
-  } w;
-  FakeClient client(milliseconds(5));
-  auto arrivals = traceArrivals(2.0);
-  auto run = runBenchmark(w, *arrivals, client, nullptr, RunnerOptions{}, Slo{}, nullptr);
-  ASSERT_TRUE(run.ok()) << run.status();
-  auto at = client.sentAt();
-  ASSERT_EQ(at.size(), 3u);
+  };
   auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  // a sleeping loop wakes late, never early; allow a scheduler's slack.
-  EXPECT_NEAR(ms(at[1] - at[0]), 50, 8);
-  EXPECT_NEAR(ms(at[2] - at[0]), 125, 8);
-  EXPECT_GE(ms(at[2] - at[0]), 124);
+  // a sleeping loop wakes late, never early; allow a scheduler's slack. A
+  // loaded machine can delay one run's wake-ups past it, so a run is tried
+  // up to 3 times: a real timing bug misses every time.
+  std::vector<double> offsets;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Fixed w;
+    FakeClient client(milliseconds(5));
+    auto arrivals = traceArrivals(2.0);
+    auto run = runBenchmark(w, *arrivals, client, nullptr, RunnerOptions{}, Slo{}, nullptr);
+    ASSERT_TRUE(run.ok()) << run.status();
+    auto at = client.sentAt();
+    ASSERT_EQ(at.size(), 3u);
+    offsets = {ms(at[1] - at[0]), ms(at[2] - at[0])};
+    if (std::abs(offsets[0] - 50) <= 8 && std::abs(offsets[1] - 125) <= 8) break;
+  }
+  EXPECT_NEAR(offsets[0], 50, 8);
+  EXPECT_NEAR(offsets[1], 125, 8);
+  EXPECT_GE(offsets[1], 124);
 }
 
 TEST_F(RunnerTest, MultiTurnSendsTheConversationSoFar) {
