@@ -57,14 +57,23 @@ absl::Status Worker::start(const WorkerOptions& options) {
   context_.options = options;
   context_.metrics = &metrics_;
   context_.peers = &peers_;
-  const bool decode = servesGenerate(options.role);
-  const bool prefill = servesPrefill(options.role);
   const std::string advertise = advertisedHost(options);
+  RETURN_IF_ERROR(startEngine(options));
+  RETURN_IF_ERROR(startTransport(options, advertise));
+  RETURN_IF_ERROR(startServers(options, advertise));
+  describeSelf(options, advertise);
+  server_->GetHealthCheckService()->SetServingStatus(true);
+  if (!options.router_address.empty()) {
+    registration_ = std::make_unique<RegistrationClient>(options.router_address, context_.info);
+  }
+  return absl::OkStatus();
+}
 
+absl::Status Worker::startEngine(const WorkerOptions& options) {
   // D keeps its KV storage in a memfd so prefill workers on this host write
   // blocks straight into it (shm transport).
   engine::EngineAssemblyOptions engine_options = options.engine;
-  if (decode) {
+  if (servesGenerate(options.role)) {
     engine_options.kv_storage = [this](size_t bytes) -> absl::StatusOr<kernels::BufferPtr> {
       ASSIGN_OR_RETURN(region_, kv_transport::ShmRegion::create(bytes));
       return kernels::HostBuffer::alias(region_->data(), bytes);
@@ -75,8 +84,8 @@ absl::Status Worker::start(const WorkerOptions& options) {
   const kvcache::KvLayout layout = local->runner().kvLayout();
   context_.block_size = layout.block_size;
   context_.block_bytes = layout.blockBytes();
-  const int num_blocks = local->numBlocks();
-  const int max_model_len = local->maxModelLen();
+  num_blocks_ = local->numBlocks();
+  max_model_len_ = local->maxModelLen();
   loop_ = std::make_unique<engine::EngineLoop>(std::move(local));
   context_.loop = loop_.get();
   metrics_.setLoadSource([loop = loop_.get()] { return loop->stats(); });
@@ -84,14 +93,17 @@ absl::Status Worker::start(const WorkerOptions& options) {
   context_.executor = executor_.get();
   kv_events_feed_ = std::make_unique<KvEventsFeed>(context_);
   context_.kv_events_feed = kv_events_feed_.get();
+  return absl::OkStatus();
+}
 
-  if (decode) {
+absl::Status Worker::startTransport(const WorkerOptions& options, const std::string& advertise) {
+  if (servesGenerate(options.role)) {
     kv_transport::KvReceiverConfig config;
     config.transports = options.kv_transport;
     config.grpc.host = isWildcard(options.host) ? "0.0.0.0" : options.host;
     config.grpc.port = 0;
     config.grpc.advertise_host = advertise;
-    kv_transport::KvStorage storage{region_->data(), context_.block_bytes, num_blocks};
+    kv_transport::KvStorage storage{region_->data(), context_.block_bytes, num_blocks_};
     ASSIGN_OR_RETURN(receiver_, kv_transport::createKvReceiver(
                                     config, storage,
                                     options.kv_transport == kv_transport::TransportChoice::kGrpc
@@ -99,7 +111,7 @@ absl::Status Worker::start(const WorkerOptions& options) {
                                         : region_));
     context_.receiver = receiver_.get();
   }
-  if (prefill) {
+  if (servesPrefill(options.role)) {
     kv_transport::KvSenderOptions sender_options;
     sender_options.block_bytes = context_.block_bytes;
     sender_options.timeout = options.prefill_timeout;
@@ -107,7 +119,10 @@ absl::Status Worker::start(const WorkerOptions& options) {
     ASSIGN_OR_RETURN(sender_, kv_transport::createKvSender(sender_options, options.kv_transport));
     context_.sender = sender_.get();
   }
+  return absl::OkStatus();
+}
 
+absl::Status Worker::startServers(const WorkerOptions& options, const std::string& advertise) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   service_ = std::make_unique<WorkerService>(context_);
@@ -119,32 +134,27 @@ absl::Status Worker::start(const WorkerOptions& options) {
   if (server_ == nullptr || port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
   }
-
-  std::string metrics_url;
   if (options.metrics_port >= 0) {
     ASSIGN_OR_RETURN(http_, startMetricsHttp(options.host, options.metrics_port, &metrics_,
                                              &draining_));
-    metrics_url = absl::StrCat("http://", formatHostPort(advertise, http_->port()), "/metrics");
+    metrics_url_ = absl::StrCat("http://", formatHostPort(advertise, http_->port()), "/metrics");
   }
+  return absl::OkStatus();
+}
 
+void Worker::describeSelf(const WorkerOptions& options, const std::string& advertise) {
   tandem::v1::WorkerInfo& info = context_.info;
   info.set_worker_id(absl::StrFormat("%016x", kv_transport::randomU64()));
   info.set_address(formatHostPort(advertise, port_));
   info.set_role(options.role);
   info.set_model_path(options.model_path);
   info.set_model_name(modelName(options));
-  info.set_max_model_len(max_model_len);
+  info.set_max_model_len(max_model_len_);
   info.set_vocab_size(loop_->vocabSize());
   info.set_block_size(context_.block_size);
-  info.set_num_blocks(num_blocks);
-  info.set_metrics_url(metrics_url);
+  info.set_num_blocks(num_blocks_);
+  info.set_metrics_url(metrics_url_);
   if (receiver_ != nullptr) info.set_kv_endpoint(receiver_->endpoint());
-  server_->GetHealthCheckService()->SetServingStatus(true);
-
-  if (!options.router_address.empty()) {
-    registration_ = std::make_unique<RegistrationClient>(options.router_address, info);
-  }
-  return absl::OkStatus();
 }
 
 Worker::~Worker() { shutdown(std::chrono::milliseconds(0)); }

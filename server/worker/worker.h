@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "common/http/http_server.h"
@@ -56,7 +57,14 @@ class Worker {
 
  private:
   Worker() = default;
+  // start's steps, in order: the engine (and D's shared KV storage), the KV
+  // receiver (D) and sender (P), the gRPC and metrics servers, then the
+  // WorkerInfo the worker registers with.
   absl::Status start(const WorkerOptions& options);
+  absl::Status startEngine(const WorkerOptions& options);
+  absl::Status startTransport(const WorkerOptions& options, const std::string& advertise);
+  absl::Status startServers(const WorkerOptions& options, const std::string& advertise);
+  void describeSelf(const WorkerOptions& options, const std::string& advertise);
 
   WorkerContext context_;
   WorkerMetrics metrics_;
@@ -73,6 +81,9 @@ class Worker {
   http::HttpServerPtr http_;
   std::unique_ptr<RegistrationClient> registration_;
   int port_ = 0;
+  int num_blocks_ = 0;
+  int max_model_len_ = 0;
+  std::string metrics_url_;  // "" without a metrics port
   std::mutex shutdown_mu_;
   bool stopped_ = false;  // guarded by shutdown_mu_
 };
