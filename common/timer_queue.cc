@@ -97,7 +97,10 @@ void TimerQueue::run(std::string name) {
     }
     auto it = timers_.begin();
     if (it->first.when > Clock::now()) {
-      cv_.wait_until(lock, it->first.when);
+      // a copy: wait_until reads the deadline again after waking, when a
+      // cancel() may have freed the timer's node.
+      const Clock::time_point when = it->first.when;
+      cv_.wait_until(lock, when);
       continue;
     }
     const Key key = it->first;

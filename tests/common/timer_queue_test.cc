@@ -210,6 +210,21 @@ TEST(TimerQueueTest, CancelledOneShotNeverRuns) {
   EXPECT_EQ(log.size(), 0u);
 }
 
+// the queue thread waits for the earliest timer's deadline; cancelling
+// that timer frees it while the thread waits, and the thread must not read
+// the freed deadline when it wakes (ASan saw that in the transfer table).
+TEST(TimerQueueTest, CancellingTheTimerTheQueueWaitsForIsSafe) {
+  TimerQueue queue;
+  for (int i = 0; i < 2000; ++i) {
+    const TimerQueue::TimerId far = queue.runAfter(std::chrono::hours(1), [] {});
+    ASSERT_NE(far, TimerQueue::kNoTimer);
+    for (int spin = 0; spin < i % 8; ++spin) std::this_thread::yield();
+    EXPECT_TRUE(queue.cancel(far));
+  }
+  runMarkerAfter(queue, milliseconds(1));
+  EXPECT_EQ(queue.size(), 0u);
+}
+
 TEST(TimerQueueTest, CancelOfAOneShotThatRanReturnsFalse) {
   TimerQueue queue;
   Log log;
