@@ -53,8 +53,17 @@ test('tandem serve supervises its processes: restarts a killed one, SIGINT stops
     const restarted = serve.waitForLine(/^\[supervisor\] decode-0 restarted/);
     process.kill(first.decode, 'SIGKILL');
     await restarted;
-    await waitFor(async () => children(serve).decode !== undefined && children(serve).decode !== first.decode &&
-      await healthyWorkers(router, 'decode') === 1, 20000, 'a new healthy decode worker');
+    // the killed worker may still count as healthy until the router's polls
+    // fail: the healthy one is the new one only once the old one was seen
+    // unhealthy (the new worker listens on another port, so the old entry
+    // stays, unhealthy, until the router drops it).
+    let oldSeenUnhealthy = false;
+    await waitFor(async () => {
+      const m = await scrape(router.metricsUrl);
+      if (sum(m, 'tandem:router_workers', { role: 'decode', state: 'unhealthy' }) >= 1) oldSeenUnhealthy = true;
+      return oldSeenUnhealthy && children(serve).decode !== undefined && children(serve).decode !== first.decode &&
+        await healthyWorkers(router, 'decode') === 1;
+    }, 20000, 'a new healthy decode worker');
     await oracleOk(client, oracle.cases.slice(0, 3));
 
     // the router dies: it comes back on the same ports and the workers rejoin.
