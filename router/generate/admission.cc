@@ -148,14 +148,15 @@ std::optional<AdmissionError> Admission::checkLengths(
   if (!request.max_tokens_set) {
     const int rest = max_len - longest;
     request.sampling.max_tokens = chat ? rest : std::min(16, rest);
-  } else if (longest + request.sampling.max_tokens > max_len) {
+  } else if (const int64_t requested = int64_t{longest} + request.sampling.max_tokens;
+             requested > max_len) {
+    // 64 bits: max_tokens may be up to INT32_MAX.
     return error(AdmissionReason::kContextLengthExceeded,
                  absl::StrFormat(
                      "this model's maximum context length is %d tokens, but %d were requested "
                      "(%d in the prompt, %d for the completion); lower max_tokens or shorten the "
                      "prompt",
-                     max_len, longest + request.sampling.max_tokens, longest,
-                     request.sampling.max_tokens),
+                     max_len, requested, longest, request.sampling.max_tokens),
                  "max_tokens");
   }
   return std::nullopt;

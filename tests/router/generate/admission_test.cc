@@ -168,6 +168,20 @@ TEST_F(AdmissionTest, MaxTokensBeyondTheContextIsContextLengthExceededOnMaxToken
   EXPECT_TRUE(std::holds_alternative<std::vector<TokenizedPrompt>>(make().prepare(request)));
 }
 
+// prompt + max_tokens is summed in 64 bits: INT32_MAX would overflow an int
+// (undefined behaviour, caught by UBSan in the sanitizer pass).
+TEST_F(AdmissionTest, TheLargestMaxTokensIsContextLengthExceededNotAnOverflow) {
+  openai::GenerationRequest request = tokenCompletion(std::vector<int32_t>(10, 5));
+  request.max_tokens_set = true;
+  request.sampling.max_tokens = 2147483647;
+  AdmissionError e = errorOf(make().prepare(request));
+  EXPECT_EQ(e.reason, AdmissionReason::kContextLengthExceeded);
+  EXPECT_EQ(e.field, "max_tokens");
+  EXPECT_EQ(e.message,
+            "this model's maximum context length is 64 tokens, but 2147483657 were requested (10 "
+            "in the prompt, 2147483647 for the completion); lower max_tokens or shorten the prompt");
+}
+
 TEST_F(AdmissionTest, SkipsPromptLimitsWhenTheyAreOff) {
   openai::GenerationRequest request = tokenCompletion(std::vector<int32_t>(100, 5));
   auto r = make({.check_prompt_length = false}).prepare(request);
