@@ -198,7 +198,7 @@ absl::StatusOr<KvSendStreamPtr> ShmKvSender::open(const TransferTarget& target) 
   // never write outside the region, whatever D says.
   for (int32_t id : dst) {
     if (!refused.ok()) break;
-    if (id < 0 || storage_offset + (static_cast<uint64_t>(id) + 1) * options_.block_bytes > region_bytes) {
+    if (!shm::blockInRegion(id, storage_offset, options_.block_bytes, region_bytes)) {
       refused = absl::InvalidArgumentError(absl::StrCat("block id ", id, " is outside D's region"));
     }
   }

@@ -204,4 +204,10 @@ bool Reader::bytes(std::string* out) {
   return true;
 }
 
+bool blockInRegion(int32_t id, uint64_t storage_offset, uint64_t block_bytes, uint64_t region_bytes) {
+  if (id < 0 || block_bytes == 0 || storage_offset > region_bytes) return false;
+  // (id + 1) * block_bytes <= region_bytes - storage_offset, without a product.
+  return static_cast<uint64_t>(id) < (region_bytes - storage_offset) / block_bytes;
+}
+
 }  // namespace tandem::kv_transport::shm

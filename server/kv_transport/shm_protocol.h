@@ -64,6 +64,11 @@ class FrameBuffer {
 absl::StatusOr<int> listenAbstract(const std::string& name);
 absl::StatusOr<int> connectAbstract(const std::string& name);
 
+// whether block `id` of `block_bytes` bytes, in storage that starts
+// `storage_offset` bytes into a region of `region_bytes`, lies wholly inside
+// the region. Every value comes from the peer: checked without overflow.
+bool blockInRegion(int32_t id, uint64_t storage_offset, uint64_t block_bytes, uint64_t region_bytes);
+
 // little-endian packing of frame payloads.
 class Writer {
  public:

@@ -1,5 +1,6 @@
 #include "server/kv_transport/shm_region.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -11,6 +12,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace tandem::kv_transport {
+namespace {
+
+constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW;
+
+}  // namespace
 
 uint64_t randomU64() {
   uint64_t v = 0;
@@ -20,13 +26,20 @@ uint64_t randomU64() {
 
 absl::StatusOr<ShmRegionPtr> ShmRegion::create(size_t bytes) {
   if (bytes == 0) return absl::InvalidArgumentError("empty shared-memory region");
-  int fd = memfd_create("tandem-kv", MFD_CLOEXEC);
+  int fd = memfd_create("tandem-kv", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return absl::InternalError(absl::StrCat("memfd_create: ", std::strerror(errno)));
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     int err = errno;
     close(fd);
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot size a ", bytes, "-byte shared region: ", std::strerror(err)));
+  }
+  // its size is final: a peer it is shared with can neither shrink it
+  // (which would make our accesses SIGBUS) nor grow it.
+  if (fcntl(fd, F_ADD_SEALS, kSizeSeals) != 0) {
+    int err = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat("sealing the shared region: ", std::strerror(err)));
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
@@ -38,6 +51,12 @@ absl::StatusOr<ShmRegionPtr> ShmRegion::create(size_t bytes) {
 }
 
 absl::StatusOr<ShmRegionPtr> ShmRegion::map(int fd, size_t bytes) {
+  // a region whose owner could still shrink it could fault us mid-copy.
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & kSizeSeals) != kSizeSeals) {
+    close(fd);
+    return absl::InvalidArgumentError("the shared region is not sealed against resizing");
+  }
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes || bytes == 0) {
     close(fd);

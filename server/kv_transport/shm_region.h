@@ -18,12 +18,14 @@ using ShmRegionPtr = std::shared_ptr<ShmRegion>;
 
 class ShmRegion {
  public:
-  // a new zero-filled region of `bytes` bytes (a memfd), mapped read-write.
-  // ResourceExhausted / Internal when the kernel refuses.
+  // a new zero-filled region of `bytes` bytes (a memfd sealed against
+  // shrinking and growing), mapped read-write. ResourceExhausted / Internal
+  // when the kernel refuses.
   static absl::StatusOr<ShmRegionPtr> create(size_t bytes);
   // maps `bytes` bytes of a region another process shared. Takes `fd` and
   // closes it once mapped (the mapping keeps the memory). InvalidArgument
-  // when the region is smaller than `bytes`.
+  // when the region is smaller than `bytes` or not sealed against resizing
+  // (its owner could shrink it under our mapping).
   static absl::StatusOr<ShmRegionPtr> map(int fd, size_t bytes);
   // unmaps (and closes the fd of a created region).
   ~ShmRegion();
