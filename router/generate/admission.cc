@@ -111,7 +111,10 @@ std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::prepare(
   } else {
     for (const openai::Prompt& p : request.prompts) {
       TokenizedPrompt t{model.promptTokens(p), p.text};
-      if (p.is_tokens) t.text = model.tokenizer().decode(p.token_ids, request.skip_special_tokens);
+      // only echo reads the text back: decode token ids for it alone.
+      if (p.is_tokens && request.echo) {
+        t.text = model.tokenizer().decode(p.token_ids, request.skip_special_tokens);
+      }
       prompts.push_back(std::move(t));
     }
   }

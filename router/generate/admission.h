@@ -71,7 +71,8 @@ struct AdmissionOptions {
   bool empty_model_is_served = false;
 };
 
-// a tokenized prompt and the text `echo` would repeat.
+// a tokenized prompt and the text `echo` repeats (for token ids, decoded
+// only when the request echoes).
 struct TokenizedPrompt {
   std::vector<int32_t> tokens;
   std::string text;
