@@ -1,6 +1,6 @@
-// The one mapping between absl::Status (tandem's request paths), grpc::Status
-// (what a gRPC peer sees) and HTTP status codes (what the OpenAI API
-// answers). absl and gRPC number their codes alike (both follow
+// The one mapping between absl::Status (tandem's request paths) and
+// grpc::Status (what a gRPC peer sees); the OpenAI front end answers HTTP
+// from typed admission reasons (router/generate/admission_api_error.h). absl and gRPC number their codes alike (both follow
 // google.rpc.Code), so the plain conversions keep the code and the message;
 // the one policy decision, how a refused submission reaches a client, is
 // refusalToGrpc.
@@ -26,12 +26,5 @@ absl::Status toAbslStatus(const grpc::Status& status);
 // ResourceExhausted stays RESOURCE_EXHAUSTED; anything else is the request's
 // fault: INVALID_ARGUMENT. The message is kept.
 grpc::Status refusalToGrpc(const absl::Status& status);
-
-// the HTTP status for an absl code, as the OpenAI front end answers it:
-// InvalidArgument, FailedPrecondition, OutOfRange 400; Unauthenticated 401;
-// PermissionDenied 403; NotFound 404; AlreadyExists, Aborted 409;
-// ResourceExhausted 429; Cancelled 499; Unimplemented 501; Unavailable 503;
-// DeadlineExceeded 504; Ok 200; the rest (Unknown, Internal, DataLoss) 500.
-int httpStatusFor(absl::StatusCode code);
 
 }  // namespace tandem::grpc_util

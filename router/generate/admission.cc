@@ -27,22 +27,6 @@ AdmissionError error(AdmissionReason reason, std::string message, std::string fi
 
 }  // namespace
 
-std::string_view reasonName(AdmissionReason reason) {
-  switch (reason) {
-    case AdmissionReason::kUnauthenticated: return "unauthenticated";
-    case AdmissionReason::kNotReady: return "not_ready";
-    case AdmissionReason::kDraining: return "draining";
-    case AdmissionReason::kOverloaded: return "overloaded";
-    case AdmissionReason::kUnknownModel: return "unknown_model";
-    case AdmissionReason::kEmptyPrompt: return "empty_prompt";
-    case AdmissionReason::kInvalidPrompt: return "invalid_prompt";
-    case AdmissionReason::kPromptTooLong: return "prompt_too_long";
-    case AdmissionReason::kContextLengthExceeded: return "context_length_exceeded";
-    case AdmissionReason::kInvalidRequest: return "invalid_request";
-  }
-  return "unknown";
-}
-
 AdmissionSlot& AdmissionSlot::operator=(AdmissionSlot&& other) noexcept {
   if (this != &other) {
     if (count_ != nullptr) count_->fetch_sub(1);

@@ -41,9 +41,6 @@ enum class AdmissionReason {
   kInvalidRequest,         // the generator refused it (params, token ids, cache size)
 };
 
-// the reason's name, for logs and tests ("context_length_exceeded", ...).
-std::string_view reasonName(AdmissionReason reason);
-
 struct AdmissionError {
   AdmissionReason reason = AdmissionReason::kInvalidRequest;
   std::string message;

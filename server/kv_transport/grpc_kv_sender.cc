@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc/status_mapping.h"
 #include "common/status.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "server/kv_transport/block_checksum.h"
@@ -118,7 +119,7 @@ class GrpcSendStream final : public KvSendStream,
     }
     pump();
     waitDone();
-    return toAbsl(final_);
+    return grpc_util::toAbslStatus(final_);
   }
 
   uint64_t bytesSent() const override { return bytes_sent_.load(std::memory_order_relaxed); }
@@ -155,11 +156,6 @@ class GrpcSendStream final : public KvSendStream,
   }
 
  private:
-  static absl::Status toAbsl(const grpc::Status& s) {
-    if (s.ok()) return absl::OkStatus();
-    return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-  }
-
   // waits for the call's end, then until gRPC released the source bytes.
   void waitDone() {
     {
@@ -175,7 +171,7 @@ class GrpcSendStream final : public KvSendStream,
   absl::Status usableLocked() const {
     if (done_) {
       return final_.ok() ? absl::FailedPreconditionError("the transfer already ended")
-                         : toAbsl(final_);
+                         : grpc_util::toAbslStatus(final_);
     }
     if (broken_) return absl::UnavailableError("the transfer's stream broke");
     if (finishing_) return absl::FailedPreconditionError("send() after finish()");

@@ -36,16 +36,5 @@ TEST(StatusMappingTest, ARefusalIsUnavailableResourceExhaustedOrTheRequestsFault
   EXPECT_EQ(refusalToGrpc(absl::InvalidArgumentError("bad")).error_message(), "bad");
 }
 
-TEST(StatusMappingTest, HttpStatusesFollowTheOpenAiFrontEnd) {
-  EXPECT_EQ(httpStatusFor(absl::StatusCode::kOk), 200);
-  EXPECT_EQ(httpStatusFor(absl::StatusCode::kInvalidArgument), 400);
-  EXPECT_EQ(httpStatusFor(absl::StatusCode::kUnauthenticated), 401);
-  EXPECT_EQ(httpStatusFor(absl::StatusCode::kNotFound), 404);
-  EXPECT_EQ(httpStatusFor(absl::StatusCode::kResourceExhausted), 429);
-  EXPECT_EQ(httpStatusFor(absl::StatusCode::kInternal), 500);
-  EXPECT_EQ(httpStatusFor(absl::StatusCode::kUnavailable), 503);
-  EXPECT_EQ(httpStatusFor(absl::StatusCode::kDeadlineExceeded), 504);
-}
-
 }  // namespace
 }  // namespace tandem::grpc_util
