@@ -28,13 +28,12 @@ struct FrontendOptions {
   size_t max_request_bytes = 4 << 20;
   std::chrono::milliseconds request_timeout{30000};
   OpenAiServiceOptions service;
-  // start gRPC in start(), before the model is known (a router: its workers
-  // register there first); tandem.v1.Inference answers UNAVAILABLE until
-  // serve(). Otherwise gRPC starts in serve().
+  // start gRPC in start(), before the model is known (a router: its port
+  // is known and printed at once); tandem.v1.Inference answers UNAVAILABLE
+  // until serve(). Otherwise gRPC starts in serve(). The public port
+  // serves the public API only: the workers' registry is on the router's
+  // internal port (router/cluster/registry_server.h).
   bool grpc_at_start = false;
-  // more services on the gRPC port (not owned; they must outlive the
-  // server), e.g. tandem.v1.Registry. Needs grpc_at_start.
-  std::vector<grpc::Service*> extra_grpc_services;
 };
 
 class FrontendServer;

@@ -8,12 +8,11 @@ namespace tandem::router {
 
 absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
                                                 const CallContext& context) {
-  return start(host, port, &context, {});
+  return start(host, port, &context);
 }
 
 absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
-                                                const CallContext* context,
-                                                const std::vector<grpc::Service*>& extra_services) {
+                                                const CallContext* context) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   GrpcServerPtr s(new GrpcServer());
@@ -26,7 +25,6 @@ absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int por
                                   : absl::StrCat(host, ":", port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
-  for (grpc::Service* service : extra_services) builder.RegisterService(service);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));

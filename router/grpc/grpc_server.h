@@ -26,11 +26,9 @@ class GrpcServer {
                                              const CallContext& context);
   // listens before the model is known (a router waiting for workers):
   // tandem.v1.Inference answers UNAVAILABLE and health NOT_SERVING until
-  // serve(); `extra_services` (not owned; they must outlive the server, e.g.
-  // tandem.v1.Registry) are served from the start. `context` null = no model yet.
+  // serve(). `context` null = no model yet.
   static absl::StatusOr<GrpcServerPtr> start(const std::string& host, int port,
-                                             const CallContext* context,
-                                             const std::vector<grpc::Service*>& extra_services);
+                                             const CallContext* context);
   // serves the model of `context` (once): Inference answers, health SERVING.
   void serve(const CallContext& context);
   ~GrpcServer();

@@ -36,6 +36,10 @@
 #include "absl/status/statusor.h"
 #include "kvcache/prefix_hash.h"
 
+namespace tandem::grpc_util {
+class ClusterAuth;  // common/grpc/cluster_auth.h
+}  // namespace tandem::grpc_util
+
 namespace tandem::kv_transport {
 
 // one block on the sending side.
@@ -95,6 +99,8 @@ struct KvSenderOptions {
   // test hook: the block with this index in every transfer is corrupted in
   // transit (after its checksum was computed), so D must reject it. -1 = off.
   int corrupt_block_for_test = -1;
+  // gRPC: how pushes to D authenticate (the cluster secret, TLS); null = none.
+  std::shared_ptr<const grpc_util::ClusterAuth> cluster_auth;
 };
 
 // P's side: opens transfers to receivers. Thread-safe; streams are

@@ -1,5 +1,6 @@
 #include "server/worker/worker_service.h"
 
+#include "common/grpc/rejected_call.h"
 #include "server/worker/generate_call.h"
 #include "server/worker/kv_events_call.h"
 #include "server/worker/prefill_call.h"
@@ -8,23 +9,35 @@ namespace tandem::worker {
 
 grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* WorkerService::Generate(
     grpc::CallbackServerContext* context, const tandem::v1::WorkerGenerateRequest* request) {
+  if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
+    return grpc_util::rejectedWrite<tandem::v1::WorkerGenerateResponse>(s);
+  }
   return GenerateCall::start(context_, *request);
 }
 
 grpc::ServerUnaryReactor* WorkerService::Prefill(grpc::CallbackServerContext* context,
                                                  const tandem::v1::PrefillRequest* request,
                                                  tandem::v1::PrefillResponse* response) {
+  if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
+    return grpc_util::rejectedUnary(context, s);
+  }
   return PrefillCall::start(context_, *request, response);
 }
 
 grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* WorkerService::KvEvents(
     grpc::CallbackServerContext* context, const tandem::v1::KvEventsRequest* request) {
+  if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
+    return grpc_util::rejectedWrite<tandem::v1::KvEventBatch>(s);
+  }
   return KvEventsCall::start(context_, *request);
 }
 
 grpc::ServerUnaryReactor* WorkerService::KvSnapshot(grpc::CallbackServerContext* context,
                                                     const tandem::v1::KvSnapshotRequest* request,
                                                     tandem::v1::KvSnapshotResponse* response) {
+  if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
+    return grpc_util::rejectedUnary(context, s);
+  }
   const kvcache::KvSnapshot snapshot = context_.loop->kvEvents().snapshot();
   response->set_worker_id(context_.info.worker_id());
   response->set_last_event_id(snapshot.last_event_id);
@@ -37,6 +50,9 @@ grpc::ServerUnaryReactor* WorkerService::KvSnapshot(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* WorkerService::Stats(grpc::CallbackServerContext* context,
                                                const tandem::v1::StatsRequest* request,
                                                tandem::v1::WorkerStats* response) {
+  if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
+    return grpc_util::rejectedUnary(context, s);
+  }
   const engine::EngineLoopStats stats = context_.loop->stats();
   response->set_worker_id(context_.info.worker_id());
   response->set_num_running(stats.num_running);
@@ -55,6 +71,9 @@ grpc::ServerUnaryReactor* WorkerService::Stats(grpc::CallbackServerContext* cont
 grpc::ServerUnaryReactor* WorkerService::Info(grpc::CallbackServerContext* context,
                                               const tandem::v1::InfoRequest* request,
                                               tandem::v1::WorkerInfo* response) {
+  if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
+    return grpc_util::rejectedUnary(context, s);
+  }
   *response = context_.info;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
