@@ -77,7 +77,7 @@ class KvSubscriberTest : public ::testing::Test {
     WorkerPoolOptions options;
     options.poll_interval = 30ms;
     pool_ = std::make_unique<WorkerPool>(options, nullptr);
-    ASSERT_TRUE(pool_->registerWorker(worker_.info()));
+    ASSERT_TRUE(pool_->registerWorker(worker_.info()).ok());
     KvSubscriberOptions sub;
     sub.reconcile_interval = 20ms;
     sub.retry_delay = 20ms;
@@ -161,7 +161,7 @@ TEST(KvSubscriberOutOfRangeTest, ResyncsWhenTheWorkerNoLongerKeepsTheEvents) {
   worker.storeBlock(11, 0);
   worker.out_of_range_once = true;
   WorkerPool pool(WorkerPoolOptions{}, nullptr);
-  ASSERT_TRUE(pool.registerWorker(worker.info()));
+  ASSERT_TRUE(pool.registerWorker(worker.info()).ok());
   KvIndex index;
   prometheus::Registry registry;
   ClusterMetrics metrics(registry);
