@@ -60,8 +60,10 @@ std::vector<grpc::StatusCode> unaryCalls(const std::string& address,
     codes.push_back(stub->Prefill(&context, {}, &response).error_code());
   }
   {
-    // from the first event: a worker that stored blocks sends a batch at once.
+    // from the first event: a worker that stored blocks sends a batch at
+    // once (the deadline only bounds a broken check's wait for events).
     grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     auto reader = stub->KvEvents(&context, {});
     tandem::v1::KvEventBatch batch;
     if (reader->Read(&batch)) context.TryCancel();
