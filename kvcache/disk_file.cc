@@ -58,7 +58,10 @@ DiskFile::DiskFile(DiskFile&& other) noexcept { *this = std::move(other); }
 
 DiskFile& DiskFile::operator=(DiskFile&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) {
+      flock(fd_, LOCK_UN);
+      ::close(fd_);
+    }
     fd_ = std::exchange(other.fd_, -1);
     path_ = std::move(other.path_);
     direct_ = other.direct_;
@@ -70,7 +73,11 @@ DiskFile& DiskFile::operator=(DiskFile&& other) noexcept {
 }
 
 DiskFile::~DiskFile() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ < 0) return;
+  // unlock explicitly: a ring that registered this file may hold the open
+  // file (and with it the lock) a while after close.
+  flock(fd_, LOCK_UN);
+  ::close(fd_);
 }
 
 absl::StatusOr<DiskFile> DiskFile::open(const std::string& dir, const std::string& name,
