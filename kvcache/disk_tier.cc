@@ -16,7 +16,6 @@
 namespace tandem::kvcache {
 namespace {
 
-constexpr char kFileName[] = "kv-g3.blocks";
 constexpr int kMaxIoThreads = 8;
 
 int64_t nowMicros() {

@@ -58,6 +58,9 @@ struct DiskTierOptions {
 
 class DiskTier final : public LowerTier {
  public:
+  // the file in options.dir that holds the records.
+  static constexpr const char* kFileName = "kv-g3.blocks";
+
   // opens/creates the file(s), rebuilds the index from disk (dropping torn,
   // foreign-model and bad-checksum records), falls back uring->threads and
   // O_DIRECT->buffered with one log line each.

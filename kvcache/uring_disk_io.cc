@@ -45,7 +45,11 @@ absl::StatusOr<std::unique_ptr<UringDiskIo>> UringDiskIo::create(int fd,
   io->armWake();
   const int sub = io_uring_submit(&io->ring_);
   if (sub < 0) return absl::UnavailableError(absl::StrCat("io_uring_submit: ", std::strerror(-sub)));
-  io->thread_ = std::thread([p = io.get()] { p->run(); });
+  {
+    std::lock_guard lock(io->mu_);
+    io->thread_ = std::thread([p = io.get()] { p->run(); });
+    io->ring_thread_id_ = io->thread_.get_id();
+  }
   return io;
 }
 
@@ -64,13 +68,20 @@ void UringDiskIo::write(int buffer, size_t len, uint64_t offset, Completion done
 }
 
 void UringDiskIo::submit(std::unique_ptr<Op> op) {
+  bool wake;
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(op));
+    // the ring thread drains the queue after every wake-up and after running
+    // completions, so only the first op queued while it sleeps needs a write
+    // to the eventfd (a syscall), and ops queued by completions need none.
+    wake = !wake_pending_ && std::this_thread::get_id() != ring_thread_id_;
+    if (wake) wake_pending_ = true;
   }
-  const uint64_t one = 1;
-  // the ring thread re-reads the queue once its armed read of this eventfd completes.
-  TANDEM_CHECK(::write(wake_fd_, &one, sizeof(one)) == sizeof(one));
+  if (wake) {
+    const uint64_t one = 1;
+    TANDEM_CHECK(::write(wake_fd_, &one, sizeof(one)) == sizeof(one));
+  }
 }
 
 void UringDiskIo::shutdown() {
@@ -135,12 +146,14 @@ void UringDiskIo::complete(Op* op, int res) {
 
 void UringDiskIo::run() {
   bool wake_armed = true;
+  std::vector<std::pair<Op*, int>> done;
   for (;;) {
     std::deque<std::unique_ptr<Op>> batch;
     bool stopping;
     {
       std::lock_guard lock(mu_);
       batch.swap(queue_);
+      wake_pending_ = false;
       stopping = stopping_;
     }
     for (auto& op : batch) prepare(op.release());
@@ -149,22 +162,18 @@ void UringDiskIo::run() {
       wake_armed = true;
     }
     if (stopping && batch.empty() && in_flight_ == 0) break;
-    // one syscall submits the whole batch (and the re-armed wake-up read).
+    // one syscall submits the whole batch (and a re-armed wake-up read) and
+    // waits for the first completion.
     int rc;
     do {
-      rc = io_uring_submit(&ring_);
+      rc = io_uring_submit_and_wait(&ring_, 1);
     } while (rc == -EINTR || rc == -EAGAIN || rc == -EBUSY);
     TANDEM_CHECK(rc >= 0);
-
-    io_uring_cqe* cqe = nullptr;
-    do {
-      rc = io_uring_wait_cqe(&ring_, &cqe);
-    } while (rc == -EINTR);
-    TANDEM_CHECK(rc == 0);
     // reap everything that is ready, not just the first.
     unsigned head;
     unsigned seen = 0;
-    std::vector<std::pair<Op*, int>> done;
+    io_uring_cqe* cqe = nullptr;
+    done.clear();
     io_uring_for_each_cqe(&ring_, head, cqe) {
       ++seen;
       if (io_uring_cqe_get_data64(cqe) == kWakeTag) {

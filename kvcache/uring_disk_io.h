@@ -68,6 +68,8 @@ class UringDiskIo final : public DiskIo {
   std::mutex mu_;
   std::deque<std::unique_ptr<Op>> queue_;
   bool stopping_ = false;
+  bool wake_pending_ = false;  // an eventfd write is not yet followed by a drain
+  std::thread::id ring_thread_id_;
   int in_flight_ = 0;  // ring thread only
   std::thread thread_;
 };

@@ -105,7 +105,7 @@ class RecordingListener : public KvEventListener {
 };
 
 // the tier's file in `dir`.
-inline std::string tierFile(const std::string& dir) { return dir + "/kv-g3.blocks"; }
+inline std::string tierFile(const std::string& dir) { return dir + "/" + DiskTier::kFileName; }
 
 // xors one byte of the file at `offset` with 0xff (buffered, beside the tier's own fd).
 inline bool flipByte(const std::string& path, uint64_t offset) {
