@@ -1,5 +1,6 @@
 #include "kvcache/disk_record.h"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
 #include <algorithm>
@@ -34,6 +35,19 @@ T get(std::span<const std::byte> page, size_t offset) {
 
 uint64_t payloadChecksum(std::span<const std::byte> payload) {
   return XXH3_64bits_withSeed(payload.data(), payload.size(), kChecksumSeed);
+}
+
+uint64_t copyWithChecksum(std::span<std::byte> dst, std::span<const std::byte> src) {
+  TANDEM_CHECK(dst.size() == src.size());
+  constexpr size_t kChunk = 64 * 1024;
+  XXH3_state_t state;
+  XXH3_64bits_reset_withSeed(&state, kChecksumSeed);
+  for (size_t at = 0; at < src.size(); at += kChunk) {
+    const size_t n = std::min(kChunk, src.size() - at);
+    std::memcpy(dst.data() + at, src.data() + at, n);
+    XXH3_64bits_update(&state, dst.data() + at, n);
+  }
+  return XXH3_64bits_digest(&state);
 }
 
 void encodeRecordHeader(const RecordHeader& header, const ModelFingerprint& fingerprint,

@@ -67,6 +67,11 @@ enum class HeaderCheck {
 // XXH3_64 of a block's bytes, as stored in the header.
 uint64_t payloadChecksum(std::span<const std::byte> payload);
 
+// copies src into dst (same size) and returns payloadChecksum(src), in one
+// pass over memory: each 64 KiB chunk is hashed right after its copy, while
+// it is still in cache.
+uint64_t copyWithChecksum(std::span<std::byte> dst, std::span<const std::byte> src);
+
 // writes the header page (kRecordHeaderBytes) for `header` into `page`.
 void encodeRecordHeader(const RecordHeader& header, const ModelFingerprint& fingerprint,
                         std::span<std::byte> page);

@@ -325,9 +325,9 @@ bool DiskTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte
   header.parent = parent;
   header.fingerprint_digest = fingerprint_digest_;
   header.payload_bytes = options_.block_bytes;
-  header.payload_checksum = payloadChecksum(data);
+  header.payload_checksum =
+      copyWithChecksum(record.subspan(kRecordHeaderBytes, data.size()), data);
   encodeRecordHeader(header, options_.fingerprint, record);
-  std::memcpy(record.data() + kRecordHeaderBytes, data.data(), data.size());
   std::memset(record.data() + kRecordHeaderBytes + data.size(), 0,
               record_bytes_ - kRecordHeaderBytes - data.size());
   const int64_t start = nowMicros();
@@ -433,15 +433,17 @@ void DiskTier::onReadDone(PendingLoad load, int buffer, int64_t result, int64_t 
   const bool io_ok = result == static_cast<int64_t>(record_bytes_);
   bool intact = false;
   if (io_ok) {
-    // checked and copied off the lock: the buffer is this load's alone.
+    // checked and copied off the lock: the buffer is this load's alone. The
+    // copy and the checksum go in one pass; on a mismatch dst holds the bad
+    // bytes but the load fails (DataLoss), so nothing is served.
     const std::span<const std::byte> record = buffers_->buffer(buffer);
     const std::span<const std::byte> payload =
         record.subspan(kRecordHeaderBytes, options_.block_bytes);
     RecordHeader header;
     intact = decodeRecordHeader(record.first(kRecordHeaderBytes), fingerprint_digest_,
                                 options_.block_bytes, &header) == HeaderCheck::kValid &&
-             header.hash == load.hash && payloadChecksum(payload) == header.payload_checksum;
-    if (intact) std::memcpy(load.dst.data(), payload.data(), payload.size());
+             header.hash == load.hash &&
+             copyWithChecksum(load.dst, payload) == header.payload_checksum;
   }
   absl::Status status;
   Deferred deferred;

@@ -53,7 +53,8 @@ class LowerTier {
                      TierDone done) = 0;
 
   // reads the block into `dst` (blockBytes() bytes; must stay valid until
-  // done). Marks the block most-recently-used. done gets:
+  // done; its contents are unspecified unless done gets OK). Marks the block
+  // most-recently-used. done gets:
   //   OK               dst holds the block, bit-exact as stored;
   //   NotFound         the tier does not hold `hash`;
   //   DataLoss         the stored bytes failed their checksum: the block is

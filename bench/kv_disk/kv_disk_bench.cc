@@ -41,12 +41,14 @@ uint64_t parseBytes(const char* s) {
   return static_cast<uint64_t>(v);
 }
 
-// counts completions; lets the issuing thread wait for the next one.
+// counts completions; lets the issuing thread sleep until a given count
+// (woken once, when it is reached, not at every completion).
 struct Completions {
   std::mutex mu;
   std::condition_variable cv;
   int64_t done = 0;
   int64_t failed = 0;
+  int64_t wake_at = -1;  // the count the issuing thread waits for; -1: none
   void add(const absl::Status& s) {
     std::lock_guard lock(mu);
     ++done;
@@ -54,14 +56,15 @@ struct Completions {
       ++failed;
       std::fprintf(stderr, "kv_disk_bench: %s\n", s.ToString().c_str());
     }
-    cv.notify_all();
-  }
-  void waitBeyond(int64_t seen) {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return done > seen; });
+    if (wake_at >= 0 && done >= wake_at) {
+      wake_at = -1;
+      cv.notify_one();
+    }
   }
   void waitFor(int64_t n) {
     std::unique_lock lock(mu);
+    if (done >= n) return;
+    wake_at = n;
     cv.wait(lock, [&] { return done >= n; });
   }
   int64_t count() {
@@ -128,7 +131,7 @@ int main(int argc, char** argv) {
       }
       // back-pressure: every staging buffer is busy. Offer again once a batch
       // of them is free, as an engine evicting a burst of blocks would.
-      writes.waitBeyond(seen + batch - 1);
+      writes.waitFor(std::min<int64_t>(seen + batch, i));
     }
   }
   writes.waitFor(n);
@@ -142,6 +145,7 @@ int main(int argc, char** argv) {
   std::iota(free_dst.begin(), free_dst.end(), 0);
   std::mutex mu;
   std::condition_variable cv;
+  size_t wake_at_free = 0;  // 0: the issuing thread is not waiting
   int64_t read_done = 0, read_bad = 0;
   const auto r0 = Clock::now();
   for (int64_t i = 0; i < n; ++i) {
@@ -150,8 +154,11 @@ int main(int argc, char** argv) {
     {
       // as an engine loading a prefix: a batch of blocks at a time.
       std::unique_lock lock(mu);
-      const size_t want = std::min<int64_t>(batch, n - i);
-      if (free_dst.empty()) cv.wait(lock, [&] { return free_dst.size() >= want; });
+      if (free_dst.empty()) {
+        wake_at_free = static_cast<size_t>(std::min<int64_t>(batch, n - i));
+        cv.wait(lock, [&] { return free_dst.size() >= wake_at_free; });
+        wake_at_free = 0;
+      }
       d = free_dst.back();
       free_dst.pop_back();
     }
@@ -162,7 +169,8 @@ int main(int argc, char** argv) {
       if (!s.ok() || got != hash) ++read_bad;
       ++read_done;
       free_dst.push_back(d);
-      cv.notify_all();
+      if (wake_at_free > 0 && free_dst.size() >= wake_at_free) cv.notify_one();
+      if (read_done == n) cv.notify_one();
     });
   }
   {

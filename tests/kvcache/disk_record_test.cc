@@ -80,6 +80,15 @@ TEST(DiskRecordTest, AnyFlippedByteOfTheCheckedHeaderIsCorrupt) {
   }
 }
 
+TEST(DiskRecordTest, CopyWithChecksumCopiesAndHashesLikeTheOneShotChecksum) {
+  for (size_t bytes : {size_t{1}, size_t{65536}, size_t{65537}, size_t{1179648}}) {
+    const auto src = testing::blockData(bytes, bytes);
+    std::vector<std::byte> dst(bytes);
+    EXPECT_EQ(copyWithChecksum(dst, src), payloadChecksum(src)) << bytes;
+    EXPECT_EQ(dst, src) << bytes;
+  }
+}
+
 TEST(DiskRecordTest, AllZeroPageIsBlank) {
   std::vector<std::byte> page(kRecordHeaderBytes);
   RecordHeader out;
