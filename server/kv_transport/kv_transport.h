@@ -92,6 +92,9 @@ struct KvSenderOptions {
   std::chrono::milliseconds timeout{30000};
   // gRPC: bytes per streamed message.
   size_t chunk_bytes = size_t{1} << 20;
+  // shm: uids besides this process's own a receiver may run as; P refuses
+  // to hand blocks to a socket served by any other (SO_PEERCRED).
+  std::vector<uint32_t> shm_allowed_peer_uids;
   // test hook: the block with this index in every transfer is corrupted in
   // transit (after its checksum was computed), so D must reject it. -1 = off.
   int corrupt_block_for_test = -1;

@@ -173,6 +173,11 @@ absl::StatusOr<KvSendStreamPtr> ShmKvSender::open(const TransferTarget& target) 
   }
   const shm::Deadline deadline = std::chrono::steady_clock::now() + options_.timeout;
   ASSIGN_OR_RETURN(int sock, shm::connectAbstract(e->address));
+  // an abstract socket name can be taken by anyone: make sure D is who it should be.
+  if (absl::Status peer = shm::checkPeer(sock, options_.shm_allowed_peer_uids); !peer.ok()) {
+    close(sock);
+    return peer;
+  }
   shm::Writer open;
   open.u64(options_.block_bytes).bytes(target.transfer_id);
   absl::Status s = shm::writeFrame(sock, MessageType::kOpen, open.str());

@@ -4,11 +4,14 @@
 //
 //   kv_sender_child TRANSPORT ENDPOINT TRANSFER_ID BLOCK_BYTES SEED SRC_IDS ORDER BATCH
 //                   [corrupt=I] [die_after=K] [stall_after=K] [chunk=BYTES] [timeout_ms=T]
+//                   [uid=U] [allow_uid=U]
 //
 // SRC_IDS: P's source block of each transfer index; ORDER: the order indices
 // are sent in (comma lists). Exits with finish()'s absl status code (0 = OK),
 // 100 + code when open() fails; die_after=K exits abruptly (no finish) after
-// K blocks; stall_after=K stops sending and sleeps.
+// K blocks; stall_after=K stops sending and sleeps. uid=U runs the sender as
+// uid U (the test runs as root); allow_uid=U lets it talk to a receiver
+// running as U.
 #include <unistd.h>
 
 #include <cstdio>
@@ -60,6 +63,11 @@ int main(int argc, char** argv) {
     if (a.rfind("stall_after=", 0) == 0) stall_after = static_cast<int>(value("stall_after="));
     if (a.rfind("chunk=", 0) == 0) options.chunk_bytes = value("chunk=");
     if (a.rfind("timeout_ms=", 0) == 0) options.timeout = std::chrono::milliseconds(value("timeout_ms="));
+    if (a.rfind("allow_uid=", 0) == 0) options.shm_allowed_peer_uids.push_back(value("allow_uid="));
+    if (a.rfind("uid=", 0) == 0) {
+      const auto uid = static_cast<uid_t>(value("uid="));
+      if (setgid(uid) != 0 || setuid(uid) != 0) return 96;
+    }
   }
   auto choice = parseTransportChoice(argv[1]);
   if (!choice.ok()) return 98;
