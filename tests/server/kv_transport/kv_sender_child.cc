@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "server/kv_transport/kv_transport_factory.h"
+#include "tests/fakes/corrupt_block_fault.h"
 #include "tests/server/kv_transport/kv_test_blocks.h"
 
 using namespace tandem::kv_transport;
@@ -58,7 +59,9 @@ int main(int argc, char** argv) {
   for (int i = 9; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* key) { return std::strtoll(a.c_str() + std::strlen(key), nullptr, 10); };
-    if (a.rfind("corrupt=", 0) == 0) options.corrupt_block_for_test = static_cast<int>(value("corrupt="));
+    if (a.rfind("corrupt=", 0) == 0) {
+      options.faults = std::make_shared<tandem::testing::CorruptBlockFault>(static_cast<int>(value("corrupt=")));
+    }
     if (a.rfind("die_after=", 0) == 0) die_after = static_cast<int>(value("die_after="));
     if (a.rfind("stall_after=", 0) == 0) stall_after = static_cast<int>(value("stall_after="));
     if (a.rfind("chunk=", 0) == 0) options.chunk_bytes = value("chunk=");
