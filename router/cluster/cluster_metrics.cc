@@ -28,6 +28,11 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry) {
                        .Help("KV snapshots of workers applied to the KV index (first syncs and resyncs)")
                        .Register(registry)
                        .Add({});
+  kv_snapshots_refused_ = &prometheus::BuildCounter()
+                               .Name("tandem:router_kv_snapshots_refused_total")
+                               .Help("KV snapshots refused for holding more blocks than the worker can store")
+                               .Register(registry)
+                               .Add({});
   kv_index_blocks_ = &prometheus::BuildGauge()
                           .Name("tandem:router_kv_index_blocks")
                           .Help("KV blocks the router's index holds, per worker address")

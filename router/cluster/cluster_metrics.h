@@ -29,6 +29,9 @@ class ClusterMetrics {
   // tandem:router_kv_snapshots_total: every snapshot the KV index applied
   // (a worker's first one and its resyncs).
   void countKvSnapshot() { kv_snapshots_->Increment(); }
+  // tandem:router_kv_snapshots_refused_total: snapshots refused for holding
+  // more blocks than the worker can store (KvSubscriberOptions).
+  void countKvSnapshotRefused() { kv_snapshots_refused_->Increment(); }
   // tandem:router_kv_index_blocks{worker=address} = blocks the KV index
   // holds for the worker.
   void setKvIndexBlocks(const std::string& worker, size_t blocks);
@@ -43,6 +46,7 @@ class ClusterMetrics {
   prometheus::Counter* migrations_;
   prometheus::Counter* kv_resyncs_;
   prometheus::Counter* kv_snapshots_;
+  prometheus::Counter* kv_snapshots_refused_;
   prometheus::Family<prometheus::Gauge>* kv_index_blocks_;
   prometheus::Family<prometheus::Gauge>* workers_;
 };

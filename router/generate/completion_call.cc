@@ -1,5 +1,6 @@
 #include "router/generate/completion_call.h"
 
+#include <cstdio>
 #include <random>
 
 #include "absl/strings/str_format.h"
@@ -163,6 +164,7 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
     if (!delta.empty() || !logprobs.empty() || !finish.empty()) {
       sendDelta(choice, std::move(delta), std::move(logprobs), finish);
     }
+    if (cutOffSlowClient()) return;
   } else {
     choice.result.text += delta;
     for (auto& e : logprobs) choice.result.logprobs.push_back(std::move(e));
@@ -246,6 +248,19 @@ void CompletionCall::clientGone() {
   cancelAll();
   // 499: nginx's "client closed request".
   metrics_.end(endpointLabel(request_.endpoint), 499);
+}
+
+bool CompletionCall::cutOffSlowClient() {
+  const size_t backlog = writer_->pendingBytes();
+  if (backlog <= context_.max_stream_backlog_bytes) return false;
+  answered_ = true;
+  cancelAll();
+  metrics_.end(endpointLabel(request_.endpoint), 499);
+  if (context_.metrics != nullptr) context_.metrics->countSlowClient();
+  std::fprintf(stderr, "tandem router: %s: the client left %zu bytes unread; cancelled and closed\n",
+               meta_.id.c_str(), backlog);
+  writer_->abort();
+  return true;
 }
 
 void CompletionCall::cancelAll() {

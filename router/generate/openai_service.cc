@@ -62,6 +62,7 @@ OpenAiService::OpenAiService(ServingMetrics* metrics, OpenAiServiceOptions optio
 void OpenAiService::setReady(const CallContext& context) {
   context_.model = context.model;
   context_.generator = context.generator;
+  context_.max_stream_backlog_bytes = options_.max_stream_backlog_bytes;
   AdmissionOptions admission;
   admission.api_keys = options_.api_keys;
   admission.max_pending_requests = options_.max_pending_requests;

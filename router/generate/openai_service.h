@@ -27,6 +27,9 @@ struct OpenAiServiceOptions {
   int max_pending_requests = 1024;
   // most prompt tokens (0 = the model's context length).
   int max_prompt_tokens = 0;
+  // CallContext::max_stream_backlog_bytes: a streaming client leaving more
+  // unread is cut off (its generation cancelled).
+  size_t max_stream_backlog_bytes = size_t{4} << 20;
 };
 
 class OpenAiService {

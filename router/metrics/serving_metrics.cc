@@ -47,6 +47,8 @@ ServingMetrics::ServingMetrics() : registry_(std::make_shared<prometheus::Regist
                         .Help("prompt tokens found in the prefix cache").Register(r).Add({});
   rejected_ = &BuildCounter().Name("tandem:requests_rejected_total")
                    .Help("requests refused with 429 (overloaded)").Register(r).Add({});
+  slow_clients_ = &BuildCounter().Name("tandem:slow_clients_cut_off_total")
+                       .Help("streams closed because the client stopped reading").Register(r).Add({});
   running_ = &BuildGauge().Name("tandem:num_requests_running")
                   .Help("sequences in the engine's running batch").Register(r).Add({});
   waiting_ = &BuildGauge().Name("tandem:num_requests_waiting")

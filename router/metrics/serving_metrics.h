@@ -36,6 +36,8 @@ class ServingMetrics {
   void observeE2e(double seconds) { e2e_->Observe(seconds); }
   void addTokens(int prompt, int generated, int cached);
   void countRejected() { rejected_->Increment(); }
+  // a streaming client cut off for not reading (CallContext::max_stream_backlog_bytes).
+  void countSlowClient() { slow_clients_->Increment(); }
 
   // the text exposition format (version 0.0.4).
   std::string render();
@@ -55,6 +57,7 @@ class ServingMetrics {
   prometheus::Counter* generation_tokens_;
   prometheus::Counter* cached_tokens_;
   prometheus::Counter* rejected_;
+  prometheus::Counter* slow_clients_;
   prometheus::Gauge* running_;
   prometheus::Gauge* waiting_;
   prometheus::Gauge* kv_usage_;

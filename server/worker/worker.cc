@@ -115,7 +115,7 @@ absl::Status Worker::startTransport(const WorkerOptions& options, const std::str
     kv_transport::KvSenderOptions sender_options;
     sender_options.block_bytes = context_.block_bytes;
     sender_options.timeout = options.prefill_timeout;
-    sender_options.corrupt_block_for_test = options.corrupt_kv_block_for_test;
+    sender_options.faults = options.kv_faults;
     ASSIGN_OR_RETURN(sender_, kv_transport::createKvSender(sender_options, options.kv_transport));
     context_.sender = sender_.get();
   }

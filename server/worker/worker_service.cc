@@ -2,6 +2,7 @@
 
 #include "server/worker/generate_call.h"
 #include "server/worker/kv_events_call.h"
+#include "server/worker/kv_snapshot_call.h"
 #include "server/worker/prefill_call.h"
 
 namespace tandem::worker {
@@ -22,16 +23,9 @@ grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* WorkerService::KvEvents(
   return KvEventsCall::start(context_, *request);
 }
 
-grpc::ServerUnaryReactor* WorkerService::KvSnapshot(grpc::CallbackServerContext* context,
-                                                    const tandem::v1::KvSnapshotRequest* request,
-                                                    tandem::v1::KvSnapshotResponse* response) {
-  const kvcache::KvSnapshot snapshot = context_.loop->kvEvents().snapshot();
-  response->set_worker_id(context_.info.worker_id());
-  response->set_last_event_id(snapshot.last_event_id);
-  for (const kvcache::BlockStored& block : snapshot.blocks) *response->add_blocks() = toProto(block);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+grpc::ServerWriteReactor<tandem::v1::KvSnapshotResponse>* WorkerService::KvSnapshot(
+    grpc::CallbackServerContext* context, const tandem::v1::KvSnapshotRequest* request) {
+  return KvSnapshotCall::start(context_);
 }
 
 grpc::ServerUnaryReactor* WorkerService::Stats(grpc::CallbackServerContext* context,

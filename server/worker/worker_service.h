@@ -1,6 +1,6 @@
 // tandem.v1.Worker over gRPC (callback API): Generate (decode side,
 // streaming), Prefill (prefill side), KvEvents and KvSnapshot (the router's
-// KV index), Stats (load) and Info (who this worker is).
+// KV index; both streaming), Stats (load) and Info (who this worker is).
 #pragma once
 
 #include "server/worker/worker_context.h"
@@ -22,9 +22,8 @@ class WorkerService final : public tandem::v1::Worker::CallbackService {
                                     tandem::v1::PrefillResponse* response) override;
   grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* KvEvents(
       grpc::CallbackServerContext* context, const tandem::v1::KvEventsRequest* request) override;
-  grpc::ServerUnaryReactor* KvSnapshot(grpc::CallbackServerContext* context,
-                                       const tandem::v1::KvSnapshotRequest* request,
-                                       tandem::v1::KvSnapshotResponse* response) override;
+  grpc::ServerWriteReactor<tandem::v1::KvSnapshotResponse>* KvSnapshot(
+      grpc::CallbackServerContext* context, const tandem::v1::KvSnapshotRequest* request) override;
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
                                   const tandem::v1::StatsRequest* request,
                                   tandem::v1::WorkerStats* response) override;
