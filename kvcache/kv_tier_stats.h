@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "kvcache/kv_events.h"
 
@@ -30,6 +31,16 @@ struct TierLatency {
     ++count;
   }
 };
+
+// "device", "host", "disk": the tier's label in metrics and logs.
+inline std::string_view kvTierName(KvTier tier) {
+  switch (tier) {
+    case KvTier::kDevice: return "device";
+    case KvTier::kHost: return "host";
+    case KvTier::kDisk: return "disk";
+  }
+  return "unknown";
+}
 
 struct KvTierStats {
   KvTier tier = KvTier::kHost;
