@@ -63,17 +63,30 @@ void KvTierChain::setHostTier(std::unique_ptr<HostTier> g2) {
   shared_->stats[kHostIndex].io_mode = "memcpy";
 }
 
-void KvTierChain::setDiskTier(std::unique_ptr<LowerTier> g3, std::string io_mode) {
+void KvTierChain::setDiskTier(std::unique_ptr<LowerTier> g3, std::string io_mode,
+                              std::vector<std::pair<BlockHash, BlockHash>> recovered) {
   TANDEM_CHECK(g3 != nullptr && g3->blockBytes() == g1_.blockBytes());
   g3_ = std::move(g3);
+  recovered_ = std::move(recovered);
   g3_->setEventListener(this);
   std::lock_guard lock(shared_->mu);
   shared_->stats[kDiskIndex].io_mode = std::move(io_mode);
 }
 
 void KvTierChain::setEventListener(KvEventListener* listener) {
+  // G3's lock is never taken under shared_->mu (its events take that one).
+  std::vector<std::pair<BlockHash, BlockHash>> recovered;
+  if (listener != nullptr && g3_ != nullptr) {
+    for (const auto& block : recovered_) {
+      if (g3_->contains(block.first)) recovered.push_back(block);
+    }
+    recovered_.clear();
+  }
   std::lock_guard lock(shared_->mu);
   shared_->listener = listener;
+  for (const auto& [hash, parent] : recovered) {
+    listener->onKvEvent(BlockStored{hash, parent, KvTier::kDisk});
+  }
 }
 
 void KvTierChain::setCompletionWakeup(std::function<void()> wakeup) {

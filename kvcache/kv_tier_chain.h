@@ -30,6 +30,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -64,13 +65,17 @@ class KvTierChain final : public BlockEvictionListener, private KvEventListener 
 
   // installs the tiers (before use). blockBytes() must equal G1's.
   void setHostTier(std::unique_ptr<HostTier> g2);
-  // `io_mode` labels G3's metrics (e.g. "uring", "threads").
-  void setDiskTier(std::unique_ptr<LowerTier> g3, std::string io_mode);
+  // `io_mode` labels G3's metrics (e.g. "uring", "threads"). `recovered`:
+  // the (hash, parent) of blocks G3 found at open (a restart), published as
+  // BlockStored{.., kDisk} to the first listener set.
+  void setDiskTier(std::unique_ptr<LowerTier> g3, std::string io_mode,
+                   std::vector<std::pair<BlockHash, BlockHash>> recovered = {});
   bool empty() const { return g2_ == nullptr && g3_ == nullptr; }
   LowerTier* hostTier() const { return g2_.get(); }
   LowerTier* diskTier() const { return g3_.get(); }
 
-  // receives every tier's events; not owned, may be null. thread-safe.
+  // receives every tier's events; not owned, may be null. thread-safe. the
+  // first non-null listener also gets G3's recovered blocks still held.
   void setEventListener(KvEventListener* listener);
   // called (on a tier's thread) when loads started by startLoads complete
   // there; must be cheap (e.g. wake the engine loop). null to stop. after
@@ -128,6 +133,7 @@ class KvTierChain final : public BlockEvictionListener, private KvEventListener 
   std::unique_ptr<LowerTier> g3_;
   // engine thread only.
   std::vector<std::byte> evict_staging_;
+  std::vector<std::pair<BlockHash, BlockHash>> recovered_;
   uint64_t next_ticket_ = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<LoadJob>> jobs_;
 };

@@ -7,7 +7,7 @@ namespace tandem::engine {
 // the integration of kvcache::DiskTier goes here: map request.options onto
 // DiskTierOptions (dir, capacity_bytes, io, queue_depth, min_hits,
 // block_bytes, fingerprint with weights_id), call DiskTier::open and return
-// the tier with its ioModeName().
+// the tier with its ioModeName() and recovered().
 absl::StatusOr<OpenedDiskTier> openDiskTier(const DiskTierRequest& request) {
   (void)request;
   return absl::FailedPreconditionError(

@@ -62,7 +62,7 @@ absl::StatusOr<std::unique_ptr<kvcache::KvTierChain>> buildTiers(
     if (disk.tier == nullptr || disk.tier->blockBytes() != layout.blockBytes()) {
       return absl::InternalError("the disk tier's block size does not match the KV cache");
     }
-    chain->setDiskTier(std::move(disk.tier), std::move(disk.io_mode));
+    chain->setDiskTier(std::move(disk.tier), std::move(disk.io_mode), std::move(disk.recovered));
   }
   return chain;
 }

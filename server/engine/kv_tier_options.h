@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kvcache/lower_tier.h"
@@ -40,6 +42,9 @@ struct OpenedDiskTier {
   std::unique_ptr<kvcache::LowerTier> tier;
   // the io mode in use, for the metrics ("uring", "threads", ...).
   std::string io_mode;
+  // (hash, parent) of the blocks found at open (DiskTier::recovered()),
+  // republished as BlockStored{.., kDisk} so the router's index learns them.
+  std::vector<std::pair<kvcache::BlockHash, kvcache::BlockHash>> recovered;
 };
 
 // opens G3; errors are reported at start (the process does not serve).

@@ -206,6 +206,27 @@ TEST_F(KvTierChainTest, HostEvictionsAreDemotedToDiskAndRefusalsCounted) {
   EXPECT_GT(statsOf(KvTier::kDisk).admission_rejections, 0u);
 }
 
+TEST_F(KvTierChainTest, BlocksTheDiskFoundAtOpenArePublishedToTheFirstListener) {
+  BytesBlockIo io(kG1Blocks, kBytes);
+  KvTierChain chain(io);
+  auto g3 = std::make_unique<ManualTier>(kBytes);
+  std::vector<std::byte> data(kBytes);
+  ASSERT_TRUE(g3->store(11, 0, data, [](absl::Status) {}));
+  ASSERT_TRUE(g3->store(12, 11, data, [](absl::Status) {}));
+  // 13 was recovered but is gone again: not published.
+  chain.setDiskTier(std::move(g3), "manual", {{11, 0}, {12, 11}, {13, 12}});
+  KvEventLog log;
+  chain.setEventListener(&log);
+  auto events = log.readAfter(0, 10, std::chrono::milliseconds(0));
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ(std::get<BlockStored>((*events)[0].event), (BlockStored{11, 0, KvTier::kDisk}));
+  EXPECT_EQ(std::get<BlockStored>((*events)[1].event), (BlockStored{12, 11, KvTier::kDisk}));
+  chain.setEventListener(nullptr);
+  chain.setEventListener(&log);  // only once
+  EXPECT_EQ(log.lastEventId(), 2u);
+}
+
 TEST_F(KvTierChainTest, MaintainKeepsHostMemoryUnderItsHighWatermark) {
   useTiers(20, true);
   std::vector<std::byte> data(kBytes);
