@@ -111,7 +111,7 @@ void KvTierChain::storeInto(int index, BlockHash hash, BlockHash parent,
     std::lock_guard lock(shared->mu);
     KvTierStats& s = shared->stats[index];
     if (!status.ok()) {
-      ++s.admission_rejections;
+      ++s.write_failures;
       return;
     }
     ++s.offloads;

@@ -58,6 +58,8 @@ struct KvTierStats {
   uint64_t offloads = 0;
   // stores the tier refused (admission, full of work, disabled).
   uint64_t admission_rejections = 0;
+  // stores the tier took whose write then failed (the block was dropped).
+  uint64_t write_failures = 0;
   // blocks that left the tier (LRU eviction or removal).
   uint64_t evictions = 0;
   uint64_t bytes_read = 0;

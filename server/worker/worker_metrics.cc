@@ -74,6 +74,8 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
                          .Help("blocks that left a tier").Register(r);
   tier_rejections_ = &BuildCounter().Name("tandem:kv_tier_admission_rejections_total")
                           .Help("stores a tier refused (admission, busy, disabled)").Register(r);
+  tier_write_failures_ = &BuildCounter().Name("tandem:kv_tier_write_failures_total")
+                              .Help("stores a tier took but failed to write (dropped)").Register(r);
   tier_bytes_read_ = &BuildCounter().Name("tandem:kv_tier_read_bytes_total")
                           .Help("bytes loaded from a tier").Register(r);
   tier_bytes_written_ = &BuildCounter().Name("tandem:kv_tier_written_bytes_total")
@@ -123,6 +125,7 @@ void WorkerMetrics::exportTiers(const std::vector<kvcache::KvTierStats>& tiers,
     add(tier_offloads_, now.offloads, before.offloads);
     add(tier_evictions_, now.evictions, before.evictions);
     add(tier_rejections_, now.admission_rejections, before.admission_rejections);
+    add(tier_write_failures_, now.write_failures, before.write_failures);
     add(tier_bytes_read_, now.bytes_read, before.bytes_read);
     add(tier_bytes_written_, now.bytes_written, before.bytes_written);
     observeDelta(tier_read_seconds_->Add(labels, kTierLatencyBuckets), now.read_seconds,

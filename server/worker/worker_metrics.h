@@ -77,6 +77,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Counter>* tier_offloads_;
   prometheus::Family<prometheus::Counter>* tier_evictions_;
   prometheus::Family<prometheus::Counter>* tier_rejections_;
+  prometheus::Family<prometheus::Counter>* tier_write_failures_;
   prometheus::Family<prometheus::Counter>* tier_bytes_read_;
   prometheus::Family<prometheus::Counter>* tier_bytes_written_;
   prometheus::Family<prometheus::Histogram>* tier_read_seconds_;

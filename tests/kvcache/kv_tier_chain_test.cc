@@ -227,6 +227,18 @@ TEST_F(KvTierChainTest, BlocksTheDiskFoundAtOpenArePublishedToTheFirstListener) 
   EXPECT_EQ(log.lastEventId(), 2u);
 }
 
+TEST_F(KvTierChainTest, StoresThatFailToWriteAreCountedApartFromRefusals) {
+  useTiers(0, true);
+  g3_->failWrites(true);
+  compute(1, a_, 10);
+  compute(2, b_, 50, false);
+  const KvTierStats disk = statsOf(KvTier::kDisk);
+  EXPECT_EQ(disk.write_failures, 3u);
+  EXPECT_EQ(disk.admission_rejections, 0u);
+  EXPECT_EQ(disk.offloads, 0u);
+  EXPECT_EQ(kv_.onboardPrompt(a_, true).state, KvCacheManager::OnboardState::kNone);
+}
+
 TEST_F(KvTierChainTest, MaintainKeepsHostMemoryUnderItsHighWatermark) {
   useTiers(20, true);
   std::vector<std::byte> data(kBytes);

@@ -39,6 +39,10 @@ class ManualTier final : public LowerTier {
     {
       std::lock_guard lock(mu_);
       if (refuse_stores_) return false;
+      if (fail_writes_) {
+        done(absl::InternalError("write failed (test)"));
+        return true;
+      }
       blocks_[hash].assign(data.begin(), data.end());
       listener = listener_;
     }
@@ -63,6 +67,11 @@ class ManualTier final : public LowerTier {
   void refuseStores(bool refuse) {
     std::lock_guard lock(mu_);
     refuse_stores_ = refuse;
+  }
+  // stores are taken, then fail (done gets an error, nothing is kept).
+  void failWrites(bool fail) {
+    std::lock_guard lock(mu_);
+    fail_writes_ = fail;
   }
   // waits up to 30 s until at least n loads are pending.
   bool waitForPendingLoads(size_t n) {
@@ -110,6 +119,7 @@ class ManualTier final : public LowerTier {
   std::vector<Pending> pending_;
   KvEventListener* listener_ = nullptr;
   bool refuse_stores_ = false;
+  bool fail_writes_ = false;
 };
 
 // G1 as num_blocks * block_bytes bytes of host memory.
