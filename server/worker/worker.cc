@@ -89,6 +89,7 @@ absl::Status Worker::startEngine(const WorkerOptions& options) {
   loop_ = std::make_unique<engine::EngineLoop>(std::move(local));
   context_.loop = loop_.get();
   metrics_.setLoadSource([loop = loop_.get()] { return loop->stats(); });
+  metrics_.setKvTierSource([loop = loop_.get()] { return loop->kvTierStats(); });
   executor_ = std::make_unique<CallExecutor>(kCallThreads);
   context_.executor = executor_.get();
   kv_events_feed_ = std::make_unique<KvEventsFeed>(context_);
