@@ -1,6 +1,6 @@
 // The one place where the engine opens its G3 disk tier (--kv-disk-path).
-// The disk tier (kvcache/disk_tier.h, DiskTier::open) is built beside this
-// one; until it is linked in, asking for G3 is an error at start.
+// kvcache::DiskTier over DIR/kv-g3.blocks; a tier that cannot use its disk
+// (missing directory, full disk) opens disabled and serving goes on.
 #pragma once
 
 #include "absl/status/statusor.h"
@@ -8,8 +8,8 @@
 
 namespace tandem::engine {
 
-// opens G3 as `request` describes. FailedPrecondition while the disk tier
-// is not linked into this build.
+// opens G3 as `request` describes. InvalidArgument for options DiskTier
+// refuses (a bad --kv-disk-io, a capacity below one record).
 absl::StatusOr<OpenedDiskTier> openDiskTier(const DiskTierRequest& request);
 
 }  // namespace tandem::engine

@@ -9,6 +9,7 @@
 #include "kvcache/host_tier.h"
 #include "server/engine/disk_tier_opener.h"
 #include "server/engine/runner_block_io.h"
+#include "server/model/weights_identity.h"
 
 namespace tandem::engine {
 namespace {
@@ -28,7 +29,7 @@ absl::StatusOr<int64_t> chooseNumBlocks(const EngineAssemblyOptions& opts,
 
 // the tiers the options ask for, over the runner's KV storage; null for none.
 absl::StatusOr<std::unique_ptr<kvcache::KvTierChain>> buildTiers(
-    const EngineAssemblyOptions& opts, const model::ModelConfig& cfg,
+    const EngineAssemblyOptions& opts, const model::ModelWeights& weights,
     const kvcache::KvLayout& layout, kvcache::KvBlockIo& g1) {
   const KvTierOptions& t = opts.tiers;
   if (t.host_bytes == 0 && t.disk_path.empty()) return nullptr;
@@ -51,12 +52,13 @@ absl::StatusOr<std::unique_ptr<kvcache::KvTierChain>> buildTiers(
     DiskTierRequest request;
     request.options = t;
     request.block_bytes = layout.blockBytes();
-    request.fingerprint.architecture = cfg.architecture;
+    request.fingerprint.architecture = weights.config().architecture;
     request.fingerprint.num_layers = layout.num_layers;
     request.fingerprint.num_kv_heads = layout.num_kv_heads;
     request.fingerprint.head_dim = layout.head_dim;
     request.fingerprint.block_size = layout.block_size;
     request.fingerprint.dtype = layout.dtype;
+    request.fingerprint.weights_id = model::weightsIdentity(weights);
     const DiskTierOpener& open = opts.open_disk_tier ? opts.open_disk_tier : openDiskTier;
     ASSIGN_OR_RETURN(OpenedDiskTier disk, open(request));
     if (disk.tier == nullptr || disk.tier->blockBytes() != layout.blockBytes()) {
@@ -114,7 +116,7 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   le->engine_ = std::make_unique<Engine>(ec, *le->runner_);
   // the CPU backend's KV storage is host memory: tiers copy it directly.
   le->block_io_ = std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, true);
-  ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, cfg, layout, *le->block_io_));
+  ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, *le->weights_, layout, *le->block_io_));
   le->engine_->setKvTiers(le->tiers_.get());
   return le;
 }

@@ -47,6 +47,23 @@ TEST_F(KvTierFlagsTest, BadValuesEndWithAnErrorNamingTheFlag) {
   expectError({"--kv-disk-min-hits", "0"}, "--kv-disk-min-hits");
 }
 
+TEST_F(KvTierFlagsTest, DiskTierOutputEqualsTheOracleAndItsFileIsMade) {
+  const json c = json::parse(readFile(testing::sourceDir() +
+                                      "/models/stories260K/greedy_oracle.json").value())["cases"][0];
+  std::string ids;
+  for (int id : c["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string disk = dir_ + "/g3";
+  const CommandResult r = testing::runTandem(
+      {"generate", "--model", testing::storiesGguf(), "--prompt-ids", ids, "--max-tokens", "48",
+       "--json", "--kv-host-bytes", "64K", "--kv-budget", "256K", "--kv-disk-path", disk,
+       "--kv-disk-bytes", "4M", "--kv-disk-min-hits", "1"},
+      dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["completion_ids"], c["completion_ids"]);
+  EXPECT_NE(r.err.find("kv disk tier: " + disk), std::string::npos) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(disk + "/kv-g3.blocks"));
+}
+
 TEST_F(KvTierFlagsTest, HostTierOutputEqualsTheOracle) {
   const json c = json::parse(readFile(testing::sourceDir() +
                                       "/models/stories260K/greedy_oracle.json").value())["cases"][0];
