@@ -56,6 +56,12 @@ class FrontendServerTest : public ::testing::Test {
     return client->readResponse(std::chrono::seconds(10)).value_or(RawResponse{});
   }
 
+  // a generous deadline: a call admitted by mistake is held by the
+  // generator and would never end.
+  static void setDeadline(grpc::ClientContext& context) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  }
+
   static tandem::v1::GenerateRequest grpcRequest() {
     tandem::v1::GenerateRequest request;
     request.set_text("Once");
@@ -85,6 +91,7 @@ TEST_F(FrontendServerTest, HttpAndGrpcShareOneCapacityBudget) {
 
   // gRPC holds the one sequence: HTTP is refused.
   auto grpc_context = std::make_unique<grpc::ClientContext>();
+  setDeadline(*grpc_context);
   auto held = stub_->Generate(grpc_context.get(), grpcRequest());
   tandem::v1::GenerateResponse message;
   ASSERT_TRUE(held->Read(&message));
@@ -104,6 +111,7 @@ TEST_F(FrontendServerTest, HttpAndGrpcShareOneCapacityBudget) {
       "/v1/completions", R"({"model":"stories260K","prompt":"Once","stream":true})")));
   ASSERT_TRUE(client->readHead(std::chrono::seconds(10)).has_value());
   grpc::ClientContext refused_context;
+  setDeadline(refused_context);
   auto refused = stub_->Generate(&refused_context, grpcRequest());
   EXPECT_FALSE(refused->Read(&message));
   EXPECT_EQ(refused->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);

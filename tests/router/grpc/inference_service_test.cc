@@ -47,6 +47,9 @@ class InferenceServiceTest : public ::testing::Test {
   grpc::Status generate(const tandem::v1::GenerateRequest& request, const std::string& key = "",
                         int* messages = nullptr) {
     grpc::ClientContext context;
+    // a generous deadline: a call admitted by mistake is held by the
+    // generator and would never end.
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     if (!key.empty()) context.AddMetadata("authorization", "Bearer " + key);
     auto reader = stub_->Generate(&context, request);
     tandem::v1::GenerateResponse response;
