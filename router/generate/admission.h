@@ -80,7 +80,7 @@ struct AdmissionOptions {
   // hardware threads, 1 to 8).
   int prepare_threads = 0;
   // requests waiting for a preparing thread; more are kOverloaded.
-  int max_queued_prepares = 64;
+  int max_queued_prepares = 1024;
 };
 
 
