@@ -192,7 +192,8 @@ void registerServeCommand(CLI::App& app) {
   setAction(cmd, [args, cmd] {
     args->router_flags = givenFlags(
         cmd, {"--served-model-name", "--http-threads", "--api-key", "--chat-template",
-              "--max-pending-requests", "--max-prompt-tokens", "--max-request-mb",
+              "--max-pending-requests", "--max-admitted-seqs", "--max-admitted-prompt-tokens",
+              "--max-prompt-tokens", "--prepare-threads", "--max-prepare-queue", "--max-request-mb",
               "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens"});
     args->worker_flags = givenFlags(
         cmd, {"--served-model-name", "--block-size", "--max-num-seqs", "--max-batched-tokens",

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "router/generate/admission.h"
 #include "router/generate/openai_service.h"
 #include "tests/common/http/server_test_util.h"
 #include "tests/router/generate/stories_serving.h"
@@ -58,10 +59,13 @@ TEST(SlowClientTest, AStreamingClientThatStopsReadingIsCutOffAndItsGenerationCan
   constexpr size_t kBacklog = 64 * 1024;
   testing::StoriesServing serving;
   serving.generator.setDefaultScript(FakeScript{.tokens = {300, 301, 302, 303}, .endless = true});
-  OpenAiService service(&serving.metrics, OpenAiServiceOptions{.max_stream_backlog_bytes = kBacklog});
+  CallContext context = serving.context();
+  context.max_stream_backlog_bytes = kBacklog;
+  Admission admission(context, AdmissionOptions{});
+  OpenAiService service(&serving.metrics);
   http::HttpServerPtr server = http::testing::startServer({}, service.handler());
   ASSERT_NE(server, nullptr);
-  service.setReady(serving.context());
+  service.setReady(&admission);
 
   const int fd = connectWithSmallReceiveBuffer(server->port());
   ASSERT_GE(fd, 0);
