@@ -90,7 +90,7 @@ TEST(SlowClientTest, AStreamingClientThatStopsReadingIsCutOffAndItsGenerationCan
   EXPECT_LT(serving.generator.deliveredCount(), kRunaway / 10);
   EXPECT_TRUE(http::testing::waitUntil(
       [&] { return serving.metric("tandem:slow_clients_cut_off_total") == 1; }));
-  EXPECT_TRUE(http::testing::waitUntil([&] { return service.pending() == 0; }));
+  EXPECT_TRUE(http::testing::waitUntil([&] { return admission.pending() == 0; }));
   // the server closed the connection: reading drains what the kernel had
   // buffered, then ends.
   EXPECT_GE(readUntilClosed(fd, std::chrono::seconds(30)), 0);
