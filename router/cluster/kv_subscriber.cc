@@ -1,5 +1,6 @@
 #include "router/cluster/kv_subscriber.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <thread>
@@ -88,11 +89,11 @@ class KvSubscriber::Subscription {
       if (!batch.worker_id().empty() && batch.worker_id() != worker_id) break;
       for (const tandem::v1::KvEvent& event : batch.events()) {
         if (event.event_id() <= last) continue;  // already in the snapshot
-        if (event.event_id() != last + 1) {
-          resync = true;  // a gap: events were lost
+        // a gap (events lost): the index refuses it too.
+        if (event.event_id() != last + 1 || !index_->applyEvent(address_, event)) {
+          resync = true;
           break;
         }
-        index_->applyEvent(address_, event);
         last = event.event_id();
       }
       publishBlocks();
@@ -165,7 +166,10 @@ int KvSubscriber::resyncs() const { return resyncs_->load(); }
 void KvSubscriber::reconcile() {
   std::map<std::string, bool> wanted;
   for (const WorkerState& w : pool_->snapshot()) {
-    if (w.has_info) wanted[w.address] = true;
+    if (!w.has_info) continue;
+    wanted[w.address] = true;
+    // the index bounds what a worker announces by what it can hold.
+    index_->setWorkerCapacity(w.address, std::max<int64_t>(w.info.num_blocks(), w.stats.num_blocks()));
   }
   std::vector<std::unique_ptr<Subscription>> gone;
   std::vector<std::string> gone_addresses;
