@@ -110,7 +110,9 @@ class KvSubscriber::Subscription {
   }
 
   void publishBlocks() {
-    if (metrics_ != nullptr) metrics_->setKvIndexBlocks(address_, index_->numBlocks(address_));
+    if (metrics_ == nullptr) return;
+    metrics_->setKvIndexBlocks(address_, index_->numBlocks(address_));
+    metrics_->setKvIndexTotals(index_->totalBlocks(), index_->memoryBytes(), index_->evictions());
   }
 
   const KvSubscriberOptions& options_;

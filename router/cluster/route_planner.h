@@ -47,13 +47,6 @@ struct RoutePlannerOptions {
   uint64_t seed = 0;
 };
 
-// how a decision relates to the cache.
-enum class RouteOutcome {
-  kCacheHit,  // the prefilling worker holds some of the prompt
-  kSpread,    // another worker held some, the policy chose one that did not (load)
-  kCold,      // no worker held any of it
-};
-
 struct RouteDecision {
   std::string decode_address;
   std::string prefill_address;  // "" = D prefills locally

@@ -27,6 +27,13 @@
 
 namespace tandem::router::cluster {
 
+// how a decision relates to the cache.
+enum class RouteOutcome {
+  kCacheHit,  // the prefilling worker holds some of the prompt
+  kSpread,    // another worker held some, the policy chose one that did not (load)
+  kCold,      // no worker held any of it
+};
+
 struct RoutingCosts {
   // seconds to bring one block from host / disk into device memory.
   double host_onboard_s_per_block = 0.0002;
