@@ -20,6 +20,8 @@ void registerGenerateCommand(CLI::App& app);
 void registerServeCommand(CLI::App& app);
 void registerBenchCommand(CLI::App& app);
 void registerRouterCommand(CLI::App& app);
+// `tandem router simulate` (under the router's command).
+void registerRouterSimulateCommand(CLI::App* router);
 void registerWorkerCommand(CLI::App& app);
 
 }  // namespace tandem::cli

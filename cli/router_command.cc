@@ -23,6 +23,7 @@
 #include "router/cluster/kv_subscriber.h"
 #include "router/cluster/registry_service.h"
 #include "router/cluster/remote_generator.h"
+#include "router/cluster/routing_policy.h"
 #include "router/cluster/worker_discovery.h"
 #include "router/cluster/worker_pool.h"
 #include "router/frontend/frontend_server.h"
@@ -181,7 +182,12 @@ void registerRouterCommand(CLI::App& app) {
   cmd->add_option("--migration-timeout", args->migration_timeout_s,
                   "seconds a request waits for a decode worker before failing")->capture_default_str();
   addFrontendFlags(cmd, &args->web, "gRPC port: the tandem API and the workers' registry (0 = any free)");
-  setAction(cmd, [args] { return runRouter(*args); });
+  registerRouterSimulateCommand(cmd);
+  setAction(cmd, [args, cmd] {
+    // `tandem router simulate` ran its own action.
+    if (cmd->got_subcommand("simulate")) return absl::OkStatus();
+    return runRouter(*args);
+  });
 }
 
 }  // namespace tandem::cli
