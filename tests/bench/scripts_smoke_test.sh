@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
 mkdir -p "$no_llama"
 
-covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh router_sim.sh)
+covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh router_sim.sh router_live.sh)
 for script in "$root"/bench/*.sh; do
   name=$(basename "$script")
   [[ " ${covered[*]} " == *" $name "* ]] || { echo "FAIL: bench/$name has no smoke run here" >&2; exit 1; }
@@ -48,6 +48,7 @@ run serve_vs_llamacpp "skipped: llama.cpp not found" \
 run distserve "" bash "$root/bench/distserve.sh" "$tandem"
 run prefill_threshold "" bash "$root/bench/prefill_threshold.sh" "$tandem"
 run router_sim "decision latency: p50" bash "$root/bench/router_sim.sh" "$tandem"
+run router_live "kv cached ratio" bash "$root/bench/router_live.sh" "$tandem"
 
 if ((${#failed[@]})); then
   echo "failed: ${failed[*]}"
