@@ -29,8 +29,8 @@ int KvIndex::slotLocked(const std::string& address, bool create) {
     }
   }
   if (slot < 0) {
-    // Holder::worker is 16 bits: past 65535 workers the last slot is shared
-    // (never reached: a pool that big is not one router's).
+    // Holder::worker is 16 bits: a 65536th worker is not indexed (its
+    // prompts read as uncached; a pool that big is not one router's).
     if (workers_.size() >= std::numeric_limits<uint16_t>::max()) return -1;
     slot = static_cast<int>(workers_.size());
     workers_.emplace_back();
