@@ -46,7 +46,7 @@ class SimWorker {
 
   const std::string& address() const { return address_; }
   // request `id` arrives at `now` (the worker has advanced to now); returns
-  // the prompt tokens its cache held.
+  // the prompt tokens its cache held. `request` must outlive the worker.
   int64_t enqueue(int id, const SimRequest& request, double now);
   // when the step in progress ends (+inf when idle).
   double nextEventTime() const { return active_ ? step_start_ + step_dur_ * step_count_ : kNever; }

@@ -87,12 +87,13 @@ TEST(SimWorkerTest, AnArrivalSplitsARunOfDecodeSteps) {
                          .decode_s_per_step = 0.01, .batch_knee = 1e9, .chunk_tokens = 2048};
   SimWorker worker("w", config, &index);
   std::vector<SimOutcome> out;
-  worker.enqueue(0, request(160, 101, 1), 0.0);  // prefill 0.01 s, then 100 steps
+  const SimRequest a = request(160, 101, 1), b = request(1600, 1, 2);
+  worker.enqueue(0, a, 0.0);  // prefill 0.01 s, then 100 steps
   worker.advanceTo(0.5, out);
   ASSERT_EQ(out.size(), 1u);  // the first token only
   // at 0.505 (mid step) a 1600-token prompt arrives: the step in progress
   // ends at 0.51, then a step prefills it (0.1 s) with one decode token.
-  worker.enqueue(1, request(1600, 1, 2), 0.505);
+  worker.enqueue(1, b, 0.505);
   worker.advanceTo(0.65, out);
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[1].request, 1);
