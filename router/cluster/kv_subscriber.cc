@@ -162,11 +162,11 @@ class KvSubscriber::Subscription {
       if (!batch.worker_id().empty() && batch.worker_id() != worker_id) break;
       for (const tandem::v1::KvEvent& event : batch.events()) {
         if (event.event_id() <= last) continue;  // already in the snapshot
-        if (event.event_id() != last + 1) {
-          resync = true;  // a gap: events were lost
+        // a gap (events lost): the index refuses it too.
+        if (event.event_id() != last + 1 || !index_->applyEvent(address_, event)) {
+          resync = true;
           break;
         }
-        index_->applyEvent(address_, event);
         last = event.event_id();
       }
       publishBlocks();
@@ -177,7 +177,9 @@ class KvSubscriber::Subscription {
   }
 
   void publishBlocks() {
-    if (metrics_ != nullptr) metrics_->setKvIndexBlocks(address_, index_->numBlocks(address_));
+    if (metrics_ == nullptr) return;
+    metrics_->setKvIndexBlocks(address_, index_->numBlocks(address_));
+    metrics_->setKvIndexTotals(index_->totalBlocks(), index_->memoryBytes(), index_->evictions());
   }
 
   const KvSubscriberOptions& options_;
@@ -244,6 +246,8 @@ void KvSubscriber::reconcile() {
                             ? options_.max_snapshot_blocks
                             : options_.snapshot_blocks_per_capacity *
                                   std::max<int64_t>(w.info.num_blocks(), 0);
+    // the index bounds what a worker announces by what it can hold.
+    index_->setWorkerCapacity(w.address, std::max<int64_t>(w.info.num_blocks(), w.stats.num_blocks()));
   }
   std::vector<std::unique_ptr<Subscription>> gone;
   std::vector<std::string> gone_addresses;

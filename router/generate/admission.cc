@@ -248,6 +248,8 @@ std::optional<AdmissionError> Admission::checkLengths(
 AdmissionError Admission::submitRefused(const absl::Status& status, size_t prompt_tokens) const {
   std::string message(status.message());
   if (absl::IsUnavailable(status)) return error(AdmissionReason::kNotReady, std::move(message));
+  // the generator sheds it (no worker can meet the TTFT SLO): try later.
+  if (absl::IsResourceExhausted(status)) return error(AdmissionReason::kOverloaded, std::move(message));
   // the generator's own context (a router's workers may allow less than
   // the served model says) leaves no room to generate.
   const int max_len = context_.generator->maxModelLen();

@@ -168,7 +168,8 @@ class Admission {
       AdmissionSlot& slot, openai::GenerationRequest& request);
 
   // the reason the generator refused a prompt of `prompt_tokens` tokens
-  // with `status` (Generator::submit's error): Unavailable is kNotReady; a
+  // with `status` (Generator::submit's error): Unavailable is kNotReady;
+  // ResourceExhausted (shed) is kOverloaded (429 with Retry-After); a
   // prompt that leaves no room in the generator's context is
   // kContextLengthExceeded; anything else kInvalidRequest.
   AdmissionError submitRefused(const absl::Status& status, size_t prompt_tokens) const;

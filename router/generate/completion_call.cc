@@ -121,7 +121,9 @@ void CompletionCall::submitAll(const Admission& admission) {
 void CompletionCall::refuse(const openai::ApiError& error) {
   answered_ = true;
   metrics_.end(endpointLabel(request_.endpoint), error.status);
-  writer_->respond(error.status, kJsonHeaders, openai::errorBody(error));
+  std::vector<http::HttpHeader> headers = kJsonHeaders;
+  if (error.status == 429) headers.push_back({"Retry-After", "1"});
+  writer_->respond(error.status, std::move(headers), openai::errorBody(error));
 }
 
 void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {

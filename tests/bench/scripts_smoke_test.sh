@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
 mkdir -p "$no_llama"
 
-covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh)
+covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh router_sim.sh router_live.sh)
 for script in "$root"/bench/*.sh; do
   name=$(basename "$script")
   [[ " ${covered[*]} " == *" $name "* ]] || { echo "FAIL: bench/$name has no smoke run here" >&2; exit 1; }
@@ -49,6 +49,8 @@ run distserve "" bash "$root/bench/distserve.sh" "$tandem"
 run prefill_threshold "" bash "$root/bench/prefill_threshold.sh" "$tandem"
 run kv_disk_vs_fio "| block B | record B |" bash "$root/bench/kv_disk_vs_fio.sh" "$kv_disk_bench"
 run kv_tiers "G2 / off:" bash "$root/bench/kv_tiers.sh" "$tandem"
+run router_sim "decision latency: p50" bash "$root/bench/router_sim.sh" "$tandem"
+run router_live "kv cached ratio" bash "$root/bench/router_live.sh" "$tandem"
 
 if ((${#failed[@]})); then
   echo "failed: ${failed[*]}"

@@ -197,6 +197,9 @@ TEST_F(AdmissionTest, ClassifiesTheGeneratorsRefusalsByTypeNotByMessage) {
   serving_.generator.setMaxModelLen(32);
   EXPECT_EQ(admission.submitRefused(absl::UnavailableError("no worker"), 5).reason,
             AdmissionReason::kNotReady);
+  // shed by the router (no worker meets the TTFT SLO): try again later.
+  EXPECT_EQ(admission.submitRefused(absl::ResourceExhaustedError("slo"), 5).reason,
+            AdmissionReason::kOverloaded);
   // the generator's context is smaller than the served model says.
   AdmissionError e = admission.submitRefused(absl::InvalidArgumentError("too long"), 32);
   EXPECT_EQ(e.reason, AdmissionReason::kContextLengthExceeded);

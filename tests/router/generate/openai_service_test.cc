@@ -252,6 +252,16 @@ TEST_F(OpenAiServiceTest, UnknownModelsAndRoutesAre404AndWrongMethods405) {
   EXPECT_EQ(nlohmann::json::parse(r.body)["data"][0]["id"], "stories260K");
 }
 
+TEST_F(OpenAiServiceTest, AGeneratorThatShedsTheRequestIs429WithRetryAfter) {
+  // the router's planner: no worker can start it within the TTFT SLO.
+  serve();
+  serving_.generator.setDefaultScript({.refuse = absl::ResourceExhaustedError("no worker meets the SLO")});
+  RawResponse r = post("/v1/completions", R"({"model":"stories260K","prompt":"Once","stream":true})");
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.header("Retry-After"), "1");
+  EXPECT_EQ(error(r)["code"], "rate_limit_exceeded");
+}
+
 TEST_F(OpenAiServiceTest, OverCapacityIs429WithRetryAfter) {
   serve({.max_pending_requests = 1});
   serving_.generator.setDefaultScript({.tokens = {oracle_.completion_ids[0]}, .hold = true});
