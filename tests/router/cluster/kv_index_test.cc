@@ -370,6 +370,9 @@ TEST(KvSubscriberCapTest, AWorkerFloodingStoredEventsStaysWithinItsCapacity) {
   KvSubscriber subscriber(options, &pool, &index, nullptr);
   subscriber.reconcile();
   ASSERT_EQ(index.workerLimit(worker.address()), 36u);
+  // the flood comes as events after the first (empty) snapshot: a snapshot
+  // of 2000 blocks would be refused whole (KvSubscriberTest covers that).
+  ASSERT_TRUE(waitFor([&] { return !worker.snapshotTimes().empty(); }));
   for (uint64_t h = 1; h <= 2000; ++h) worker.storeBlock(h, h - 1);
   ASSERT_TRUE(waitFor([&] {
     return index.leadingBlocks(worker.address(), std::vector<kvcache::BlockHash>{2000}) == 1;
