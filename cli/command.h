@@ -9,6 +9,10 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 
+namespace tandem::worker {
+struct WorkerOptions;
+}  // namespace tandem::worker
+
 namespace tandem::cli {
 
 // runs `fn` as the subcommand's action, turning its status into the exit
@@ -20,6 +24,12 @@ void registerGenerateCommand(CLI::App& app);
 void registerServeCommand(CLI::App& app);
 void registerBenchCommand(CLI::App& app);
 void registerRouterCommand(CLI::App& app);
-void registerWorkerCommand(CLI::App& app);
+// `tandem router simulate` (under the router's command).
+void registerRouterSimulateCommand(CLI::App* router);
+// `customize`, when set, edits the worker's options after its flags were
+// read: the seam through which a test-only binary injects faults
+// (tests/integration/fault_worker_main.cc, DESIGN.md §6). `tandem` passes none.
+void registerWorkerCommand(CLI::App& app,
+                           std::function<void(worker::WorkerOptions&)> customize = nullptr);
 
 }  // namespace tandem::cli

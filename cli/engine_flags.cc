@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace tandem::cli {
 namespace {
@@ -17,6 +18,33 @@ absl::Status parseKvBudget(const std::string& text, engine::EngineAssemblyOption
     opts->kv_fraction = fraction;
     return absl::OkStatus();
   }
+  ASSIGN_OR_RETURN(opts->kv_budget_bytes, parseByteSize("--kv-budget", text, false));
+  return absl::OkStatus();
+}
+
+absl::Status parseTierFlags(const EngineFlags& flags, engine::KvTierOptions* tiers) {
+  ASSIGN_OR_RETURN(tiers->host_bytes, parseByteSize("--kv-host-bytes", flags.kv_host_bytes, true));
+  if (tiers->disk_path.empty()) {
+    if (!flags.kv_disk_bytes.empty()) {
+      return absl::InvalidArgumentError("--kv-disk-bytes needs --kv-disk-path");
+    }
+    return absl::OkStatus();
+  }
+  if (flags.kv_disk_bytes.empty()) {
+    return absl::InvalidArgumentError("--kv-disk-path needs --kv-disk-bytes (e.g. 8G)");
+  }
+  ASSIGN_OR_RETURN(tiers->disk_bytes, parseByteSize("--kv-disk-bytes", flags.kv_disk_bytes, false));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> parseByteSize(std::string_view flag, const std::string& text,
+                                       bool allow_zero) {
+  const auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(flag), ": cannot read '", text, "' (", std::string(why), ")"));
+  };
+  if (text.empty()) return bad("give a size like 512M");
   uint64_t mult = 1;
   std::string digits = text;
   switch (text.back()) {
@@ -26,14 +54,14 @@ absl::Status parseKvBudget(const std::string& text, engine::EngineAssemblyOption
     default: break;
   }
   uint64_t n;
-  if (!absl::SimpleAtoi(digits, &n) || n == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--kv-budget: cannot read '", text, "'"));
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(digits, &n)) {
+    return bad("a size is digits with an optional K, M or G suffix, like 512M");
   }
-  opts->kv_budget_bytes = n * mult;
-  return absl::OkStatus();
+  if (n == 0 && !allow_zero) return bad("must be positive");
+  if (n > UINT64_MAX / mult) return bad("too large");
+  return n * mult;
 }
-
-}  // namespace
 
 void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   engine::EngineAssemblyOptions& o = flags->options;
@@ -45,12 +73,30 @@ void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_option("--chunk-size", o.chunk_size, "prefill chunk size")->capture_default_str();
   cmd->add_option("--max-model-len", o.max_model_len, "0 = the model's context")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache, "disable prefix caching");
+  engine::KvTierOptions& t = o.tiers;
+  cmd->add_option("--kv-host-bytes", flags->kv_host_bytes,
+                  "G2: host memory for KV blocks evicted from the pool (512M, 4G; 0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--kv-disk-path", t.disk_path,
+                  "G3: directory for the KV block file(s) on local NVMe (off when not given)");
+  cmd->add_option("--kv-disk-bytes", flags->kv_disk_bytes, "G3 capacity (e.g. 64G)");
+  cmd->add_option("--kv-disk-io", t.disk_io, "G3 io: uring or threads")
+      ->check(CLI::IsMember({"uring", "threads"}))
+      ->capture_default_str();
+  cmd->add_option("--kv-disk-queue-depth", t.disk_queue_depth, "G3 reads and writes in flight")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--kv-disk-min-hits", t.disk_min_hits,
+                  "G3 admission: a block is written once offered this many times")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
 }
 
 absl::StatusOr<engine::EngineAssemblyOptions> engineOptions(const EngineFlags& flags) {
   engine::EngineAssemblyOptions o = flags.options;
   absl::Status status = parseKvBudget(flags.kv_budget, &o);
   if (!status.ok()) return status;
+  RETURN_IF_ERROR(parseTierFlags(flags, &o.tiers));
   o.enable_prefix_caching = !flags.no_prefix_cache;
   return o;
 }

@@ -17,10 +17,22 @@ void addFrontendFlags(CLI::App* cmd, FrontendFlags* flags, const std::string& gr
   cmd->add_option("--api-key", flags->api_keys,
                   "require Authorization: Bearer KEY (repeatable; also TANDEM_API_KEYS=k1,k2)");
   cmd->add_option("--chat-template", flags->chat_template, "a Jinja chat template file to use");
-  cmd->add_option("--max-pending-requests", o.service.max_pending_requests,
-                  "generation requests in progress before 429")->capture_default_str();
-  cmd->add_option("--max-prompt-tokens", o.service.max_prompt_tokens,
+  cmd->add_option("--max-pending-requests", o.admission.max_pending_requests,
+                  "generation requests in progress (HTTP and gRPC) before 429")
+      ->capture_default_str();
+  cmd->add_option("--max-admitted-seqs", o.admission.max_admitted_seqs,
+                  "sequences (prompts x n) admitted at once before 429; a request asking more "
+                  "alone is a 400")->capture_default_str();
+  cmd->add_option("--max-admitted-prompt-tokens", o.admission.max_admitted_prompt_tokens,
+                  "prompt tokens (x n) admitted at once before 429; a request asking more alone "
+                  "is a 400")->capture_default_str();
+  cmd->add_option("--max-prompt-tokens", o.admission.max_prompt_tokens,
                   "longest prompt accepted (0 = the context length)")->capture_default_str();
+  cmd->add_option("--prepare-threads", o.admission.prepare_threads,
+                  "threads that parse, render and tokenize requests off the I/O threads (0 = "
+                  "half the hardware threads, 1 to 8)")->capture_default_str();
+  cmd->add_option("--max-prepare-queue", o.admission.max_queued_prepares,
+                  "requests waiting for a preparing thread before 429")->capture_default_str();
   cmd->add_option("--max-request-mb", flags->max_request_mb, "largest request body, MiB")
       ->capture_default_str();
   cmd->add_option("--request-timeout", flags->request_timeout_s,
@@ -32,10 +44,10 @@ void addFrontendFlags(CLI::App* cmd, FrontendFlags* flags, const std::string& gr
 
 router::FrontendOptions frontendOptions(const FrontendFlags& flags) {
   router::FrontendOptions o = flags.options;
-  o.service.api_keys = flags.api_keys;
+  o.admission.api_keys = flags.api_keys;
   if (const char* env = std::getenv("TANDEM_API_KEYS"); env != nullptr && *env != '\0') {
     for (absl::string_view key : absl::StrSplit(env, ',', absl::SkipWhitespace())) {
-      o.service.api_keys.emplace_back(key);
+      o.admission.api_keys.emplace_back(key);
     }
   }
   o.max_request_bytes = flags.max_request_mb << 20;

@@ -23,7 +23,9 @@ struct FrontendFlags {
 
 // adds --host, --http-port, --grpc-port (described by `grpc_port_help`),
 // --http-threads, --api-key, --chat-template, --max-pending-requests,
-// --max-prompt-tokens, --max-request-mb, --request-timeout, --drain-timeout.
+// --max-admitted-seqs, --max-admitted-prompt-tokens, --max-prompt-tokens,
+// --prepare-threads, --max-prepare-queue, --max-request-mb,
+// --request-timeout, --drain-timeout.
 void addFrontendFlags(CLI::App* cmd, FrontendFlags* flags, const std::string& grpc_port_help);
 
 // the options the flags describe: API keys from --api-key and

@@ -1,22 +1,6 @@
 // tandem: one binary, one subcommand per role (DESIGN.md §2).
-#include <cstdio>
-
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
-
-namespace tandem::cli {
-
-void setAction(CLI::App* cmd, std::function<absl::Status()> fn) {
-  cmd->callback([fn = std::move(fn)]() {
-    absl::Status status = fn();
-    if (!status.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-      throw CLI::RuntimeError(1);
-    }
-  });
-}
-
-}  // namespace tandem::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"tandem: disaggregated LLM inference server"};

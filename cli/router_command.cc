@@ -26,6 +26,7 @@
 #include "router/cluster/kv_subscriber.h"
 #include "router/cluster/registry_server.h"
 #include "router/cluster/remote_generator.h"
+#include "router/cluster/routing_policy.h"
 #include "router/cluster/worker_discovery.h"
 #include "router/cluster/worker_pool.h"
 #include "router/frontend/frontend_server.h"
@@ -47,6 +48,8 @@ struct RouterArgs {
   std::string workers_file;
   std::string workers_dns;
   RoutePlannerOptions planner;
+  double ttft_slo_ms = 0;
+  size_t kv_index_max_blocks = KvIndexOptions{}.max_blocks;
   double migration_timeout_s = 30;
 };
 
@@ -93,11 +96,12 @@ absl::Status runRouter(RouterArgs args) {
   discovery_options.workers_dns = args.workers_dns;
   WorkerDiscovery discovery(discovery_options, &pool);
   RETURN_IF_ERROR(discovery.start());
-  KvIndex index;
+  KvIndex index(KvIndexOptions{.max_blocks = args.kv_index_max_blocks});
   KvSubscriber subscriber(KvSubscriberOptions{}, &pool, &index, &metrics);
   subscriber.start();
   RemoteGeneratorOptions generator_options;
   generator_options.planner = args.planner;
+  generator_options.planner.ttft_slo_s = args.ttft_slo_ms / 1000;
   generator_options.no_worker_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));
   RemoteGenerator generator(generator_options, &pool, &index, &metrics);
@@ -181,6 +185,23 @@ void registerRouterCommand(CLI::App& app) {
   cmd->add_option("--max-prefill-queue-tokens", args->planner.max_prefill_queue_tokens,
                   "a prefill worker with this many prompt tokens queued takes no more")
       ->capture_default_str();
+  cmd->add_option("--policy", args->planner.policy,
+                  "how the decode (and prefill) worker is chosen: kv (least predicted TTFT given "
+                  "the KV cache and load), dynamo, least_loaded, round_robin, random, power_of_two")
+      ->check(CLI::IsMember(router::cluster::routingPolicyNames()))
+      ->capture_default_str();
+  cmd->add_option("--router-temperature", args->planner.costs.temperature,
+                  "kv/dynamo: softmax sampling temperature over the costs (0 = the best)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--ttft-slo-ms", args->ttft_slo_ms,
+                  "refuse (429 with Retry-After) a request no worker is predicted to start within "
+                  "this many ms (0 = never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--kv-index-max-blocks", args->kv_index_max_blocks,
+                  "(worker, block) entries the KV index keeps in all; the oldest go first (0 = no bound)")
+      ->capture_default_str();
   cmd->add_option("--migration-timeout", args->migration_timeout_s,
                   "seconds a request waits for a decode worker before failing")->capture_default_str();
   addFrontendFlags(cmd, &args->web, "gRPC port of the public tandem API (0 = any free)");
@@ -190,7 +211,12 @@ void registerRouterCommand(CLI::App& app) {
                   "internal port: workers register there (--router of tandem worker; 0 = any free)")
       ->capture_default_str();
   addClusterFlags(cmd, &args->cluster);
-  setAction(cmd, [args] { return runRouter(*args); });
+  registerRouterSimulateCommand(cmd);
+  setAction(cmd, [args, cmd] {
+    // `tandem router simulate` ran its own action.
+    if (cmd->got_subcommand("simulate")) return absl::OkStatus();
+    return runRouter(*args);
+  });
 }
 
 }  // namespace tandem::cli

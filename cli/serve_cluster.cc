@@ -117,25 +117,30 @@ class ServeCluster {
     return argv;
   }
 
-  std::vector<std::string> workerArgv(const char* role, int router_internal_port) const {
+  std::vector<std::string> workerArgv(const char* role, int index, int router_internal_port) const {
     std::vector<std::string> argv = {config_.tandem_binary, "worker",
                                      "--role", role,
                                      "--model", config_.model,
                                      "--listen", absl::StrCat(kInternalHost, ":0"),
                                      "--router", hostPort(kInternalHost, router_internal_port)};
     argv.insert(argv.end(), config_.worker_flags.begin(), config_.worker_flags.end());
+    if (!config_.kv_disk_path.empty()) {
+      // two workers must never share a G3 file.
+      argv.insert(argv.end(), {"--kv-disk-path",
+                               absl::StrCat(config_.kv_disk_path, "/", role, "-", index)});
+    }
     return argv;
   }
 
   absl::Status startWorkers(int router_internal_port) {
     for (int i = 0; i < config_.prefill_workers; ++i) {
       RETURN_IF_ERROR(supervisor_->start({.name = absl::StrCat("prefill-", i),
-                                          .argv = workerArgv("prefill", router_internal_port),
+                                          .argv = workerArgv("prefill", i, router_internal_port),
                                           .extra_env = childEnv()}));
     }
     for (int i = 0; i < config_.decode_workers; ++i) {
       RETURN_IF_ERROR(supervisor_->start({.name = absl::StrCat("decode-", i),
-                                          .argv = workerArgv("decode", router_internal_port),
+                                          .argv = workerArgv("decode", i, router_internal_port),
                                           .extra_env = childEnv()}));
     }
     return absl::OkStatus();

@@ -34,6 +34,9 @@ struct ServeClusterConfig {
   // further `tandem worker` flags given to every worker (engine flags with
   // --threads already split, --kv-transport, ...).
   std::vector<std::string> worker_flags;
+  // --kv-disk-path of the serve: each worker gets its own subdirectory
+  // (prefill-0, decode-0, ...); empty = no G3.
+  std::string kv_disk_path;
   double drain_timeout_s = 30;
 };
 

@@ -82,6 +82,19 @@ absl::StatusOr<std::vector<std::string>> workerEngineFlags(const ServeArgs& args
   } else if (options.kv_fraction > 0) {
     flags.insert(flags.end(), {"--kv-budget", absl::StrFormat("%.6f", options.kv_fraction / workers)});
   }
+  // the KV tiers are the serve's too: their sizes are split evenly.
+  const engine::KvTierOptions& tiers = options.tiers;
+  if (tiers.host_bytes > 0) {
+    flags.insert(flags.end(),
+                 {"--kv-host-bytes", std::to_string(std::max<uint64_t>(1, tiers.host_bytes / workers))});
+  }
+  if (!tiers.disk_path.empty()) {
+    flags.insert(flags.end(),
+                 {"--kv-disk-bytes", std::to_string(std::max<uint64_t>(1, tiers.disk_bytes / workers)),
+                  "--kv-disk-io", tiers.disk_io,
+                  "--kv-disk-queue-depth", std::to_string(tiers.disk_queue_depth),
+                  "--kv-disk-min-hits", std::to_string(tiers.disk_min_hits)});
+  }
   flags.insert(flags.end(), args.worker_flags.begin(), args.worker_flags.end());
   return flags;
 }
@@ -108,6 +121,7 @@ absl::Status serveWithWorkers(const ServeArgs& args) {
     ASSIGN_OR_RETURN(config.cluster_secret, randomClusterSecret());
   }
   ASSIGN_OR_RETURN(config.worker_flags, workerEngineFlags(args));
+  config.kv_disk_path = args.engine.options.tiers.disk_path;
   config.drain_timeout_s = args.web.drain_timeout_s;
   const sigset_t stop_signals = blockStopSignals();
   std::fprintf(stderr, "tandem serve: starting the router, %d prefill and %d decode workers (%s)\n",
@@ -173,8 +187,8 @@ void registerServeCommand(CLI::App& app) {
                   "prefill worker processes (tandem worker --role prefill)")->capture_default_str();
   cmd->add_option("--decode-workers", args->decode_workers,
                   "decode worker processes; 0 = router and engine in this process (then "
-                  "--prefill-workers 0 too). --threads and --kv-budget are split evenly among "
-                  "the workers")->capture_default_str();
+                  "--prefill-workers 0 too). --threads, --kv-budget, --kv-host-bytes and --kv-disk-bytes are split "
+                  "evenly among the workers; each gets its own subdirectory of --kv-disk-path")->capture_default_str();
   // passed on to the processes as given; their defaults are theirs.
   cmd->add_option("--max-local-prefill-tokens",
                   "router: prompts with more uncached tokens than this are prefilled on a "
@@ -185,7 +199,8 @@ void registerServeCommand(CLI::App& app) {
   setAction(cmd, [args, cmd] {
     args->router_flags = givenFlags(
         cmd, {"--served-model-name", "--http-threads", "--api-key", "--chat-template",
-              "--max-pending-requests", "--max-prompt-tokens", "--max-request-mb",
+              "--max-pending-requests", "--max-admitted-seqs", "--max-admitted-prompt-tokens",
+              "--max-prompt-tokens", "--prepare-threads", "--max-prepare-queue", "--max-request-mb",
               "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens"});
     args->worker_flags = givenFlags(
         cmd, {"--served-model-name", "--block-size", "--max-num-seqs", "--max-batched-tokens",

@@ -31,13 +31,13 @@ struct WorkerArgs {
   int metrics_port = 0;
   std::string kv_transport = "auto";
   double prefill_timeout_s = 10;
-  int corrupt_kv_block = -1;
   double drain_timeout_s = 30;
   EngineFlags engine;
   ClusterFlags cluster;
 };
 
-absl::Status runWorker(const WorkerArgs& args) {
+absl::Status runWorker(const WorkerArgs& args,
+                       const std::function<void(worker::WorkerOptions&)>& customize) {
   worker::WorkerOptions options;
   ASSIGN_OR_RETURN(options.role, worker::parseWorkerRole(args.role));
   options.model_path = args.model.empty() ? defaultModelPath() : args.model;
@@ -55,9 +55,9 @@ absl::Status runWorker(const WorkerArgs& args) {
   }
   options.prefill_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(args.prefill_timeout_s * 1000));
-  options.corrupt_kv_block_for_test = args.corrupt_kv_block;
   options.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.drain_timeout_s * 1000));
   ASSIGN_OR_RETURN(options.engine, engineOptions(args.engine));
+  if (customize) customize(options);
   const sigset_t stop_signals = blockStopSignals();
 
   std::fprintf(stderr, "tandem worker: loading %s\n", options.model_path.c_str());
@@ -82,7 +82,8 @@ absl::Status runWorker(const WorkerArgs& args) {
 
 }  // namespace
 
-void registerWorkerCommand(CLI::App& app) {
+void registerWorkerCommand(CLI::App& app,
+                           std::function<void(worker::WorkerOptions&)> customize) {
   auto args = std::make_shared<WorkerArgs>();
   CLI::App* cmd = app.add_subcommand(
       "worker", "run a prefill, decode or combined worker of a disaggregated deployment");
@@ -109,14 +110,12 @@ void registerWorkerCommand(CLI::App& app) {
   cmd->add_option("--prefill-timeout", args->prefill_timeout_s,
                   "seconds a remote prefill may take before D prefills locally")
       ->capture_default_str();
-  cmd->add_option("--corrupt-kv-block-for-test", args->corrupt_kv_block,
-                  "test hook: corrupt the block with this index of every transfer P sends");
   cmd->add_option("--drain-timeout", args->drain_timeout_s,
                   "seconds in-flight calls may take to finish on SIGINT/SIGTERM")
       ->capture_default_str();
   addEngineFlags(cmd, &args->engine);
   addClusterFlags(cmd, &args->cluster);
-  setAction(cmd, [args] { return runWorker(*args); });
+  setAction(cmd, [args, customize = std::move(customize)] { return runWorker(*args, customize); });
 }
 
 }  // namespace tandem::cli

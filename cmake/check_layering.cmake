@@ -20,6 +20,7 @@ set(TANDEM_LAYERS
   "server/worker/=common/,generation/,kvcache/,kernels/,formats/,proto/,tandem/,server/"
   "router/=common/,generation/,proto/,tandem/,kvcache/prefix_hash.h,formats/,text/"
   "planner/=common/,generation/,proto/,tandem/"
+  "bench/router_sim/=common/,generation/,proto/,tandem/,kvcache/prefix_hash.h,router/,bench/loadgen/"
   "bench/loadgen/=common/,generation/,proto/,tandem/,formats/,text/"
   "bench/=common/,generation/,proto/,tandem/,kvcache/,kernels/,formats/,text/,server/"
   "cli/=common/,generation/,proto/,tandem/,kvcache/,kernels/,formats/,text/,server/,router/,planner/,bench/"

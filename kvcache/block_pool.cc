@@ -26,6 +26,7 @@ BlockId BlockPool::takeOne() {
   TANDEM_CHECK(id.has_value());
   BlockMeta& meta = blocks_[*id];
   TANDEM_CHECK(meta.has_hash && meta.ref_count == 0);
+  if (eviction_listener_ != nullptr) eviction_listener_->onEvict(*id, meta.hash, meta.parent_hash);
   by_hash_.erase(meta.hash);
   meta.has_hash = false;
   emit(BlockRemoved{meta.hash});
@@ -86,6 +87,7 @@ bool BlockPool::commit(BlockId id, BlockHash hash, BlockHash parent_hash) {
   if (by_hash_.contains(hash)) return false;
   meta.has_hash = true;
   meta.hash = hash;
+  meta.parent_hash = parent_hash;
   by_hash_.emplace(hash, id);
   emit(BlockStored{hash, parent_hash});
   return true;

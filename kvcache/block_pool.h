@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "kvcache/block_eviction_listener.h"
 #include "kvcache/block_queue.h"
 #include "kvcache/kv_events.h"
 #include "kvcache/prefix_hash.h"
@@ -40,7 +41,8 @@ class BlockPool {
 
   // takes n blocks, each with ref count 1 and no hash: from the head of the
   // free queue first, then by evicting least-recently-used cached blocks
-  // (each eviction drops the block's hash and emits BlockRemoved). fails with
+  // (each eviction tells the eviction listener, while the block's bytes are
+  // still intact, then drops its hash and emits BlockRemoved). fails with
   // ResourceExhausted, changing nothing, when fewer than n are available.
   absl::StatusOr<std::vector<BlockId>> allocate(int n);
 
@@ -73,6 +75,8 @@ class BlockPool {
 
   // receives every event from now on; not owned, may be null.
   void setEventListener(KvEventListener* listener) { listener_ = listener; }
+  // told about every eviction from now on; not owned, may be null.
+  void setEvictionListener(BlockEvictionListener* listener) { eviction_listener_ = listener; }
 
   int refCount(BlockId id) const;
   std::optional<BlockHash> blockHash(BlockId id) const;
@@ -85,6 +89,7 @@ class BlockPool {
     int ref_count = 0;
     bool has_hash = false;
     BlockHash hash = 0;
+    BlockHash parent_hash = 0;
   };
 
   void checkId(BlockId id) const;
@@ -97,6 +102,7 @@ class BlockPool {
   BlockQueue lru_;
   absl::flat_hash_map<BlockHash, BlockId> by_hash_;
   KvEventListener* listener_ = nullptr;
+  BlockEvictionListener* eviction_listener_ = nullptr;
 };
 
 }  // namespace tandem::kvcache

@@ -97,6 +97,87 @@ void KvCacheManager::freeSequence(SeqId seq) {
   seqs_.erase(it);
 }
 
+void KvCacheManager::setTiers(KvTierChain* tiers) {
+  tiers_ = tiers != nullptr && !tiers->empty() ? tiers : nullptr;
+  pool_.setEvictionListener(tiers_);
+}
+
+KvCacheManager::Onboard KvCacheManager::onboardPrompt(std::span<const int32_t> prompt,
+                                                      bool include_disk) {
+  if (tiers_ == nullptr || !enable_prefix_caching_ || prompt.size() < 2) return {};
+  // as allocatePrompt: the last prompt token is always recomputed.
+  const size_t max_blocks = (prompt.size() - 1) / block_size_;
+  OnboardBlocks ob;
+  BlockHash parent = kRootParentHash;
+  size_t b = 0;
+  for (; b < max_blocks; ++b) {
+    const BlockHash h = hashBlock(parent, prompt.subspan(b * block_size_, block_size_));
+    const std::optional<BlockId> id = pool_.findCached(h);
+    if (!id) break;
+    ob.held.push_back(*id);
+    parent = h;
+  }
+  for (; b < max_blocks; ++b) {
+    const BlockHash h = hashBlock(parent, prompt.subspan(b * block_size_, block_size_));
+    if (!tiers_->locate(h, include_disk)) break;
+    ob.hashes.push_back(h);
+    ob.parents.push_back(parent);
+    parent = h;
+  }
+  if (ob.hashes.empty()) return {};
+  // the G1 hits must survive the allocation below, which evicts.
+  for (BlockId id : ob.held) pool_.touch(id);
+  const size_t n = std::min<size_t>(ob.hashes.size(), pool_.numAvailable());
+  ob.hashes.resize(n);
+  ob.parents.resize(n);
+  if (n == 0) {
+    std::vector<BlockId> release(ob.held.rbegin(), ob.held.rend());
+    pool_.free(release);
+    return {};
+  }
+  ob.loading = *pool_.allocate(static_cast<int>(n));
+  std::vector<KvTierChain::Load> loads;
+  for (size_t i = 0; i < n; ++i) loads.push_back({ob.hashes[i], ob.loading[i]});
+  const KvTierChain::Started started = tiers_->startLoads(loads);
+  onboards_.emplace(started.ticket, std::move(ob));
+  if (!started.done) return {OnboardState::kPending, started.ticket};
+  finishOnboard(started.ticket);
+  return {OnboardState::kDone, started.ticket};
+}
+
+std::vector<uint64_t> KvCacheManager::finishOnboards() {
+  std::vector<uint64_t> done;
+  if (tiers_ == nullptr) return done;
+  for (uint64_t ticket : tiers_->takeCompleted()) {
+    if (!onboards_.contains(ticket)) continue;
+    finishOnboard(ticket);
+    done.push_back(ticket);
+  }
+  return done;
+}
+
+void KvCacheManager::finishOnboard(uint64_t ticket) {
+  auto it = onboards_.find(ticket);
+  TANDEM_CHECK(it != onboards_.end());
+  OnboardBlocks ob = std::move(it->second);
+  onboards_.erase(it);
+  const std::vector<bool> loaded = tiers_->finishLoads(ticket);
+  TANDEM_CHECK(loaded.size() == ob.loading.size());
+  size_t good = 0;
+  while (good < loaded.size() && loaded[good]) ++good;
+  for (size_t i = 0; i < good; ++i) {
+    // false: another sequence cached the same tokens meanwhile; that block
+    // serves the prefix and this one goes back unhashed.
+    pool_.commit(ob.loading[i], ob.hashes[i], ob.parents[i]);
+  }
+  onboarded_tokens_ += static_cast<int64_t>(good) * block_size_;
+  // tail first, as freeSequence, so the prefix outlives the tail in the LRU.
+  std::vector<BlockId> release(ob.held);
+  release.insert(release.end(), ob.loading.begin(), ob.loading.end());
+  std::reverse(release.begin(), release.end());
+  pool_.free(release);
+}
+
 std::span<const BlockId> KvCacheManager::blockTable(SeqId seq) const {
   return get(seq).blocks;
 }

@@ -74,6 +74,13 @@ void ConnectionResponseWriter::onClose(std::function<void()> callback) {
 
 size_t ConnectionResponseWriter::pendingBytes() const { return state_->pendingBytes(); }
 
+void ConnectionResponseWriter::abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_->closed()) return;
+  stage_ = Stage::kFinished;  // nothing more goes out, and the destructor has nothing to cut
+  post([state = state_](HttpConnection& connection) { connection.closeResponse(state.get()); });
+}
+
 void ConnectionResponseWriter::post(std::function<void(HttpConnection&)> fn) {
   gate_->run([&] {
     // the strong reference dies inside the gate, before the server can

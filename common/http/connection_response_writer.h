@@ -37,6 +37,7 @@ class ConnectionResponseWriter : public ResponseWriter {
   bool closed() const override;
   void onClose(std::function<void()> callback) override;
   size_t pendingBytes() const override;
+  void abort() override;
 
  private:
   enum class Stage { kNone, kResponded, kStreaming, kFinished };

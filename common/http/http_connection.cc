@@ -260,6 +260,11 @@ void HttpConnection::abortResponse(ResponseState* state) {
   enqueue(Output{std::string(), 0, true});
 }
 
+void HttpConnection::closeResponse(ResponseState* state) {
+  if (!answers(state)) return;
+  closeNow();
+}
+
 // ---- socket I/O ----
 
 void HttpConnection::startRead() {

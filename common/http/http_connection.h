@@ -79,6 +79,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void finishStream(ResponseState* state);
   // a writer dropped mid-stream: the client must see the body cut short.
   void abortResponse(ResponseState* state);
+  // ResponseWriter::abort(): close now, dropping what is queued.
+  void closeResponse(ResponseState* state);
 
  private:
   enum class Phase {

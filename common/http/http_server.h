@@ -70,8 +70,14 @@ class ResponseWriter {
   // before the response completed (client disconnect); at once if it has
   // already closed. Used to cancel the request's generation.
   virtual void onClose(std::function<void()> callback) = 0;
-  // bytes queued by write() and not yet sent (for back-pressure).
+  // bytes queued by write() and not yet sent (for back-pressure): a
+  // producer that finds them above its bound stops writing, or abort()s.
   virtual size_t pendingBytes() const = 0;
+  // gives up on the response: the connection closes now and what is queued
+  // is dropped (a client that stopped reading would never take it), so the
+  // client sees the response cut short; onClose callbacks run. For a stream
+  // whose client does not keep up. Does nothing once the connection closed.
+  virtual void abort() = 0;
 };
 using ResponseWriterPtr = std::shared_ptr<ResponseWriter>;
 

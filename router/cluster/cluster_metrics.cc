@@ -28,10 +28,51 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry) {
                        .Help("KV snapshots of workers applied to the KV index (first syncs and resyncs)")
                        .Register(registry)
                        .Add({});
+  kv_snapshots_refused_ = &prometheus::BuildCounter()
+                               .Name("tandem:router_kv_snapshots_refused_total")
+                               .Help("KV snapshots refused for holding more blocks than the worker can store")
+                               .Register(registry)
+                               .Add({});
   kv_index_blocks_ = &prometheus::BuildGauge()
                           .Name("tandem:router_kv_index_blocks")
                           .Help("KV blocks the router's index holds, per worker address")
                           .Register(registry);
+  kv_index_total_blocks_ = &prometheus::BuildGauge()
+                                .Name("tandem:router_kv_index_total_blocks")
+                                .Help("(worker, block) entries the router's KV index holds in all")
+                                .Register(registry)
+                                .Add({});
+  kv_index_bytes_ = &prometheus::BuildGauge()
+                         .Name("tandem:router_kv_index_bytes")
+                         .Help("memory the router's KV index uses (estimate)")
+                         .Register(registry)
+                         .Add({});
+  kv_index_evictions_ = &prometheus::BuildCounter()
+                             .Name("tandem:router_kv_index_evictions_total")
+                             .Help("KV index entries evicted by its per-worker and global bounds")
+                             .Register(registry)
+                             .Add({});
+  route_decisions_ = &prometheus::BuildCounter()
+                          .Name("tandem:router_route_decisions_total")
+                          .Help("routing decisions by policy and outcome (cache_hit: the chosen "
+                                "worker holds some of the prompt; spread: another did; cold: none)")
+                          .Register(registry);
+  route_prompt_tokens_ = &prometheus::BuildCounter()
+                              .Name("tandem:router_route_prompt_tokens_total")
+                              .Help("prompt tokens of the routed requests")
+                              .Register(registry)
+                              .Add({});
+  route_cached_tokens_ = &prometheus::BuildCounter()
+                              .Name("tandem:router_route_predicted_cached_tokens_total")
+                              .Help("prompt tokens the KV index says the chosen worker holds (hit "
+                                    "rate = this / tandem:router_route_prompt_tokens_total)")
+                              .Register(registry)
+                              .Add({});
+  shed_ = &prometheus::BuildCounter()
+               .Name("tandem:router_shed_requests_total")
+               .Help("requests refused (429) because no worker could meet the TTFT SLO")
+               .Register(registry)
+               .Add({});
   workers_ = &prometheus::BuildGauge()
                   .Name("tandem:router_workers")
                   .Help("workers known to the router by role and health")
@@ -58,6 +99,23 @@ void ClusterMetrics::setWorkers(tandem::v1::WorkerRole role, bool healthy, int c
 
 void ClusterMetrics::setKvIndexBlocks(const std::string& worker, size_t blocks) {
   kv_index_blocks_->Add({{"worker", worker}}).Set(static_cast<double>(blocks));
+}
+
+void ClusterMetrics::setKvIndexTotals(size_t blocks, size_t bytes, uint64_t evictions) {
+  kv_index_total_blocks_->Set(static_cast<double>(blocks));
+  kv_index_bytes_->Set(static_cast<double>(bytes));
+  const double delta = static_cast<double>(evictions) - kv_index_evictions_->Value();
+  if (delta > 0) kv_index_evictions_->Increment(delta);
+}
+
+void ClusterMetrics::countRoute(std::string_view policy, RouteOutcome outcome, int64_t prompt_tokens,
+                                int64_t cached_tokens) {
+  const char* name = outcome == RouteOutcome::kCacheHit ? "cache_hit"
+                     : outcome == RouteOutcome::kSpread ? "spread"
+                                                        : "cold";
+  route_decisions_->Add({{"policy", std::string(policy)}, {"outcome", name}}).Increment();
+  route_prompt_tokens_->Increment(static_cast<double>(prompt_tokens));
+  route_cached_tokens_->Increment(static_cast<double>(cached_tokens));
 }
 
 void ClusterMetrics::removeKvIndexWorker(const std::string& worker) {

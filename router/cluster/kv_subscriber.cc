@@ -1,9 +1,13 @@
 #include "router/cluster/kv_subscriber.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <thread>
 
+#include "absl/strings/str_format.h"
+#include "common/backoff.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tandem::router::cluster {
@@ -11,15 +15,19 @@ namespace tandem::router::cluster {
 // one worker's snapshot + event stream, on a thread of its own.
 class KvSubscriber::Subscription {
  public:
-  Subscription(const KvSubscriberOptions& options, std::string address,
+  Subscription(const KvSubscriberOptions& options, std::string address, int64_t max_blocks,
                std::shared_ptr<tandem::v1::Worker::Stub> stub, KvIndex* index,
-               ClusterMetrics* metrics, std::shared_ptr<std::atomic<int>> resyncs)
+               ClusterMetrics* metrics, std::shared_ptr<std::atomic<int>> resyncs,
+               std::shared_ptr<std::atomic<int>> refused)
       : options_(options),
         address_(std::move(address)),
+        max_blocks_(max_blocks),
         stub_(std::move(stub)),
         index_(index),
         metrics_(metrics),
-        resyncs_(std::move(resyncs)) {
+        resyncs_(std::move(resyncs)),
+        refused_(std::move(refused)),
+        backoff_(options.retry_delay, options.max_retry_delay) {
     thread_ = std::thread([this] { run(); });
   }
 
@@ -34,10 +42,13 @@ class KvSubscriber::Subscription {
   }
 
  private:
-  // false when stopping.
-  bool waitRetry() {
+  enum class Fetch { kOk, kFailed, kStopping };
+
+  // waits the next backoff delay; false when stopping.
+  bool waitBackoff() {
+    const std::chrono::milliseconds delay = backoff_.next();
     std::unique_lock lock(mu_);
-    return !cv_.wait_for(lock, options_.retry_delay, [this] { return stop_; });
+    return !cv_.wait_for(lock, delay, [this] { return stop_; });
   }
   // publishes the call's context so the destructor can cancel it; false when stopping.
   bool setContext(grpc::ClientContext* context) {
@@ -48,19 +59,16 @@ class KvSubscriber::Subscription {
 
   void run() {
     bool synced_before = false;
+    bool first_try = true;
     while (true) {
+      // every snapshot but the worker's very first waits: a resync after a
+      // gap or restart, and a retry after a failure alike.
+      if (!first_try && !waitBackoff()) return;
+      first_try = false;
       tandem::v1::KvSnapshotResponse snapshot;
-      {
-        grpc::ClientContext context;
-        context.set_deadline(std::chrono::system_clock::now() + options_.snapshot_deadline);
-        if (!setContext(&context)) return;
-        grpc::Status status = stub_->KvSnapshot(&context, tandem::v1::KvSnapshotRequest(), &snapshot);
-        if (!setContext(nullptr)) return;
-        if (!status.ok()) {
-          if (!waitRetry()) return;
-          continue;
-        }
-      }
+      const Fetch fetched = fetchSnapshot(&snapshot);
+      if (fetched == Fetch::kStopping) return;
+      if (fetched == Fetch::kFailed) continue;
       index_->applySnapshot(address_, snapshot);
       if (synced_before) {
         resyncs_->fetch_add(1);
@@ -69,8 +77,74 @@ class KvSubscriber::Subscription {
       if (metrics_ != nullptr) metrics_->countKvSnapshot();
       publishBlocks();
       synced_before = true;
+      const auto followed_since = std::chrono::steady_clock::now();
       if (!follow(snapshot.worker_id(), snapshot.last_event_id())) return;
+      // the worker behaved for a while: its next resync is quick again.
+      if (std::chrono::steady_clock::now() - followed_since >= options_.stable_after) backoff_.reset();
     }
+  }
+
+  // reads the snapshot's parts into `out` (one message, blocks of every
+  // part in order, num_blocks = their count). kFailed when the call failed,
+  // the parts disagree, or the snapshot holds more than max_blocks_ blocks
+  // (refused: counted and logged, the call cancelled at the first part
+  // that shows it).
+  Fetch fetchSnapshot(tandem::v1::KvSnapshotResponse* out) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + options_.snapshot_deadline);
+    if (!setContext(&context)) return Fetch::kStopping;
+    std::unique_ptr<grpc::ClientReader<tandem::v1::KvSnapshotResponse>> reader =
+        stub_->KvSnapshot(&context, tandem::v1::KvSnapshotRequest());
+    tandem::v1::KvSnapshotResponse part;
+    bool first = true;
+    uint64_t declared = 0;
+    std::string problem;
+    bool refused = false;
+    while (problem.empty() && reader->Read(&part)) {
+      if (first) {
+        declared = part.num_blocks();
+        out->set_worker_id(part.worker_id());
+        out->set_last_event_id(part.last_event_id());
+        first = false;
+      } else if (part.worker_id() != out->worker_id() ||
+                 part.last_event_id() != out->last_event_id()) {
+        problem = "its parts disagree on worker id or last event id";
+        break;
+      }
+      const uint64_t total = static_cast<uint64_t>(out->blocks_size()) + part.blocks_size();
+      if (std::max(declared, total) > static_cast<uint64_t>(max_blocks_)) {
+        problem = absl::StrFormat("it holds %d blocks, more than the %d this router accepts",
+                                  std::max(declared, total), max_blocks_);
+        refused = true;
+        break;
+      }
+      if (total > declared) {
+        problem = absl::StrFormat("it holds more blocks than the %d it announced", declared);
+        break;
+      }
+      for (tandem::v1::KvBlockStored& block : *part.mutable_blocks()) {
+        *out->add_blocks() = std::move(block);
+      }
+    }
+    if (!problem.empty()) context.TryCancel();
+    const grpc::Status status = reader->Finish();
+    if (!setContext(nullptr)) return Fetch::kStopping;
+    if (problem.empty() && !status.ok()) return Fetch::kFailed;
+    if (problem.empty() && (first || static_cast<uint64_t>(out->blocks_size()) != declared)) {
+      problem = absl::StrFormat("it ended after %d of the %d blocks it announced",
+                                out->blocks_size(), declared);
+    }
+    if (!problem.empty()) {
+      if (refused) {
+        refused_->fetch_add(1);
+        if (metrics_ != nullptr) metrics_->countKvSnapshotRefused();
+      }
+      std::fprintf(stderr, "tandem router: KV snapshot of worker %s refused: %s\n",
+                   address_.c_str(), problem.c_str());
+      return Fetch::kFailed;
+    }
+    out->set_num_blocks(declared);
+    return Fetch::kOk;
   }
 
   // streams events after `last`; returns when a resync is needed (true) or
@@ -88,36 +162,35 @@ class KvSubscriber::Subscription {
       if (!batch.worker_id().empty() && batch.worker_id() != worker_id) break;
       for (const tandem::v1::KvEvent& event : batch.events()) {
         if (event.event_id() <= last) continue;  // already in the snapshot
-        if (event.event_id() != last + 1) {
-          resync = true;  // a gap: events were lost
+        // a gap (events lost): the index refuses it too.
+        if (event.event_id() != last + 1 || !index_->applyEvent(address_, event)) {
+          resync = true;
           break;
         }
-        index_->applyEvent(address_, event);
         last = event.event_id();
       }
       publishBlocks();
     }
     context.TryCancel();
-    grpc::Status status = reader->Finish();
-    if (!setContext(nullptr)) return false;
-    // a stream that ended in error (worker gone): give it a moment.
-    if (!resync && !status.ok() && status.error_code() != grpc::StatusCode::OUT_OF_RANGE &&
-        status.error_code() != grpc::StatusCode::CANCELLED) {
-      return waitRetry();
-    }
-    return true;
+    reader->Finish();
+    return setContext(nullptr);
   }
 
   void publishBlocks() {
-    if (metrics_ != nullptr) metrics_->setKvIndexBlocks(address_, index_->numBlocks(address_));
+    if (metrics_ == nullptr) return;
+    metrics_->setKvIndexBlocks(address_, index_->numBlocks(address_));
+    metrics_->setKvIndexTotals(index_->totalBlocks(), index_->memoryBytes(), index_->evictions());
   }
 
   const KvSubscriberOptions& options_;
   const std::string address_;
+  const int64_t max_blocks_;
   std::shared_ptr<tandem::v1::Worker::Stub> stub_;
   KvIndex* index_;
   ClusterMetrics* metrics_;
   std::shared_ptr<std::atomic<int>> resyncs_;
+  std::shared_ptr<std::atomic<int>> refused_;
+  Backoff backoff_;  // the subscription's thread only
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;                         // guarded by mu_
@@ -131,7 +204,8 @@ KvSubscriber::KvSubscriber(KvSubscriberOptions options, WorkerPool* pool, KvInde
       pool_(pool),
       index_(index),
       metrics_(metrics),
-      resyncs_(std::make_shared<std::atomic<int>>(0)) {}
+      resyncs_(std::make_shared<std::atomic<int>>(0)),
+      refused_(std::make_shared<std::atomic<int>>(0)) {}
 
 KvSubscriber::~KvSubscriber() { stop(); }
 
@@ -162,10 +236,18 @@ void KvSubscriber::stop() {
 
 int KvSubscriber::resyncs() const { return resyncs_->load(); }
 
+int KvSubscriber::refusedSnapshots() const { return refused_->load(); }
+
 void KvSubscriber::reconcile() {
-  std::map<std::string, bool> wanted;
+  std::map<std::string, int64_t> wanted;  // address → the most blocks its snapshot may hold
   for (const WorkerState& w : pool_->snapshot()) {
-    if (w.has_info) wanted[w.address] = true;
+    if (!w.has_info) continue;
+    wanted[w.address] = options_.max_snapshot_blocks > 0
+                            ? options_.max_snapshot_blocks
+                            : options_.snapshot_blocks_per_capacity *
+                                  std::max<int64_t>(w.info.num_blocks(), 0);
+    // the index bounds what a worker announces by what it can hold.
+    index_->setWorkerCapacity(w.address, std::max<int64_t>(w.info.num_blocks(), w.stats.num_blocks()));
   }
   std::vector<std::unique_ptr<Subscription>> gone;
   std::vector<std::string> gone_addresses;
@@ -181,10 +263,10 @@ void KvSubscriber::reconcile() {
       it = subscriptions_.erase(it);
     }
     if (!stop_) {
-      for (const auto& [address, unused] : wanted) {
+      for (const auto& [address, max_blocks] : wanted) {
         if (subscriptions_.contains(address)) continue;
         subscriptions_[address] = std::make_unique<Subscription>(
-            options_, address, pool_->stub(address), index_, metrics_, resyncs_);
+            options_, address, max_blocks, pool_->stub(address), index_, metrics_, resyncs_, refused_);
       }
     }
   }

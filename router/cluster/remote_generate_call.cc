@@ -139,6 +139,7 @@ void RemoteGenerateCall::finish(generation::FinishReason reason) {
 
 void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first) {
   if (first && generator_->metrics_ != nullptr) generator_->metrics_->countPrefill(msg.prefill());
+  if (first) generator_->routeFirstToken(route_key);
   generation::FinishReason reason = rpc::fromProto(msg.finish_reason());
   {
     std::lock_guard lock(mu_);
@@ -186,6 +187,7 @@ void RemoteGenerateCall::onCallDone(const grpc::Status& status) {
     final_delivered = final_delivered_;
     cancelled = cancelled_;
   }
+  generator_->routeEnded(route_key, static_cast<int64_t>(delivered_.size()));
   generator_->callEnded(address);
   if (final_delivered) {
     generator_->requestDone(id_);

@@ -68,6 +68,8 @@ class RemoteGenerateCall : public std::enable_shared_from_this<RemoteGenerateCal
   // decode workers that failed this request (avoided when others exist).
   std::vector<std::string> failed_on;
   int attempts = 0;
+  // the current attempt's key in the route planner's load model.
+  uint64_t route_key = 0;
 
  private:
   RemoteGenerator* generator_;

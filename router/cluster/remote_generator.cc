@@ -9,6 +9,11 @@
 namespace tandem::router::cluster {
 namespace {
 
+// the load model's clock.
+double nowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 std::string randomPrefix() {
   std::random_device rd;
   return absl::StrFormat("rt%08x", rd());
@@ -79,22 +84,27 @@ absl::StatusOr<generation::RequestId> RemoteGenerator::submit(std::vector<int32_
     std::lock_guard lock(mu_);
     requests_.emplace(id, request);
   }
-  attempt(request);
+  if (absl::Status s = attempt(request, /*may_refuse=*/true); !s.ok()) {
+    // shed: the caller answers it; no callback comes.
+    std::lock_guard lock(mu_);
+    requests_.erase(id);
+    return s;
+  }
   return id;
 }
 
-void RemoteGenerator::attempt(const RequestPtr& request) {
+absl::Status RemoteGenerator::attempt(const RequestPtr& request, bool may_refuse) {
   if (request->cancelled()) {
     request->finish(generation::FinishReason::kAbort);
-    return;
+    return absl::OkStatus();
   }
   if (request->remainingTokens() <= 0) {
     request->finish(generation::FinishReason::kLength);
-    return;
+    return absl::OkStatus();
   }
   if (request->attempts >= options_.max_attempts) {
     request->finish(generation::FinishReason::kError);
-    return;
+    return absl::OkStatus();
   }
   std::map<std::string, int> in_flight;
   {
@@ -102,23 +112,44 @@ void RemoteGenerator::attempt(const RequestPtr& request) {
     in_flight = in_flight_;
   }
   const std::vector<int32_t> prompt = request->nextPrompt();
-  absl::StatusOr<RouteDecision> route = planner_.plan(prompt, request->remainingTokens(),
-                                                      pool_->snapshot(), in_flight,
+  RouteQuery query;
+  query.prompt = prompt;
+  query.max_tokens = request->remainingTokens();
+  query.key = next_route_key_.fetch_add(1);
+  query.now_s = nowSeconds();
+  absl::StatusOr<RouteDecision> route = planner_.plan(query, pool_->snapshot(), in_flight,
                                                       request->failed_on);
+  if (absl::IsResourceExhausted(route.status())) {
+    if (metrics_ != nullptr) metrics_->countShed();
+    if (may_refuse) return route.status();
+  }
   if (!route.ok()) {
     if (Clock::now() >= request->wait_deadline) {
       request->finish(generation::FinishReason::kError);
     } else {
       schedule(request, Clock::now() + options_.retry_delay);
     }
-    return;
+    return absl::OkStatus();
   }
+  if (metrics_ != nullptr) {
+    metrics_->countRoute(planner_.policyName(), route->outcome, static_cast<int64_t>(prompt.size()),
+                         route->predicted_cached_tokens);
+  }
+  request->route_key = query.key;
   ++request->attempts;
   std::shared_ptr<tandem::v1::Worker::Stub> stub = pool_->stub(route->decode_address);
   const std::string wire_id = absl::StrCat(wire_prefix_, "-", request->id(), "-", request->attempts);
   if (!request->startCall(stub.get(), route->decode_address, route->prefill_address, wire_id)) {
+    planner_.finished(query.key, 0, nowSeconds());
     request->finish(generation::FinishReason::kAbort);
   }
+  return absl::OkStatus();
+}
+
+void RemoteGenerator::routeFirstToken(uint64_t key) { planner_.firstToken(key, nowSeconds()); }
+
+void RemoteGenerator::routeEnded(uint64_t key, int64_t output_tokens) {
+  planner_.finished(key, output_tokens, nowSeconds());
 }
 
 void RemoteGenerator::retryAfterBrokenCall(const RequestPtr& request, const grpc::Status& status,
@@ -150,7 +181,7 @@ void RemoteGenerator::schedule(const RequestPtr& request, Clock::time_point when
       due = std::move(it->second);
       waiting_.erase(it);
     }
-    attempt(due);
+    attempt(due, /*may_refuse=*/false).IgnoreError();
   });
 }
 

@@ -6,8 +6,12 @@
 // prompt ‖ tokens delivered go to another D for the remaining max_tokens,
 // and the client's stream continues without a duplicate or missing token.
 // With no decode worker available a request waits up to
-// no_worker_timeout before failing with kError. Retries and the watchdog
-// run on this generator's own TimerQueue.
+// no_worker_timeout before failing with kError. A request the planner
+// sheds (no worker meets the TTFT SLO) is refused at submit with
+// ResourceExhausted (429 with Retry-After at the front ends). Each decision
+// is counted in the cluster metrics (policy, outcome, predicted cached
+// tokens); each attempt's first token and end teach the planner's load
+// model. Retries and the watchdog run on this generator's own TimerQueue.
 #pragma once
 
 #include <atomic>
@@ -68,8 +72,10 @@ class RemoteGenerator : public generation::Generator {
   using RequestPtr = std::shared_ptr<RemoteGenerateCall>;
 
   // plans and starts the request's next attempt, or schedules a retry, or
-  // fails it (no call in flight).
-  void attempt(const RequestPtr& request);
+  // fails it (no call in flight). With `may_refuse` (the first attempt, in
+  // submit) a request the planner sheds returns ResourceExhausted and is
+  // left to the caller; later ones wait and retry.
+  absl::Status attempt(const RequestPtr& request, bool may_refuse);
   // runs attempt(request) on the timer thread at `when`.
   void schedule(const RequestPtr& request, Clock::time_point when);
   // ends the requests still scheduled (kAbort); the timers are stopped.
@@ -78,6 +84,10 @@ class RemoteGenerator : public generation::Generator {
   // from RemoteGenerateCall: a call started / ended on `address`.
   void callStarted(const std::string& address);
   void callEnded(const std::string& address);
+  // from RemoteGenerateCall: the attempt planned with `key` got its first
+  // token / ended after `output_tokens` tokens.
+  void routeFirstToken(uint64_t key);
+  void routeEnded(uint64_t key, int64_t output_tokens);
   // from RemoteGenerateCall: the call ended without a final message.
   void retryAfterBrokenCall(const RequestPtr& request, const grpc::Status& status,
                             const std::string& address, bool delivered_any);
@@ -89,6 +99,7 @@ class RemoteGenerator : public generation::Generator {
   RoutePlanner planner_;
   const std::string wire_prefix_;
   std::atomic<generation::RequestId> next_id_{1};
+  std::atomic<uint64_t> next_route_key_{1};
   std::atomic<int> max_model_len_{0};
 
   mutable std::mutex mu_;

@@ -12,7 +12,7 @@ absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& o
   FrontendServerPtr s(new FrontendServer());
   s->options_ = options;
   s->metrics_ = std::make_unique<ServingMetrics>();
-  s->service_ = std::make_unique<OpenAiService>(s->metrics_.get(), options.service);
+  s->service_ = std::make_unique<OpenAiService>(s->metrics_.get());
   http::HttpServerOptions http;
   http.host = options.host;
   http.port = options.http_port;
@@ -41,14 +41,16 @@ absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* 
   context.generator = generator;
   context.metrics = metrics_.get();
   metrics_->setLoadSource([generator] { return generator->load(); });
+  admission_ = std::make_unique<Admission>(context, options_.admission);
   if (grpc_ != nullptr) {
-    grpc_->serve(context);
+    grpc_->serve(admission_.get());
   } else if (options_.grpc_port >= 0) {
-    absl::StatusOr<GrpcServerPtr> grpc = GrpcServer::start(options_.host, options_.grpc_port, context);
+    absl::StatusOr<GrpcServerPtr> grpc =
+        GrpcServer::start(options_.host, options_.grpc_port, admission_.get());
     if (!grpc.ok()) return grpc.status();
     grpc_ = std::move(*grpc);
   }
-  service_->setReady(context);
+  service_->setReady(admission_.get());
   generator_ = generator;
   housekeeping_ = std::make_unique<TimerQueue>("frontend-trim");
   housekeeping_->runEvery(std::chrono::seconds(1), [this] { trimWhileIdle(); });
@@ -57,7 +59,7 @@ absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* 
 
 void FrontendServer::trimWhileIdle() {
   const generation::GeneratorLoad load = generator_->load();
-  const bool idle = load.num_running == 0 && load.num_waiting == 0 && service_->pending() == 0;
+  const bool idle = load.num_running == 0 && load.num_waiting == 0 && admission_->pending() == 0;
   // once per idle period: trimming walks the whole heap.
   if (idle && !trimmed_) malloc_trim(0);
   trimmed_ = idle;
@@ -79,6 +81,9 @@ void FrontendServer::drainAndStop(std::chrono::milliseconds grace) {
   });
   http_->shutdown(grace);
   grpc_stop.join();
+  // no front end hands it work any more; what it still holds is answered
+  // into closed connections and streams.
+  if (admission_ != nullptr) admission_->stop();
   grpc_.reset();
   http_.reset();
 }

@@ -1,5 +1,7 @@
 // The router's front door: the OpenAI HTTP server and the tandem gRPC
-// server over one model and one generation::Generator, with their metrics. HTTP
+// server over one model and one generation::Generator, with their metrics
+// and one Admission for both (one API key list, one capacity budget, one
+// pool of preparing threads). HTTP
 // starts first and answers /health 503 until the model is being served, so
 // orchestrators can watch a slow start; gRPC starts with the model (or at
 // once, with FrontendOptions::grpc_at_start).
@@ -13,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/timer_queue.h"
 #include "common/http/http_server.h"
+#include "router/generate/admission.h"
 #include "router/generate/openai_service.h"
 #include "router/generate/served_model.h"
 #include "router/grpc/grpc_server.h"
@@ -27,13 +30,18 @@ struct FrontendOptions {
   int http_threads = 2;
   size_t max_request_bytes = 4 << 20;
   std::chrono::milliseconds request_timeout{30000};
-  OpenAiServiceOptions service;
+  // both front ends' admission: API keys, capacity, prompt limits,
+  // preparing threads.
+  AdmissionOptions admission;
   // start gRPC in start(), before the model is known (a router: its port
   // is known and printed at once); tandem.v1.Inference answers UNAVAILABLE
-  // until serve(). Otherwise gRPC starts in serve(). The public port
-  // serves the public API only: the workers' registry is on the router's
-  // internal port (router/cluster/registry_server.h).
+  // until serve(). Otherwise gRPC starts in serve(). The router's workers
+  // register on its internal port (router/cluster/registry_server.h), never
+  // on this public one.
   bool grpc_at_start = false;
+  // more services on the gRPC port (not owned; they must outlive the
+  // server), e.g. tandem.v1.Registry. Needs grpc_at_start.
+  std::vector<grpc::Service*> extra_grpc_services;
 };
 
 class FrontendServer;
@@ -69,6 +77,9 @@ class FrontendServer {
   std::unique_ptr<ServingMetrics> metrics_;
   std::unique_ptr<OpenAiService> service_;
   ServedModelPtr model_;
+  // both front ends admit through it; created by serve(), stopped after
+  // them (its preparing threads may still answer their calls).
+  std::unique_ptr<Admission> admission_;
   http::HttpServerPtr http_;
   GrpcServerPtr grpc_;
   generation::Generator* generator_ = nullptr;

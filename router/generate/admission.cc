@@ -1,6 +1,8 @@
 #include "router/generate/admission.h"
 
 #include <algorithm>
+#include <cassert>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
@@ -25,22 +27,42 @@ AdmissionError error(AdmissionReason reason, std::string message, std::string fi
   return AdmissionError{reason, std::move(message), std::move(field)};
 }
 
+// the preparing threads when the options leave it to us: half the
+// hardware threads (the rest serve I/O and the engine), 1 to 8.
+int prepareThreads(int configured) {
+  if (configured > 0) return configured;
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2, 1, 8);
+}
+
 }  // namespace
 
 AdmissionSlot& AdmissionSlot::operator=(AdmissionSlot&& other) noexcept {
   if (this != &other) {
-    if (count_ != nullptr) count_->fetch_sub(1);
-    count_ = std::exchange(other.count_, nullptr);
+    release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    seqs_ = std::exchange(other.seqs_, 0);
+    prompt_tokens_ = std::exchange(other.prompt_tokens_, 0);
   }
   return *this;
 }
 
-AdmissionSlot::~AdmissionSlot() {
-  if (count_ != nullptr) count_->fetch_sub(1);
+AdmissionSlot::~AdmissionSlot() { release(); }
+
+void AdmissionSlot::release() {
+  if (owner_ != nullptr) owner_->release(*this);
+  owner_ = nullptr;
+  seqs_ = 0;
+  prompt_tokens_ = 0;
 }
 
 Admission::Admission(const CallContext& context, AdmissionOptions options)
-    : context_(context), options_(std::move(options)) {}
+    : context_(context),
+      options_(std::move(options)),
+      executor_(std::make_unique<CallExecutor>(
+          prepareThreads(options_.prepare_threads),
+          static_cast<size_t>(std::max(options_.max_queued_prepares, 0)))) {}
+
+Admission::~Admission() { stop(); }
 
 std::optional<AdmissionError> Admission::checkCredentials(std::string_view authorization) const {
   if (options_.api_keys.empty()) return std::nullopt;
@@ -63,9 +85,9 @@ std::variant<AdmissionSlot, AdmissionError> Admission::reserve() {
                     : error(AdmissionReason::kNotReady, "the backend is not ready");
   }
   const int pending = pending_.fetch_add(1);
-  AdmissionSlot slot(&pending_);
+  AdmissionSlot slot(this);
   if (pending >= options_.max_pending_requests) {
-    context_.metrics->countRejected();
+    context_.metrics->countRejected("requests");
     return error(AdmissionReason::kOverloaded,
                  absl::StrFormat("the server is overloaded (%d requests in progress); retry later",
                                  pending));
@@ -73,19 +95,39 @@ std::variant<AdmissionSlot, AdmissionError> Admission::reserve() {
   return slot;
 }
 
+std::optional<AdmissionError> Admission::offload(CallExecutor::Task task) {
+  if (executor_->post(std::move(task))) return std::nullopt;
+  if (executor_->stopping()) return error(AdmissionReason::kDraining, "the server is shutting down");
+  context_.metrics->countRejected("prepare_queue");
+  return error(AdmissionReason::kOverloaded,
+               absl::StrFormat("the server is overloaded (%d requests waiting to be prepared); "
+                               "retry later",
+                               options_.max_queued_prepares));
+}
+
 std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::prepare(
     openai::GenerationRequest& request) const {
   const ServedModel& model = *context_.model;
-  const bool served = request.model == model.name() ||
-                      (options_.empty_model_is_served && request.model.empty());
-  if (!served) {
+  if (request.model != model.name()) {
     return error(AdmissionReason::kUnknownModel,
                  absl::StrFormat("the model '%s' does not exist; this server serves '%s'",
                                  request.model, model.name()),
                  "model");
   }
+  const bool chat = request.endpoint == openai::Endpoint::kChatCompletions;
+  // the sequences are known before anything is tokenized: a request that
+  // can never fit costs no tokenizing.
+  const int64_t num_prompts = chat ? 1 : static_cast<int64_t>(request.prompts.size());
+  const int64_t seqs = num_prompts * request.n;
+  if (seqs > options_.max_admitted_seqs) {
+    return error(AdmissionReason::kRequestTooLarge,
+                 absl::StrFormat("the request asks for %d sequences (%d prompts, n = %d); the "
+                                 "server admits at most %d at once",
+                                 seqs, num_prompts, request.n, options_.max_admitted_seqs),
+                 request.n > 1 ? "n" : (chat ? "messages" : "prompt"));
+  }
   std::vector<TokenizedPrompt> prompts;
-  if (request.endpoint == openai::Endpoint::kChatCompletions) {
+  if (chat) {
     absl::StatusOr<std::vector<int32_t>> tokens = model.chatTokens(request);
     if (!tokens.ok()) {
       return error(AdmissionReason::kInvalidPrompt, std::string(tokens.status().message()),
@@ -106,10 +148,64 @@ std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::prepare(
     if (p.tokens.empty()) return error(AdmissionReason::kEmptyPrompt, "the prompt is empty");
   }
   if (prompts.empty()) return error(AdmissionReason::kEmptyPrompt, "the prompt is empty");
-  if (options_.check_prompt_length) {
-    if (std::optional<AdmissionError> e = checkLengths(request, prompts)) return std::move(*e);
-  }
+  if (std::optional<AdmissionError> e = checkLengths(request, prompts)) return std::move(*e);
   return prompts;
+}
+
+std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::admit(
+    AdmissionSlot& slot, openai::GenerationRequest& request) {
+  assert(slot.owner_ == this && slot.seqs_ == 0);
+  auto prepared = prepare(request);
+  if (std::holds_alternative<AdmissionError>(prepared)) return prepared;
+  const auto& prompts = std::get<std::vector<TokenizedPrompt>>(prepared);
+  // each choice is its own sequence on the generator, carrying its prompt.
+  const int64_t seqs = static_cast<int64_t>(prompts.size()) * request.n;
+  int64_t prompt_tokens = 0;
+  for (const TokenizedPrompt& p : prompts) prompt_tokens += static_cast<int64_t>(p.tokens.size());
+  prompt_tokens *= request.n;
+  const bool chat = request.endpoint == openai::Endpoint::kChatCompletions;
+  if (prompt_tokens > options_.max_admitted_prompt_tokens) {
+    return error(AdmissionReason::kRequestTooLarge,
+                 absl::StrFormat("the request's prompts hold %d tokens over its %d sequences; the "
+                                 "server admits at most %d prompt tokens at once",
+                                 prompt_tokens, seqs, options_.max_admitted_prompt_tokens),
+                 chat ? "messages" : "prompt");
+  }
+  std::lock_guard lock(budget_mu_);
+  const bool seqs_fit = admitted_seqs_ + seqs <= options_.max_admitted_seqs;
+  if (!seqs_fit ||
+      admitted_prompt_tokens_ + prompt_tokens > options_.max_admitted_prompt_tokens) {
+    context_.metrics->countRejected(seqs_fit ? "prompt_tokens" : "seqs");
+    return error(AdmissionReason::kOverloaded,
+                 absl::StrFormat("the server is overloaded (%d sequences and %d prompt tokens in "
+                                 "progress); retry later",
+                                 admitted_seqs_, admitted_prompt_tokens_));
+  }
+  admitted_seqs_ += seqs;
+  admitted_prompt_tokens_ += prompt_tokens;
+  slot.seqs_ += seqs;
+  slot.prompt_tokens_ += prompt_tokens;
+  context_.metrics->setAdmitted(admitted_seqs_, admitted_prompt_tokens_);
+  return prepared;
+}
+
+void Admission::release(const AdmissionSlot& slot) {
+  pending_.fetch_sub(1);
+  if (slot.seqs_ == 0 && slot.prompt_tokens_ == 0) return;
+  std::lock_guard lock(budget_mu_);
+  admitted_seqs_ -= slot.seqs_;
+  admitted_prompt_tokens_ -= slot.prompt_tokens_;
+  context_.metrics->setAdmitted(admitted_seqs_, admitted_prompt_tokens_);
+}
+
+int64_t Admission::admittedSeqs() const {
+  std::lock_guard lock(budget_mu_);
+  return admitted_seqs_;
+}
+
+int64_t Admission::admittedPromptTokens() const {
+  std::lock_guard lock(budget_mu_);
+  return admitted_prompt_tokens_;
 }
 
 std::optional<AdmissionError> Admission::checkLengths(
@@ -152,6 +248,8 @@ std::optional<AdmissionError> Admission::checkLengths(
 AdmissionError Admission::submitRefused(const absl::Status& status, size_t prompt_tokens) const {
   std::string message(status.message());
   if (absl::IsUnavailable(status)) return error(AdmissionReason::kNotReady, std::move(message));
+  // the generator sheds it (no worker can meet the TTFT SLO): try later.
+  if (absl::IsResourceExhausted(status)) return error(AdmissionReason::kOverloaded, std::move(message));
   // the generator's own context (a router's workers may allow less than
   // the served model says) leaves no room to generate.
   const int max_len = context_.generator->maxModelLen();

@@ -1,20 +1,29 @@
 // Admission: the one path by which a generation request enters the server,
-// shared by the OpenAI HTTP front end and the tandem gRPC one. It checks
-// credentials, readiness and capacity (a slot among max_pending_requests),
-// the model name, turns the prompt (text, token ids or chat messages) into
-// token ids, checks the prompt against the context and the server's prompt
-// limit, and classifies the generator's refusals. Every failure carries a
-// typed AdmissionReason; each front end maps reasons to its own wire form
-// (HTTP status + OpenAI error body, gRPC status code).
+// shared by the OpenAI HTTP front end and the tandem gRPC one (one instance
+// for both, so their limits are one budget). It checks credentials,
+// readiness and capacity, the model name, turns the prompt (text, token ids
+// or chat messages) into token ids, checks the prompt against the context
+// and the server's prompt limit, and classifies the generator's refusals.
+// Every failure carries a typed AdmissionReason; each front end maps reasons
+// to its own wire form (HTTP status + OpenAI error body, gRPC status code).
 //
-// Which checks apply is AdmissionOptions: the HTTP front end takes them all;
-// the gRPC one today calls neither checkCredentials() nor reserve() and
-// turns the prompt limits off (calling them, or setting the option, turns
-// each on there too).
+// Capacity is counted in what a request costs, not in requests: a request
+// holds one of max_pending_requests slots from reserve() (before its body is
+// parsed), then admit() charges the slot its sequences (prompts × n: each
+// choice is one sequence on the generator) and prompt tokens (Σ prompt
+// tokens × n: each choice carries its prompt to the generator) against
+// max_admitted_seqs and max_admitted_prompt_tokens. The slot gives all of it
+// back when destroyed, which is when the call ends however it ends
+// (finished, failed, refused, client gone).
+//
+// Parsing, chat rendering and tokenizing run on the admission's own
+// preparing threads (offload()), never on a front end's I/O threads.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/call_executor.h"
 #include "router/generate/call_context.h"
 #include "router/openai/openai_request.h"
 
@@ -32,7 +42,9 @@ enum class AdmissionReason {
   kUnauthenticated,        // no valid API key
   kNotReady,               // the generator cannot take requests (yet)
   kDraining,               // the server is shutting down
-  kOverloaded,             // max_pending_requests calls already in flight
+  kOverloaded,             // the server's budget is spent for now (requests, sequences,
+                           // prompt tokens, or the preparing queue): retry later
+  kRequestTooLarge,        // the request alone asks for more than the whole budget
   kUnknownModel,           // the request names a model this server does not serve
   kEmptyPrompt,            // the prompt has no tokens
   kInvalidPrompt,          // the chat template refused the messages
@@ -53,20 +65,24 @@ struct AdmissionOptions {
   // accepted keys; empty = no authentication.
   std::vector<std::string> api_keys;
   // calls in flight at once (each holding an AdmissionSlot from
-  // reserve()); more are kOverloaded.
+  // reserve(), also while its request waits to be prepared); more are
+  // kOverloaded.
   int max_pending_requests = 1024;
-  // checks prompt lengths before submitting (kPromptTooLong,
-  // kContextLengthExceeded) and fills in max_tokens when the request did
-  // not set it (completions: 16, chat: the rest of the context). Off, the
-  // generator's own checks (classified by submitRefused) are the only ones.
-  bool check_prompt_length = true;
-  // most prompt tokens (0 = the model's context length); needs
-  // check_prompt_length.
+  // sequences admitted at once over every call (a request costs its
+  // prompts × n); a request asking more alone is kRequestTooLarge.
+  int64_t max_admitted_seqs = 1024;
+  // prompt tokens admitted at once over every call (a request costs Σ its
+  // prompts' tokens × n); a request asking more alone is kRequestTooLarge.
+  int64_t max_admitted_prompt_tokens = int64_t{1} << 22;
+  // most prompt tokens (0 = the model's context length).
   int max_prompt_tokens = 0;
-  // a request with no model name means the served model (gRPC); otherwise
-  // the name must match.
-  bool empty_model_is_served = false;
+  // threads that parse, render and tokenize requests (0 = half the
+  // hardware threads, 1 to 8).
+  int prepare_threads = 0;
+  // requests waiting for a preparing thread; more are kOverloaded.
+  int max_queued_prepares = 1024;
 };
+
 
 // a tokenized prompt and the text `echo` repeats (for token ids, decoded
 // only when the request echoes).
@@ -75,65 +91,117 @@ struct TokenizedPrompt {
   std::string text;
 };
 
-// one call's place among max_pending_requests; released when destroyed.
-// Move-only; a default-constructed slot holds nothing.
+class Admission;
+
+// what one call holds of the admission's budget: a place among
+// max_pending_requests, and once admitted its sequences and prompt tokens;
+// all given back when destroyed. Move-only; a default-constructed slot
+// holds nothing.
 class AdmissionSlot {
  public:
   AdmissionSlot() = default;
-  explicit AdmissionSlot(std::atomic<int>* count) : count_(count) {}
-  AdmissionSlot(AdmissionSlot&& other) noexcept : count_(std::exchange(other.count_, nullptr)) {}
+  AdmissionSlot(AdmissionSlot&& other) noexcept { *this = std::move(other); }
   AdmissionSlot& operator=(AdmissionSlot&& other) noexcept;
   AdmissionSlot(const AdmissionSlot&) = delete;
   AdmissionSlot& operator=(const AdmissionSlot&) = delete;
   ~AdmissionSlot();
 
+  int64_t seqs() const { return seqs_; }
+  int64_t promptTokens() const { return prompt_tokens_; }
+
  private:
-  std::atomic<int>* count_ = nullptr;
+  friend class Admission;
+  explicit AdmissionSlot(Admission* owner) : owner_(owner) {}
+  void release();
+
+  Admission* owner_ = nullptr;
+  int64_t seqs_ = 0;
+  int64_t prompt_tokens_ = 0;
 };
 
 class Admission {
  public:
-  // `context`'s members must outlive the admission and every call it admits.
+  // starts the preparing threads. `context`'s members must outlive the
+  // admission and every call it admits.
   Admission(const CallContext& context, AdmissionOptions options);
+  // stop().
+  ~Admission();
+  Admission(const Admission&) = delete;
+  Admission& operator=(const Admission&) = delete;
 
   const CallContext& context() const { return context_; }
+  const AdmissionOptions& options() const { return options_; }
 
   // kUnauthenticated unless api_keys is empty or `authorization` is
   // "Bearer <one of them>" (compared in constant time).
   std::optional<AdmissionError> checkCredentials(std::string_view authorization) const;
 
-  // a slot for one call: kDraining after setDraining(), kNotReady while
-  // the generator is not ready, kOverloaded (counted in the metrics'
-  // rejected requests) when max_pending_requests calls hold slots.
+  // a slot for one call, holding no sequences yet: kDraining after
+  // setDraining(), kNotReady while the generator is not ready, kOverloaded
+  // (counted in the metrics' rejected requests, limit "requests") when
+  // max_pending_requests calls hold slots.
   std::variant<AdmissionSlot, AdmissionError> reserve();
 
-  // checks `request`'s model and turns its prompts into token ids (chat:
-  // renders the messages; completions: each prompt, with the text `echo`
-  // repeats); with check_prompt_length, checks the longest prompt and
-  // fills in or checks request.sampling.max_tokens. Errors: kUnknownModel,
+  // runs `task` on one of the preparing threads, after those queued before
+  // it; the front ends prepare and admit requests there, not on their I/O
+  // threads. kDraining once stop() began; kOverloaded (counted, limit
+  // "prepare_queue") when max_queued_prepares tasks wait already: `task`
+  // is dropped then.
+  std::optional<AdmissionError> offload(CallExecutor::Task task);
+
+  // checks `request`'s model and size (prompts × n sequences, before any
+  // tokenizing), turns its prompts into token ids (chat: renders the
+  // messages; completions: each prompt, with the text `echo` repeats),
+  // checks the longest prompt and fills in or checks
+  // request.sampling.max_tokens. Errors: kUnknownModel, kRequestTooLarge,
   // kInvalidPrompt, kEmptyPrompt, kPromptTooLong, kContextLengthExceeded.
   std::variant<std::vector<TokenizedPrompt>, AdmissionError> prepare(
       openai::GenerationRequest& request) const;
 
+  // prepare(), then charges `slot` (one of reserve()'s, holding nothing
+  // yet) with the request's cost: prompts × n sequences and Σ prompt tokens
+  // × n. Errors: prepare()'s; kRequestTooLarge when its prompt tokens alone
+  // exceed max_admitted_prompt_tokens; kOverloaded (counted, limit "seqs" or
+  // "prompt_tokens") when the cost does not fit beside what is admitted now.
+  // Nothing is charged on error.
+  std::variant<std::vector<TokenizedPrompt>, AdmissionError> admit(
+      AdmissionSlot& slot, openai::GenerationRequest& request);
+
   // the reason the generator refused a prompt of `prompt_tokens` tokens
-  // with `status` (Generator::submit's error): Unavailable is kNotReady; a
+  // with `status` (Generator::submit's error): Unavailable is kNotReady;
+  // ResourceExhausted (shed) is kOverloaded (429 with Retry-After); a
   // prompt that leaves no room in the generator's context is
   // kContextLengthExceeded; anything else kInvalidRequest.
   AdmissionError submitRefused(const absl::Status& status, size_t prompt_tokens) const;
 
   // from now on reserve() answers kDraining.
   void setDraining() { draining_.store(true); }
+  // runs the preparations already queued, then joins the preparing
+  // threads; offload() answers kDraining from now on. Idempotent; not from
+  // a preparing thread.
+  void stop() { executor_->stop(); }
   // calls holding a slot.
   int pending() const { return pending_.load(); }
+  // sequences and prompt tokens admitted now (held by slots).
+  int64_t admittedSeqs() const;
+  int64_t admittedPromptTokens() const;
 
  private:
+  friend class AdmissionSlot;
+
   std::optional<AdmissionError> checkLengths(openai::GenerationRequest& request,
                                              const std::vector<TokenizedPrompt>& prompts) const;
+  // gives back what a slot held.
+  void release(const AdmissionSlot& slot);
 
   const CallContext context_;
   const AdmissionOptions options_;
   std::atomic<bool> draining_{false};
   std::atomic<int> pending_{0};
+  mutable std::mutex budget_mu_;
+  int64_t admitted_seqs_ = 0;           // guarded by budget_mu_
+  int64_t admitted_prompt_tokens_ = 0;  // guarded by budget_mu_
+  std::unique_ptr<CallExecutor> executor_;
 };
 
 }  // namespace tandem::router

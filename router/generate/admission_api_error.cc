@@ -14,6 +14,7 @@ int httpStatus(AdmissionReason reason) {
     case AdmissionReason::kInvalidPrompt:
     case AdmissionReason::kPromptTooLong:
     case AdmissionReason::kContextLengthExceeded:
+    case AdmissionReason::kRequestTooLarge:
     case AdmissionReason::kInvalidRequest: return 400;
   }
   return 500;

@@ -1,8 +1,11 @@
 // What an in-flight call (an OpenAI CompletionCall, a tandem gRPC Generate
 // call) needs from the server that accepted it: the served model, the
-// generator its tokens come from, and the metrics it records. All three
-// outlive every call.
+// generator its tokens come from, and the metrics it records (all three
+// outlive every call), and the bound on what a streaming client may leave
+// unread.
 #pragma once
+
+#include <cstddef>
 
 #include "generation/generator.h"
 #include "router/generate/served_model.h"
@@ -14,6 +17,10 @@ struct CallContext {
   const ServedModel* model = nullptr;
   generation::Generator* generator = nullptr;
   ServingMetrics* metrics = nullptr;
+  // a streaming client that lets more than this many bytes queue up (it
+  // stopped reading) is cut off: its generation is cancelled and the
+  // connection closed, so it holds neither memory nor KV blocks.
+  size_t max_stream_backlog_bytes = size_t{4} << 20;
 };
 
 }  // namespace tandem::router

@@ -1,5 +1,6 @@
 #include "router/generate/completion_call.h"
 
+#include <cstdio>
 #include <random>
 
 #include "absl/strings/str_format.h"
@@ -120,7 +121,9 @@ void CompletionCall::submitAll(const Admission& admission) {
 void CompletionCall::refuse(const openai::ApiError& error) {
   answered_ = true;
   metrics_.end(endpointLabel(request_.endpoint), error.status);
-  writer_->respond(error.status, kJsonHeaders, openai::errorBody(error));
+  std::vector<http::HttpHeader> headers = kJsonHeaders;
+  if (error.status == 429) headers.push_back({"Retry-After", "1"});
+  writer_->respond(error.status, std::move(headers), openai::errorBody(error));
 }
 
 void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
@@ -163,6 +166,7 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
     if (!delta.empty() || !logprobs.empty() || !finish.empty()) {
       sendDelta(choice, std::move(delta), std::move(logprobs), finish);
     }
+    if (cutOffSlowClient()) return;
   } else {
     choice.result.text += delta;
     for (auto& e : logprobs) choice.result.logprobs.push_back(std::move(e));
@@ -246,6 +250,19 @@ void CompletionCall::clientGone() {
   cancelAll();
   // 499: nginx's "client closed request".
   metrics_.end(endpointLabel(request_.endpoint), 499);
+}
+
+bool CompletionCall::cutOffSlowClient() {
+  const size_t backlog = writer_->pendingBytes();
+  if (backlog <= context_.max_stream_backlog_bytes) return false;
+  answered_ = true;
+  cancelAll();
+  metrics_.end(endpointLabel(request_.endpoint), 499);
+  if (context_.metrics != nullptr) context_.metrics->countSlowClient();
+  std::fprintf(stderr, "tandem router: %s: the client left %zu bytes unread; cancelled and closed\n",
+               meta_.id.c_str(), backlog);
+  writer_->abort();
+  return true;
 }
 
 void CompletionCall::cancelAll() {

@@ -69,6 +69,10 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   void complete();
   // the client went away: cancel everything, answer nothing.
   void clientGone();
+  // streaming, mu_ held: true when the client left more than
+  // max_stream_backlog_bytes unread, after cancelling every choice and
+  // closing its connection (it stopped reading: what is queued would only grow).
+  bool cutOffSlowClient();
   // cancels the unfinished choices; mu_ held.
   void cancelAll();
   openai::Usage usage() const;

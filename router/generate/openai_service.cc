@@ -1,11 +1,11 @@
 #include "router/generate/openai_service.h"
 
+#include <optional>
 #include <string_view>
 #include <variant>
 
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
-#include "router/generate/completion_call.h"
 #include "router/openai/openai_response.h"
 
 namespace tandem::router {
@@ -33,7 +33,7 @@ struct OpenAiService::Route {
   // another method. The others (probes, metrics) answer at once and know
   // no other method (404).
   bool api;
-  void (OpenAiService::*handle)(const http::HttpRequest&, http::ResponseWriterPtr);
+  void (OpenAiService::*handle)(http::HttpRequest&, http::ResponseWriterPtr);
 
   bool pathMatches(const std::string& p) const {
     return prefix ? p.compare(0, path.size(), path) == 0 : p == path;
@@ -54,19 +54,13 @@ const std::vector<OpenAiService::Route>& OpenAiService::routes() {
   return kRoutes;
 }
 
-OpenAiService::OpenAiService(ServingMetrics* metrics, OpenAiServiceOptions options)
-    : metrics_(metrics), options_(std::move(options)) {
+OpenAiService::OpenAiService(ServingMetrics* metrics) : metrics_(metrics) {
   context_.metrics = metrics;
 }
 
-void OpenAiService::setReady(const CallContext& context) {
-  context_.model = context.model;
-  context_.generator = context.generator;
-  AdmissionOptions admission;
-  admission.api_keys = options_.api_keys;
-  admission.max_pending_requests = options_.max_pending_requests;
-  admission.max_prompt_tokens = options_.max_prompt_tokens;
-  admission_ = std::make_unique<Admission>(context_, std::move(admission));
+void OpenAiService::setReady(Admission* admission) {
+  context_ = admission->context();
+  admission_ = admission;
   if (draining_) admission_->setDraining();
   ready_.store(true, std::memory_order_release);
 }
@@ -75,8 +69,6 @@ void OpenAiService::setDraining() {
   draining_ = true;
   if (ready()) admission_->setDraining();
 }
-
-int OpenAiService::pending() const { return ready() ? admission_->pending() : 0; }
 
 void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr writer) {
   const Route* route = nullptr;
@@ -114,11 +106,11 @@ void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr wr
   (this->*route->handle)(request, std::move(writer));
 }
 
-void OpenAiService::live(const http::HttpRequest&, http::ResponseWriterPtr writer) {
+void OpenAiService::live(http::HttpRequest&, http::ResponseWriterPtr writer) {
   writer->respond(200, kJson, R"({"status":"ok"})");
 }
 
-void OpenAiService::health(const http::HttpRequest&, http::ResponseWriterPtr writer) {
+void OpenAiService::health(http::HttpRequest&, http::ResponseWriterPtr writer) {
   if (draining_ || !ready() || !context_.generator->ready()) {
     sendError(writer, openai::errorFor(503, draining_ ? "shutting down" : "not ready"), "health");
   } else {
@@ -126,22 +118,22 @@ void OpenAiService::health(const http::HttpRequest&, http::ResponseWriterPtr wri
   }
 }
 
-void OpenAiService::metrics(const http::HttpRequest&, http::ResponseWriterPtr writer) {
+void OpenAiService::metrics(http::HttpRequest&, http::ResponseWriterPtr writer) {
   writer->respond(200, {{"Content-Type", "text/plain; version=0.0.4"}}, metrics_->render());
 }
 
-void OpenAiService::version(const http::HttpRequest&, http::ResponseWriterPtr writer) {
+void OpenAiService::version(http::HttpRequest&, http::ResponseWriterPtr writer) {
   writer->respond(200, kJson, R"({"version":"0.1.0"})");
 }
 
-void OpenAiService::listModels(const http::HttpRequest&, http::ResponseWriterPtr writer) {
+void OpenAiService::listModels(http::HttpRequest&, http::ResponseWriterPtr writer) {
   const ServedModel& model = *context_.model;
   openai::ModelCard card{model.name(), 0, model.maxModelLen(), model.path()};
   writer->respond(200, kJson, openai::renderModelList({card}));
   metrics_->countRequest("models", 200);
 }
 
-void OpenAiService::getModel(const http::HttpRequest& request, http::ResponseWriterPtr writer) {
+void OpenAiService::getModel(http::HttpRequest& request, http::ResponseWriterPtr writer) {
   const ServedModel& model = *context_.model;
   const std::string name = request.path.substr(std::string_view("/v1/models/").size());
   if (name != model.name()) {
@@ -155,11 +147,11 @@ void OpenAiService::getModel(const http::HttpRequest& request, http::ResponseWri
   writer->respond(200, kJson, list["data"][0].dump());
 }
 
-void OpenAiService::completions(const http::HttpRequest& request, http::ResponseWriterPtr writer) {
+void OpenAiService::completions(http::HttpRequest& request, http::ResponseWriterPtr writer) {
   generate(request, openai::Endpoint::kCompletions, std::move(writer));
 }
 
-void OpenAiService::chatCompletions(const http::HttpRequest& request,
+void OpenAiService::chatCompletions(http::HttpRequest& request,
                                     http::ResponseWriterPtr writer) {
   generate(request, openai::Endpoint::kChatCompletions, std::move(writer));
 }
@@ -173,28 +165,47 @@ void OpenAiService::sendError(const http::ResponseWriterPtr& writer, const opena
   metrics_->countRequest(endpoint, error.status);
 }
 
-void OpenAiService::generate(const http::HttpRequest& http_request, openai::Endpoint endpoint,
+void OpenAiService::generate(http::HttpRequest& http_request, openai::Endpoint endpoint,
                              http::ResponseWriterPtr writer) {
   const auto arrival = CompletionCall::Clock::now();
-  const std::string label = endpointLabel(endpoint);
   // capacity first: an overloaded server does not parse bodies.
   std::variant<AdmissionSlot, AdmissionError> slot = admission_->reserve();
   if (auto* error = std::get_if<AdmissionError>(&slot)) {
-    sendError(writer, toApiError(*error), label);
+    sendError(writer, toApiError(*error), endpointLabel(endpoint));
     return;
   }
-  openai::ParseResult parsed = openai::parseGenerationRequest(http_request.body, endpoint);
+  // parsing, rendering and tokenizing are the body's size in CPU: they run
+  // on a preparing thread, so the I/O threads go on serving.
+  std::optional<AdmissionError> refused = admission_->offload(
+      [this, body = std::move(http_request.body), endpoint, writer,
+       slot = std::move(std::get<AdmissionSlot>(slot)), arrival]() mutable {
+        prepareAndStart(body, endpoint, std::move(slot), std::move(writer), arrival);
+      });
+  if (refused) sendError(writer, toApiError(*refused), endpointLabel(endpoint));
+}
+
+void OpenAiService::prepareAndStart(const std::string& body, openai::Endpoint endpoint,
+                                    AdmissionSlot slot, http::ResponseWriterPtr writer,
+                                    CompletionCall::Clock::time_point arrival) {
+  const std::string label = endpointLabel(endpoint);
+  if (writer->closed()) {
+    // the client left while the request waited: 499, nginx's "client
+    // closed request", as for a call it leaves.
+    metrics_->countRequest(label, 499);
+    return;
+  }
+  openai::ParseResult parsed = openai::parseGenerationRequest(body, endpoint);
   if (auto* error = std::get_if<openai::ApiError>(&parsed)) {
     sendError(writer, *error, label);
     return;
   }
   openai::GenerationRequest request = std::move(std::get<openai::GenerationRequest>(parsed));
-  auto prompts = admission_->prepare(request);
+  auto prompts = admission_->admit(slot, request);
   if (auto* error = std::get_if<AdmissionError>(&prompts)) {
     sendError(writer, toApiError(*error), label);
     return;
   }
-  CompletionCall::start(*admission_, std::move(std::get<AdmissionSlot>(slot)), std::move(request),
+  CompletionCall::start(*admission_, std::move(slot), std::move(request),
                         std::move(std::get<std::vector<TokenizedPrompt>>(prompts)),
                         std::move(writer), arrival);
 }

@@ -2,42 +2,36 @@
 // /v1/models, plus /health (503 until the generator is ready), /live,
 // /metrics (Prometheus) and /version, dispatched by a route table (method +
 // path → handler): an unknown path is a 404, a known path with another
-// method a 405. Generation requests pass the Admission (API keys, 429 with
-// Retry-After beyond max_pending_requests, the model, prompt limits), then
-// a CompletionCall answers them.
+// method a 405. Generation requests pass the Admission the server shares
+// with its gRPC front end (API keys, 429 with Retry-After when its budget is
+// spent, the model, request size and prompt limits), then a CompletionCall
+// answers them. The I/O thread only reserves a slot: the body is parsed,
+// rendered and tokenized on the admission's preparing threads.
 #pragma once
 
 #include <atomic>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/http/http_server.h"
 #include "router/generate/admission.h"
 #include "router/generate/call_context.h"
+#include "router/generate/completion_call.h"
 #include "router/openai/api_error.h"
 #include "router/openai/openai_request.h"
 
 namespace tandem::router {
 
-struct OpenAiServiceOptions {
-  // accepted keys; empty = no authentication.
-  std::vector<std::string> api_keys;
-  // generation requests being answered at once; more get 429.
-  int max_pending_requests = 1024;
-  // most prompt tokens (0 = the model's context length).
-  int max_prompt_tokens = 0;
-};
-
 class OpenAiService {
  public:
   // answers /live, /health (503) and /metrics at once, and everything else
   // 503 until setReady(). `metrics` must outlive the service.
-  OpenAiService(ServingMetrics* metrics, OpenAiServiceOptions options);
+  explicit OpenAiService(ServingMetrics* metrics);
 
-  // the model is loaded: serve it. `context`'s members must outlive the
-  // service and every call it started. call once.
-  void setReady(const CallContext& context);
+  // the model is loaded: serve admission->context() through `admission`,
+  // which must outlive the service and every call it started, and be
+  // stopped (Admission::stop) before the service goes. call once.
+  void setReady(Admission* admission);
 
   // the HTTP handler (runs on an I/O thread, never blocks).
   void handle(http::HttpRequest request, http::ResponseWriterPtr writer);
@@ -47,33 +41,35 @@ class OpenAiService {
 
   // from now on /health answers 503 and new generations 503 (draining).
   void setDraining();
-  // generation requests being answered.
-  int pending() const;
 
  private:
   struct Route;
   static const std::vector<Route>& routes();
 
   // the routes' handlers.
-  void live(const http::HttpRequest& request, http::ResponseWriterPtr writer);
-  void health(const http::HttpRequest& request, http::ResponseWriterPtr writer);
-  void metrics(const http::HttpRequest& request, http::ResponseWriterPtr writer);
-  void version(const http::HttpRequest& request, http::ResponseWriterPtr writer);
-  void listModels(const http::HttpRequest& request, http::ResponseWriterPtr writer);
-  void getModel(const http::HttpRequest& request, http::ResponseWriterPtr writer);
-  void completions(const http::HttpRequest& request, http::ResponseWriterPtr writer);
-  void chatCompletions(const http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void live(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void health(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void metrics(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void version(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void listModels(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void getModel(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void completions(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void chatCompletions(http::HttpRequest& request, http::ResponseWriterPtr writer);
 
-  void generate(const http::HttpRequest& request, openai::Endpoint endpoint,
+  // on the I/O thread: reserves a slot and hands the body to a preparing
+  // thread.
+  void generate(http::HttpRequest& request, openai::Endpoint endpoint,
                 http::ResponseWriterPtr writer);
+  // on a preparing thread: parses, admits and starts the call.
+  void prepareAndStart(const std::string& body, openai::Endpoint endpoint, AdmissionSlot slot,
+                       http::ResponseWriterPtr writer, CompletionCall::Clock::time_point arrival);
   void sendError(const http::ResponseWriterPtr& writer, const openai::ApiError& error,
                  const std::string& endpoint);
   bool ready() const { return ready_.load(std::memory_order_acquire); }
 
   ServingMetrics* const metrics_;
-  const OpenAiServiceOptions options_;
-  CallContext context_;                    // written once, before ready_
-  std::unique_ptr<Admission> admission_;   // written once, before ready_
+  CallContext context_;            // written once, before ready_
+  Admission* admission_ = nullptr;  // written once, before ready_
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
 };

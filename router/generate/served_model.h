@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +36,9 @@ class ServedModel {
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   // true when the model brought no chat template and the plain one is used.
   bool usesFallbackTemplate() const { return fallback_template_; }
+  // replaces the tokenizer with one of the same vocabulary (a test wraps
+  // the real one, e.g. to hold encode() until it says so). Before serving.
+  void setTokenizer(tokenizer::TokenizerPtr tokenizer) { tokenizer_ = std::move(tokenizer); }
 
   // the token ids of a completions prompt: text is tokenized with the
   // model's special tokens (BOS); token ids are taken as they are.

@@ -4,51 +4,47 @@
 
 #include "proto/convert/finish_reason_proto.h"
 #include "proto/convert/sampling_params_proto.h"
+#include "router/grpc/admission_grpc_status.h"
 
 namespace tandem::router {
 
 using tandem::v1::GenerateResponse;
 
-namespace {
-
-// the gRPC form of an admission failure.
-grpc::Status grpcStatus(const AdmissionError& error) {
-  grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
-  switch (error.reason) {
-    case AdmissionReason::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
-    case AdmissionReason::kNotReady:
-    case AdmissionReason::kDraining: code = grpc::StatusCode::UNAVAILABLE; break;
-    case AdmissionReason::kOverloaded: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
-    case AdmissionReason::kUnknownModel: code = grpc::StatusCode::NOT_FOUND; break;
-    case AdmissionReason::kEmptyPrompt:
-    case AdmissionReason::kInvalidPrompt:
-    case AdmissionReason::kPromptTooLong:
-    case AdmissionReason::kContextLengthExceeded:
-    case AdmissionReason::kInvalidRequest: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-  }
-  return grpc::Status(code, error.message);
-}
-
-}  // namespace
-
 grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
-    const Admission& admission, const tandem::v1::GenerateRequest& request) {
+    Admission& admission, const tandem::v1::GenerateRequest& request) {
   auto* reactor = new grpc_util::ServerStreamReactor<GenerateResponse>();
-  auto call = std::make_shared<GenerateCall>(admission.context(), reactor->writer());
+  std::variant<AdmissionSlot, AdmissionError> slot = admission.reserve();
+  if (auto* error = std::get_if<AdmissionError>(&slot)) {
+    reactor->writer()->finish(toGrpcStatus(*error));
+    return reactor;
+  }
+  auto call = std::make_shared<GenerateCall>(admission.context(), reactor->writer(),
+                                             std::move(std::get<AdmissionSlot>(slot)));
   reactor->observe(call);
-  call->submit(admission, request);
+  // gRPC frees `request` when the call ends, which may be before the
+  // preparing thread gets to it: the task owns a copy.
+  std::optional<AdmissionError> refused =
+      admission.offload([call, admission = &admission, request]() {
+        call->submit(*admission, request);
+      });
+  if (refused) reactor->writer()->finish(toGrpcStatus(*refused));
   return reactor;
 }
 
-GenerateCall::GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer)
-    : context_(context), writer_(std::move(writer)), metrics_(context.metrics, CallMetrics::Clock::now()) {}
+GenerateCall::GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer,
+                           AdmissionSlot slot)
+    : context_(context),
+      writer_(std::move(writer)),
+      slot_(std::move(slot)),
+      metrics_(context.metrics, CallMetrics::Clock::now()) {}
 
-void GenerateCall::submit(const Admission& admission, const tandem::v1::GenerateRequest& request) {
+void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateRequest& request) {
   std::lock_guard lock(mu_);
-  // the admission's checks, as the request's fields: no API key, slot or
-  // prompt limit here (see InferenceService).
+  // the client left (or the server stopped the call) while it waited.
+  if (generation_done_ || writer_->closed()) return;
+  // the admission's checks, as the request's fields.
   openai::GenerationRequest parsed;
-  parsed.model = request.model();
+  parsed.model = request.model().empty() ? context_.model->name() : request.model();
   openai::Prompt prompt;
   if (request.has_token_ids()) {
     prompt.is_tokens = true;
@@ -63,9 +59,9 @@ void GenerateCall::submit(const Admission& admission, const tandem::v1::Generate
   absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
   if (params.ok()) parsed.sampling = *params;
   parsed.max_tokens_set = request.params().has_max_tokens();
-  auto prepared = admission.prepare(parsed);
+  auto prepared = admission.admit(slot_, parsed);
   if (auto* error = std::get_if<AdmissionError>(&prepared)) {
-    writer_->finish(grpcStatus(*error));
+    writer_->finish(toGrpcStatus(*error));
     return;
   }
   std::vector<int32_t> tokens = std::move(std::get<std::vector<TokenizedPrompt>>(prepared).front().tokens);
@@ -83,7 +79,7 @@ void GenerateCall::submit(const Admission& admission, const tandem::v1::Generate
       std::move(tokens), std::move(parsed.sampling),
       [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
-    writer_->finish(grpcStatus(admission.submitRefused(id.status(), prompt_tokens_)));
+    writer_->finish(toGrpcStatus(admission.submitRefused(id.status(), prompt_tokens_)));
     return;
   }
   generator_id_ = *id;

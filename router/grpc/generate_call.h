@@ -1,7 +1,11 @@
-// One tandem.v1.Inference/Generate call: validates the request, submits it
-// to the generator and streams its tokens to the client in order through the
-// shared ServerStreamWriter (one write in flight, the rest queued). A client
-// that leaves cancels the request on the generator.
+// One tandem.v1.Inference/Generate call: admits the request through the
+// Admission the HTTP front end shares (capacity, model, prompt limits; the
+// API key is InferenceService's), submits it to the generator and streams
+// its tokens to the client in order through the shared ServerStreamWriter
+// (one write in flight, the rest queued). The prompt is tokenized on the
+// admission's preparing threads, not on gRPC's. A client that leaves cancels
+// the request on the generator; the call's share of the admission's budget
+// is given back when the call ends.
 #pragma once
 
 #include <memory>
@@ -10,9 +14,9 @@
 
 #include "common/grpc/server_stream_writer.h"
 #include "grpcpp/grpcpp.h"
-#include "router/generate/choice_text_stream.h"
 #include "router/generate/admission.h"
 #include "router/generate/call_metrics.h"
+#include "router/generate/choice_text_stream.h"
 #include "tandem/v1/inference.pb.h"
 
 namespace tandem::router {
@@ -24,21 +28,24 @@ class GenerateCall final : public grpc_util::StreamObserver,
 
   // the reactor gRPC drives for `request`, admitted by `admission` (which,
   // with its context, outlives the call); the call answers through it
-  // (errors: NOT_FOUND for another model, INVALID_ARGUMENT for an empty
-  // prompt or bad params and what the generator refuses, UNAVAILABLE when
-  // it cannot take requests now, INTERNAL when the model fails).
+  // (errors, as admission_grpc_status.h maps them: RESOURCE_EXHAUSTED when
+  // the admission's budget is spent, NOT_FOUND for another model,
+  // INVALID_ARGUMENT for an empty or too long prompt, bad params and what
+  // the generator refuses, UNAVAILABLE when it cannot take requests now;
+  // INTERNAL when the model fails). An empty model names the served one.
   static grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* start(
-      const Admission& admission, const tandem::v1::GenerateRequest& request);
+      Admission& admission, const tandem::v1::GenerateRequest& request);
 
-  GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer);
+  GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot);
 
   // grpc_util::StreamObserver
   void onStreamBroken() override;
   void onStreamDone(const std::optional<grpc::Status>& status) override;
 
  private:
-  // admits and submits; on error ends the call with it.
-  void submit(const Admission& admission, const tandem::v1::GenerateRequest& request);
+  // on a preparing thread: admits and submits; on error ends the call
+  // with it.
+  void submit(Admission& admission, const tandem::v1::GenerateRequest& request);
   void onOutput(const generation::TokenOutput& output);
   // the message for one output; sets `finish` when it is the last one.
   tandem::v1::GenerateResponse responseFor(const generation::TokenOutput& output, std::string* finish);
@@ -46,6 +53,7 @@ class GenerateCall final : public grpc_util::StreamObserver,
   const CallContext context_;
   const std::shared_ptr<Writer> writer_;
   std::mutex mu_;
+  AdmissionSlot slot_;                                // guarded by mu_
   std::optional<ChoiceTextStream> text_;              // guarded by mu_
   std::optional<generation::RequestId> generator_id_;   // guarded by mu_
   bool generation_done_ = false;                      // guarded by mu_

@@ -7,17 +7,18 @@
 namespace tandem::router {
 
 absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
-                                                const CallContext& context) {
-  return start(host, port, &context);
+                                                Admission* admission) {
+  return start(host, port, admission, {});
 }
 
 absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
-                                                const CallContext* context) {
+                                                Admission* admission,
+                                                const std::vector<grpc::Service*>& extra_services) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   GrpcServerPtr s(new GrpcServer());
-  s->service_ = context != nullptr ? std::make_unique<InferenceService>(*context)
-                                   : std::make_unique<InferenceService>();
+  s->service_ = admission != nullptr ? std::make_unique<InferenceService>(admission)
+                                     : std::make_unique<InferenceService>();
   grpc::ServerBuilder builder;
   // an IPv6 literal needs brackets in a gRPC address.
   const std::string address = host.find(':') != std::string::npos
@@ -25,17 +26,18 @@ absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int por
                                   : absl::StrCat(host, ":", port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
+  for (grpc::Service* service : extra_services) builder.RegisterService(service);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
   }
-  s->server_->GetHealthCheckService()->SetServingStatus(context != nullptr);
-  s->serving_ = context != nullptr;
+  s->server_->GetHealthCheckService()->SetServingStatus(admission != nullptr);
+  s->serving_ = admission != nullptr;
   return s;
 }
 
-void GrpcServer::serve(const CallContext& context) {
-  service_->setContext(context);
+void GrpcServer::serve(Admission* admission) {
+  service_->setAdmission(admission);
   serving_ = true;
   if (server_ != nullptr && !stopped_) server_->GetHealthCheckService()->SetServingStatus(true);
 }

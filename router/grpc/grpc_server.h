@@ -22,15 +22,20 @@ class GrpcServer {
  public:
   // listens on host:port (port 0 = any free port) and serves. Unavailable
   // when the address cannot be bound.
+  // Inference admits calls through `admission`, which must outlive the
+  // server (the OpenAI front end shares it).
   static absl::StatusOr<GrpcServerPtr> start(const std::string& host, int port,
-                                             const CallContext& context);
+                                             Admission* admission);
   // listens before the model is known (a router waiting for workers):
   // tandem.v1.Inference answers UNAVAILABLE and health NOT_SERVING until
-  // serve(). `context` null = no model yet.
+  // serve(); `extra_services` (not owned; they must outlive the server, e.g.
+  // tandem.v1.Registry) are served from the start. `admission` null = no model yet.
   static absl::StatusOr<GrpcServerPtr> start(const std::string& host, int port,
-                                             const CallContext* context);
-  // serves the model of `context` (once): Inference answers, health SERVING.
-  void serve(const CallContext& context);
+                                             Admission* admission,
+                                             const std::vector<grpc::Service*>& extra_services);
+  // serves the model of admission->context() through `admission` (once):
+  // Inference answers, health SERVING.
+  void serve(Admission* admission);
   ~GrpcServer();
 
   int port() const { return port_; }

@@ -1,51 +1,68 @@
 #include "router/grpc/inference_service.h"
 
+#include <string_view>
+
+#include "router/grpc/admission_grpc_status.h"
 #include "router/grpc/generate_call.h"
 
 namespace tandem::router {
 
 namespace {
 
-const grpc::Status kNoModelYet(grpc::StatusCode::UNAVAILABLE,
-                               "no model is served yet (waiting for workers)");
-
 // answers a streaming call with one status and no message.
-class UnavailableWriter final : public grpc::ServerWriteReactor<tandem::v1::GenerateResponse> {
+class FinishedWriter final : public grpc::ServerWriteReactor<tandem::v1::GenerateResponse> {
  public:
-  UnavailableWriter() { Finish(kNoModelYet); }
+  explicit FinishedWriter(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
 };
 
+// the call's `authorization` metadata ("" when absent); gRPC keys are lower case.
+std::string_view authorization(const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return {};
+  return std::string_view(it->second.data(), it->second.size());
+}
+
 }  // namespace
 
-void InferenceService::setContext(const CallContext& context) {
-  context_ = context;
-  AdmissionOptions options;
-  options.check_prompt_length = false;
-  options.empty_model_is_served = true;
-  admission_ = std::make_unique<Admission>(context_, std::move(options));
+void InferenceService::setAdmission(Admission* admission) {
+  admission_ = admission;
   ready_.store(true, std::memory_order_release);
+}
+
+grpc::Status InferenceService::checkCaller(const grpc::CallbackServerContext& context) const {
+  if (!ready_.load(std::memory_order_acquire)) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "no model is served yet (waiting for workers)");
+  }
+  if (auto error = admission_->checkCredentials(authorization(context))) {
+    return toGrpcStatus(*error);
+  }
+  return grpc::Status::OK;
 }
 
 grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* InferenceService::Generate(
     grpc::CallbackServerContext* context, const tandem::v1::GenerateRequest* request) {
-  if (!ready_.load(std::memory_order_acquire)) return new UnavailableWriter();
+  if (grpc::Status status = checkCaller(*context); !status.ok()) {
+    return new FinishedWriter(status);
+  }
   return GenerateCall::start(*admission_, *request);
 }
 
 grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerContext* context,
                                                        const tandem::v1::ListModelsRequest* request,
                                                        tandem::v1::ListModelsResponse* response) {
-  if (!ready_.load(std::memory_order_acquire)) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(kNoModelYet);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status status = checkCaller(*context); !status.ok()) {
+    reactor->Finish(status);
     return reactor;
   }
+  const CallContext& served = admission_->context();
   auto* model = response->add_models();
-  model->set_id(context_.model->name());
-  model->set_max_context(context_.model->maxModelLen());
-  context_.metrics->countRequest("grpc_list_models", 0);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  model->set_id(served.model->name());
+  model->set_max_context(served.model->maxModelLen());
+  served.metrics->countRequest("grpc_list_models", 0);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -2,29 +2,32 @@
 // message per generated token (ids, whole-UTF-8 text delta, logprobs), the
 // last one with finish_reason and usage; ListModels names the served model.
 // A cancelled call (client gone, deadline) cancels the generation.
-// Generate goes through the same Admission as the OpenAI API, with what it
-// skips today: no API key, no capacity limit (429), no prompt limits; the
-// generator's own refusals are classified as for HTTP.
+//
+// Both go through the Admission the OpenAI HTTP front end shares, with the
+// same checks: the API key (metadata `authorization: Bearer KEY`, as OpenAI
+// clients send it over HTTP; wrong or missing: UNAUTHENTICATED), capacity
+// (one budget with HTTP; spent: RESOURCE_EXHAUSTED, HTTP's 429), the model,
+// and the prompt against the context and the server's prompt limit
+// (INVALID_ARGUMENT). router/grpc/admission_grpc_status.h maps every reason.
 #pragma once
 
 #include <atomic>
-#include <memory>
 
 #include "router/generate/admission.h"
-#include "router/generate/call_context.h"
 #include "tandem/v1/inference.grpc.pb.h"
 
 namespace tandem::router {
 
 class InferenceService final : public tandem::v1::Inference::CallbackService {
  public:
-  // `context`'s members must outlive the service.
-  explicit InferenceService(const CallContext& context) { setContext(context); }
+  // `admission` (and its context) must outlive the service.
+  explicit InferenceService(Admission* admission) { setAdmission(admission); }
   // a service without a model yet (a router waiting for its workers):
-  // every call answers UNAVAILABLE until setContext().
+  // every call answers UNAVAILABLE until setAdmission().
   InferenceService() = default;
-  // serves `context` from now on; call once, before or while serving.
-  void setContext(const CallContext& context);
+  // serves admission->context() through `admission` from now on; call
+  // once, before or while serving.
+  void setAdmission(Admission* admission);
 
   // tandem::v1::Inference::CallbackService
   grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* Generate(
@@ -34,8 +37,11 @@ class InferenceService final : public tandem::v1::Inference::CallbackService {
                                        tandem::v1::ListModelsResponse* response) override;
 
  private:
-  CallContext context_;                   // written once, before ready_
-  std::unique_ptr<Admission> admission_;  // written once, before ready_
+  // UNAVAILABLE before setAdmission(), UNAUTHENTICATED without a valid
+  // key; OK to go on.
+  grpc::Status checkCaller(const grpc::CallbackServerContext& context) const;
+
+  Admission* admission_ = nullptr;  // written once, before ready_
   std::atomic<bool> ready_{false};
 };
 

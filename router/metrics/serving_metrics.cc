@@ -46,7 +46,16 @@ ServingMetrics::ServingMetrics() : registry_(std::make_shared<prometheus::Regist
   cached_tokens_ = &BuildCounter().Name("tandem:prefix_cache_hit_tokens_total")
                         .Help("prompt tokens found in the prefix cache").Register(r).Add({});
   rejected_ = &BuildCounter().Name("tandem:requests_rejected_total")
-                   .Help("requests refused with 429 (overloaded)").Register(r).Add({});
+                   .Help("requests refused as overloaded (429), by the limit they hit")
+                   .Register(r);
+  admitted_seqs_ = &BuildGauge().Name("tandem:admitted_seqs")
+                        .Help("sequences (prompts x n) of the requests admitted now")
+                        .Register(r).Add({});
+  admitted_prompt_tokens_ = &BuildGauge().Name("tandem:admitted_prompt_tokens")
+                                 .Help("prompt tokens (x n) of the requests admitted now")
+                                 .Register(r).Add({});
+  slow_clients_ = &BuildCounter().Name("tandem:slow_clients_cut_off_total")
+                       .Help("streams closed because the client stopped reading").Register(r).Add({});
   running_ = &BuildGauge().Name("tandem:num_requests_running")
                   .Help("sequences in the engine's running batch").Register(r).Add({});
   waiting_ = &BuildGauge().Name("tandem:num_requests_waiting")
@@ -59,6 +68,15 @@ ServingMetrics::ServingMetrics() : registry_(std::make_shared<prometheus::Regist
 
 void ServingMetrics::countRequest(const std::string& endpoint, int status) {
   requests_->Add({{"endpoint", endpoint}, {"status", std::to_string(status)}}).Increment();
+}
+
+void ServingMetrics::countRejected(const std::string& limit) {
+  rejected_->Add({{"limit", limit}}).Increment();
+}
+
+void ServingMetrics::setAdmitted(int64_t seqs, int64_t prompt_tokens) {
+  admitted_seqs_->Set(static_cast<double>(seqs));
+  admitted_prompt_tokens_->Set(static_cast<double>(prompt_tokens));
 }
 
 void ServingMetrics::addTokens(int prompt, int generated, int cached) {

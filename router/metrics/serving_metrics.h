@@ -2,9 +2,12 @@
 // own where one exists, under the tandem: prefix: request counts by
 // endpoint and status, requests in flight, TTFT, inter-token latency and
 // end-to-end latency histograms, prompt/generation/cached token counters,
-// and the generator's queue depth and KV usage (sampled at scrape time).
+// and the generator's queue depth and KV usage (sampled at scrape time);
+// admission: what is admitted now (sequences, prompt tokens) and the
+// requests refused as overloaded, by the limit they hit.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -35,7 +38,13 @@ class ServingMetrics {
   void observeInterToken(double seconds) { itl_->Observe(seconds); }
   void observeE2e(double seconds) { e2e_->Observe(seconds); }
   void addTokens(int prompt, int generated, int cached);
-  void countRejected() { rejected_->Increment(); }
+  // a request refused as overloaded (429 / RESOURCE_EXHAUSTED) at `limit`:
+  // "requests", "seqs", "prompt_tokens" or "prepare_queue".
+  void countRejected(const std::string& limit);
+  // the sequences and prompt tokens admitted now.
+  void setAdmitted(int64_t seqs, int64_t prompt_tokens);
+  // a streaming client cut off for not reading (CallContext::max_stream_backlog_bytes).
+  void countSlowClient() { slow_clients_->Increment(); }
 
   // the text exposition format (version 0.0.4).
   std::string render();
@@ -54,7 +63,10 @@ class ServingMetrics {
   prometheus::Counter* prompt_tokens_;
   prometheus::Counter* generation_tokens_;
   prometheus::Counter* cached_tokens_;
-  prometheus::Counter* rejected_;
+  prometheus::Family<prometheus::Counter>* rejected_;
+  prometheus::Gauge* admitted_seqs_;
+  prometheus::Gauge* admitted_prompt_tokens_;
+  prometheus::Counter* slow_clients_;
   prometheus::Gauge* running_;
   prometheus::Gauge* waiting_;
   prometheus::Gauge* kv_usage_;

@@ -37,7 +37,28 @@ absl::StatusOr<TokenOutput> Engine::completeRemotePrefill(SeqId id, const TokenO
 
 absl::Status Engine::abort(SeqId id) { return scheduler_.abort(id); }
 
+void Engine::setKvEventListener(kvcache::KvEventListener* listener) {
+  kv_.setEventListener(listener);
+  if (tiers_ != nullptr) tiers_->setEventListener(listener);
+}
+
+void Engine::setKvTiers(kvcache::KvTierChain* tiers) {
+  tiers_ = tiers;
+  kv_.setTiers(tiers);
+}
+
+void Engine::setOnboardWakeup(std::function<void()> wakeup) {
+  if (tiers_ != nullptr) tiers_->setCompletionWakeup(std::move(wakeup));
+}
+
 std::vector<TokenOutput> Engine::step() {
+  std::vector<TokenOutput> outputs = runStep();
+  // between steps: keep G2 under its watermark.
+  if (tiers_ != nullptr) tiers_->maintain();
+  return outputs;
+}
+
+std::vector<TokenOutput> Engine::runStep() {
   const int64_t preemptions_before = scheduler_.numPreemptions();
   const Batch batch = scheduler_.schedule();
   stalled_ = batch.seqs.empty() && scheduler_.numPreemptions() == preemptions_before;

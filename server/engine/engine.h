@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -74,17 +75,25 @@ class Engine {
   std::vector<TokenOutput> step();
 
   const kvcache::KvCacheManager& kvCache() const { return kv_; }
-  // receives the KV cache's events (not owned, may be null).
-  void setKvEventListener(kvcache::KvEventListener* listener) {
-    kv_.setEventListener(listener);
-  }
+  // receives the KV cache's events, the lower tiers' too (not owned, may be null).
+  void setKvEventListener(kvcache::KvEventListener* listener);
+  // the tiers below the KV cache (G2, G3): G1 evictions are offloaded to
+  // them and prompts onboard from them (see Scheduler). not owned; set
+  // before the first request. null = none.
+  void setKvTiers(kvcache::KvTierChain* tiers);
+  const kvcache::KvTierChain* kvTiers() const { return tiers_; }
+  // called on a tier's thread when an onboarding's reads complete, so an
+  // idle caller steps again (see KvTierChain::setCompletionWakeup).
+  void setOnboardWakeup(std::function<void()> wakeup);
   const Scheduler& scheduler() const { return scheduler_; }
 
  private:
+  std::vector<TokenOutput> runStep();
   std::vector<TokenOutput> failStep(const Batch& batch);
 
   StepModel& model_;
   kvcache::KvCacheManager kv_;
+  kvcache::KvTierChain* tiers_ = nullptr;
   Scheduler scheduler_;
   Sampler sampler_;
   // reused across steps.

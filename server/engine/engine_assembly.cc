@@ -6,6 +6,10 @@
 #include "common/status.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kvcache/cache_sizing.h"
+#include "kvcache/host_tier.h"
+#include "server/engine/disk_tier_opener.h"
+#include "server/engine/runner_block_io.h"
+#include "server/model/weights_identity.h"
 
 namespace tandem::engine {
 namespace {
@@ -21,6 +25,48 @@ absl::StatusOr<int64_t> chooseNumBlocks(const EngineAssemblyOptions& opts,
   int64_t wanted = per_seq * opts.max_num_seqs;
   auto cap = kvcache::blocksForMemoryFraction(kDefaultMaxMemoryFraction, layout);
   return cap.ok() ? std::min(wanted, *cap) : wanted;
+}
+
+// the tiers the options ask for, over the runner's KV storage; null for none.
+absl::StatusOr<std::unique_ptr<kvcache::KvTierChain>> buildTiers(
+    const EngineAssemblyOptions& opts, const model::ModelWeights& weights,
+    const kvcache::KvLayout& layout, kvcache::KvBlockIo& g1) {
+  const KvTierOptions& t = opts.tiers;
+  if (t.host_bytes == 0 && t.disk_path.empty()) return nullptr;
+  if (!opts.enable_prefix_caching) {
+    return absl::InvalidArgumentError(
+        "--kv-host-bytes / --kv-disk-path keep blocks for prefix hits: they need prefix "
+        "caching (drop --no-prefix-cache)");
+  }
+  auto chain = std::make_unique<kvcache::KvTierChain>(g1);
+  if (t.host_bytes > 0) {
+    const int64_t blocks = kvcache::blocksForBudget(t.host_bytes, layout);
+    if (blocks < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--kv-host-bytes ", t.host_bytes,
+                                                     " holds no KV block of ",
+                                                     layout.blockBytes(), " bytes"));
+    }
+    chain->setHostTier(std::make_unique<kvcache::HostTier>(layout.blockBytes(), blocks));
+  }
+  if (!t.disk_path.empty()) {
+    DiskTierRequest request;
+    request.options = t;
+    request.block_bytes = layout.blockBytes();
+    request.fingerprint.architecture = weights.config().architecture;
+    request.fingerprint.num_layers = layout.num_layers;
+    request.fingerprint.num_kv_heads = layout.num_kv_heads;
+    request.fingerprint.head_dim = layout.head_dim;
+    request.fingerprint.block_size = layout.block_size;
+    request.fingerprint.dtype = layout.dtype;
+    request.fingerprint.weights_id = model::weightsIdentity(weights);
+    const DiskTierOpener& open = opts.open_disk_tier ? opts.open_disk_tier : openDiskTier;
+    ASSIGN_OR_RETURN(OpenedDiskTier disk, open(request));
+    if (disk.tier == nullptr || disk.tier->blockBytes() != layout.blockBytes()) {
+      return absl::InternalError("the disk tier's block size does not match the KV cache");
+    }
+    chain->setDiskTier(std::move(disk.tier), std::move(disk.io_mode), std::move(disk.recovered));
+  }
+  return chain;
 }
 
 }  // namespace
@@ -68,6 +114,10 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   ec.scheduler.max_model_len = le->max_model_len_;
   ec.scheduler.eos_token_ids.assign(cfg.eos_token_ids.begin(), cfg.eos_token_ids.end());
   le->engine_ = std::make_unique<Engine>(ec, *le->runner_);
+  // the CPU backend's KV storage is host memory: tiers copy it directly.
+  le->block_io_ = std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, true);
+  ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, *le->weights_, layout, *le->block_io_));
+  le->engine_->setKvTiers(le->tiers_.get());
   return le;
 }
 

@@ -11,7 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/backend.h"
+#include "kvcache/kv_tier_chain.h"
 #include "server/engine/engine.h"
+#include "server/engine/kv_tier_options.h"
 #include "server/engine/model_runner.h"
 #include "server/model/weights.h"
 
@@ -37,6 +39,11 @@ struct EngineAssemblyOptions {
   // shared-memory region of the shm KV transport, so prefill workers on this
   // host write blocks straight into it). Empty = the backend allocates it.
   std::function<absl::StatusOr<kernels::BufferPtr>(size_t bytes)> kv_storage;
+  // the KV tiers below the pool (G2 host, G3 disk); none by default.
+  KvTierOptions tiers;
+  // opens G3 when tiers.disk_path is set; empty = openDiskTier
+  // (server/engine/disk_tier_opener.h). tests put their own tier here.
+  DiskTierOpener open_disk_tier;
 };
 
 class EngineAssembly;
@@ -46,7 +53,9 @@ class EngineAssembly {
  public:
   // loads the model at `model_path` (HF dir or .gguf) and builds the rest.
   // errors: those of ModelWeights::load and ModelRunner::create, and
-  // InvalidArgument for options that leave no room for a single sequence.
+  // InvalidArgument for options that leave no room for a single sequence,
+  // a G2 too small for one block, or tiers with prefix caching off; those of
+  // opening G3.
   static absl::StatusOr<EngineAssemblyPtr> create(const std::string& model_path,
                                                const EngineAssemblyOptions& options);
 
@@ -54,6 +63,8 @@ class EngineAssembly {
   const model::ModelWeights& weights() const { return *weights_; }
   const ModelRunner& runner() const { return *runner_; }
   int numBlocks() const { return num_blocks_; }
+  // the tiers below the KV pool, or null when there are none.
+  const kvcache::KvTierChain* kvTiers() const { return tiers_.get(); }
   int maxModelLen() const { return max_model_len_; }
 
  private:
@@ -62,6 +73,9 @@ class EngineAssembly {
   model::ModelWeightsPtr weights_;
   std::unique_ptr<kernels::Backend> backend_;
   ModelRunnerPtr runner_;
+  // destroyed after the engine and before the runner whose blocks they copy.
+  std::unique_ptr<kvcache::KvBlockIo> block_io_;
+  std::unique_ptr<kvcache::KvTierChain> tiers_;
   std::unique_ptr<Engine> engine_;
   int num_blocks_ = 0;
   int max_model_len_ = 0;

@@ -17,13 +17,16 @@ EngineLoop::EngineLoop(EngineAssemblyPtr engine)
     stats_.num_free_blocks = engine_->numBlocks();
   }
   engine_->engine().setKvEventListener(&kv_events_);
+  // a lower tier finished reading an onboarding's blocks: step again.
+  engine_->engine().setOnboardWakeup([this] { (void)post([] {}); });
   thread_ = std::thread([this] { run(); });
   loop_id_ = thread_.get_id();
 }
 
 EngineLoop::~EngineLoop() {
   stop();
-  // the log dies before the engine.
+  // the log and the loop die before the engine (and its tiers' threads).
+  engine_->engine().setOnboardWakeup(nullptr);
   engine_->engine().setKvEventListener(nullptr);
 }
 
@@ -129,6 +132,11 @@ void EngineLoop::failRemotePrefill(SeqId id) {
 EngineLoopStats EngineLoop::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
+}
+
+std::vector<kvcache::KvTierStats> EngineLoop::kvTierStats() const {
+  const kvcache::KvTierChain* tiers = engine_->kvTiers();
+  return tiers != nullptr ? tiers->stats() : std::vector<kvcache::KvTierStats>{};
 }
 
 void EngineLoop::stop() {
@@ -265,6 +273,8 @@ void EngineLoop::publishStats() {
   s.num_prefill_tokens_queued = engine.scheduler().numPrefillTokensQueued();
   s.num_awaiting_kv = engine.scheduler().numAwaitingKv();
   s.num_held_prefills = engine.scheduler().numHeld();
+  s.num_onboarding = engine.scheduler().numOnboarding();
+  s.num_onboarded_tokens = engine.kvCache().onboardedTokens();
   std::lock_guard lock(mu_);
   s.num_steps = stats_.num_steps + 1;
   stats_ = s;

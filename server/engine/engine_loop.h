@@ -38,6 +38,10 @@ struct EngineLoopStats {
   int num_awaiting_kv = 0;
   // prefill side: finished prefills whose blocks are still held.
   int num_held_prefills = 0;
+  // requests waiting for prompt blocks to come back from a lower KV tier.
+  int num_onboarding = 0;
+  // prompt tokens brought back from the lower KV tiers, since start.
+  int64_t num_onboarded_tokens = 0;
 };
 
 class EngineLoop {
@@ -123,6 +127,8 @@ class EngineLoop {
   void failRemotePrefill(SeqId id);
 
   EngineLoopStats stats() const;
+  // the counters of the KV tiers below the pool (empty when none); any thread.
+  std::vector<kvcache::KvTierStats> kvTierStats() const;
   int maxModelLen() const { return engine_->maxModelLen(); }
   int vocabSize() const { return vocab_size_; }
   const EngineAssembly& localEngine() const { return *engine_; }

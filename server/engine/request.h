@@ -20,7 +20,11 @@ namespace tandem::engine {
 // kAwaitingKv: admitted with blocks for its whole prompt, whose KV another
 // worker is writing (disaggregated prefill); neither waiting nor running, so
 // never scheduled until the remote prefill completes or fails.
-enum class RequestState { kWaiting, kRunning, kAwaitingKv, kFinished };
+// kOnboarding: its prompt's blocks are being loaded back from a lower KV
+// tier (G3) into blocks the KV cache holds for it; it waits aside, neither
+// waiting nor running, and returns to the front of the waiting queue when
+// they are in (it then hits them in the prefix cache).
+enum class RequestState { kWaiting, kRunning, kAwaitingKv, kOnboarding, kFinished };
 
 struct Request {
   Request(SeqId id_in, std::vector<int32_t> prompt, SamplingParams params_in, uint64_t seed)
@@ -46,6 +50,11 @@ struct Request {
   // reporting (OpenAI's prompt_tokens_details.cached_tokens); -1 until then.
   int num_cached_tokens = -1;
   int num_preemptions = 0;
+  // the lower KV tiers were searched for this admission's prompt blocks
+  // (once per admission: reset when the request loses its blocks).
+  bool onboard_checked = false;
+  // the KV cache's onboarding ticket while kOnboarding.
+  uint64_t onboard_ticket = 0;
   // a prefill served for another worker: it reserves blocks for its whole
   // prompt when admitted (so its block table is final from its first chunk
   // and it is never a preemption victim) and, when it finishes normally,

@@ -70,6 +70,8 @@ absl::StatusOr<int> Scheduler::admitAwaitingKv(SeqId id, std::vector<int32_t> pr
     return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
   }
   RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
+  // the caller needs the blocks now: only G2's synchronous copies help here.
+  (void)kv_.onboardPrompt(prompt, /*include_disk=*/false);
   const int cached = kv_.allocatePrompt(id, prompt);
   const absl::Status slots = kv_.appendSlots(id, static_cast<int>(prompt.size()) - cached);
   if (!slots.ok()) {
@@ -126,6 +128,7 @@ absl::Status Scheduler::failRemotePrefill(SeqId id) {
   kv_.freeSequence(id);
   req->num_computed_tokens = 0;
   req->num_cached_tokens = -1;
+  req->onboard_checked = false;
   req->state = RequestState::kWaiting;
   waiting_.push_front(req);
   return absl::OkStatus();
@@ -227,16 +230,46 @@ void Scheduler::preempt(Request& victim, int& budget) {
   }
   kv_.freeSequence(victim.id);
   victim.num_computed_tokens = 0;
+  victim.onboard_checked = false;
   victim.state = RequestState::kWaiting;
   ++victim.num_preemptions;
   ++num_preemptions_;
   waiting_.push_front(&victim);
 }
 
+void Scheduler::resumeOnboarded() {
+  // in completion order, each ahead of the ones before it: the latest to
+  // complete goes first, which is as fair as any order among them.
+  for (uint64_t ticket : kv_.finishOnboards()) {
+    auto it = onboarding_.find(ticket);
+    if (it == onboarding_.end()) continue;  // aborted meanwhile
+    Request* req = it->second;
+    onboarding_.erase(it);
+    req->state = RequestState::kWaiting;
+    waiting_.push_front(req);
+  }
+}
+
+bool Scheduler::startOnboarding(Request& req) {
+  if (req.onboard_checked) return false;
+  req.onboard_checked = true;
+  const kvcache::KvCacheManager::Onboard onboard =
+      kv_.onboardPrompt(req.tokens, /*include_disk=*/true);
+  if (onboard.state != kvcache::KvCacheManager::OnboardState::kPending) return false;
+  waiting_.pop_front();
+  req.state = RequestState::kOnboarding;
+  req.onboard_ticket = onboard.ticket;
+  onboarding_.emplace(onboard.ticket, &req);
+  return true;
+}
+
 void Scheduler::admitWaiting(int& budget) {
+  resumeOnboarded();
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int>(running_.size()) < config_.max_num_seqs) {
     Request& req = *waiting_.front();
+    // its blocks are on their way from a lower tier: the next one may go.
+    if (startOnboarding(req)) continue;
     const int cached = kv_.allocatePrompt(req.id, req.tokens);
     if (req.num_cached_tokens < 0) req.num_cached_tokens = cached;
     const int n = std::min({req.numTokens() - cached, config_.chunk_size, budget});
@@ -328,6 +361,9 @@ void Scheduler::finish(Request& req, FinishReason reason) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &req));
   } else if (req.state == RequestState::kAwaitingKv) {
     --num_awaiting_kv_;
+  } else if (req.state == RequestState::kOnboarding) {
+    // the loads finish without it: their blocks still reach the cache.
+    onboarding_.erase(req.onboard_ticket);
   }
   req.state = RequestState::kFinished;
   req.finish_reason = reason;

@@ -24,6 +24,13 @@
 //     blocks for its whole prompt at once; it is not scheduled until
 //     completeRemotePrefill (the KV arrived: it joins running and decodes)
 //     or failRemotePrefill (its blocks are dropped and it prefills locally).
+//
+// With tiers below the KV cache (G2 host, G3 disk), a waiting request's
+// prompt blocks found there are onboarded before it is admitted: G2 hits
+// are copied back at once; G3 hits are read asynchronously while the
+// request waits aside (kOnboarding) and the other requests keep stepping;
+// when the reads complete it goes back to the front of the waiting queue and
+// hits those blocks in the prefix cache (onboarded tokens count as cached).
 // Every call below happens between steps (never between schedule and
 // onStepResult) unless it says otherwise.
 #pragma once
@@ -140,6 +147,8 @@ class Scheduler {
   int numRunning() const { return static_cast<int>(running_.size()); }
   int numAwaitingKv() const { return num_awaiting_kv_; }
   int numHeld() const { return static_cast<int>(held_.size()); }
+  // requests waiting for their prompt blocks to come back from a lower tier.
+  int numOnboarding() const { return static_cast<int>(onboarding_.size()); }
   // live requests in any state, awaiting KV included.
   bool hasUnfinished() const { return !requests_.empty(); }
   // requests that schedule() may compute: waiting or running ones.
@@ -169,6 +178,11 @@ class Scheduler {
   Request* findAwaiting(SeqId id);
   // admits waiting requests while sequences, budget and blocks last.
   void admitWaiting(int& budget);
+  // onboarding requests whose blocks came back rejoin the waiting queue's front.
+  void resumeOnboarded();
+  // searches the lower tiers for req's prompt blocks (once per admission);
+  // true when req now waits aside for them.
+  bool startOnboarding(Request& req);
   void finish(Request& req, FinishReason reason);
   FinishReason checkStop(const Request& req, int32_t token) const;
   Batch buildBatch() const;
@@ -182,6 +196,8 @@ class Scheduler {
   // held prefills: finished, their blocks still allocated under their id.
   absl::flat_hash_set<SeqId> held_;
   int num_awaiting_kv_ = 0;
+  // onboarding ticket -> request waiting for it.
+  absl::flat_hash_map<uint64_t, Request*> onboarding_;
   std::vector<Scheduled> scheduled_;
   bool step_in_flight_ = false;
   int64_t num_preemptions_ = 0;

@@ -260,10 +260,11 @@ class GrpcSendStream final : public KvSendStream,
       const char* src = static_cast<const char*>(t.block.data) + t.offset;
       if (t.offset == 0) checksum_.reset();
       checksum_.update(src, t.length);
-      if (t.block.index == options_.corrupt_block_for_test && t.offset == 0) {
-        // the test hook spoils a copy, never the caller's block.
+      if (options_.faults != nullptr) {
+        // an injected fault spoils a copy, never the caller's block.
         grpc::Slice copy(src, t.length);
-        const_cast<uint8_t*>(copy.begin())[0] ^= 0x5a;
+        options_.faults->inTransit(t.block.index, t.offset,
+                                   std::span<uint8_t>(const_cast<uint8_t*>(copy.begin()), t.length));
         data.push_back(std::move(copy));
       } else {
         data.push_back(lease_.slice(src, t.length));

@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kvcache/prefix_hash.h"
+#include "server/kv_transport/kv_fault_injector.h"
 
 namespace tandem::grpc_util {
 class ClusterAuth;  // common/grpc/cluster_auth.h
@@ -96,9 +97,12 @@ struct KvSenderOptions {
   std::chrono::milliseconds timeout{30000};
   // gRPC: bytes per streamed message.
   size_t chunk_bytes = size_t{1} << 20;
-  // test hook: the block with this index in every transfer is corrupted in
-  // transit (after its checksum was computed), so D must reject it. -1 = off.
-  int corrupt_block_for_test = -1;
+  // shm: uids besides this process's own a receiver may run as; P refuses
+  // to hand blocks to a socket served by any other (SO_PEERCRED).
+  std::vector<uint32_t> shm_allowed_peer_uids;
+  // faults a test injects into blocks in transit; null (always, outside
+  // tests) = none. See kv_fault_injector.h.
+  KvFaultInjectorPtr faults;
   // gRPC: how pushes to D authenticate (the cluster secret, TLS); null = none.
   std::shared_ptr<const grpc_util::ClusterAuth> cluster_auth;
 };

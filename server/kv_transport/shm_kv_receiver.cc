@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -63,8 +64,11 @@ int failedBlockOf(const absl::Status& s, int index) {
 class Server {
  public:
   Server(std::shared_ptr<ShmKvReceiver::Loop> loop, ShmRegionPtr region,
-         std::shared_ptr<TransferTable> table)
-      : loop_(std::move(loop)), region_(std::move(region)), table_(std::move(table)) {}
+         std::shared_ptr<TransferTable> table, std::vector<uint32_t> allowed_peer_uids)
+      : loop_(std::move(loop)),
+        region_(std::move(region)),
+        table_(std::move(table)),
+        allowed_peer_uids_(std::move(allowed_peer_uids)) {}
 
   void run() {
     std::vector<pollfd> fds;
@@ -95,7 +99,7 @@ class Server {
       }
       if (fds[1].revents & POLLIN) {
         int fd = accept4(loop_->listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd >= 0) conns_[next_id_++].fd = fd;
+        if (fd >= 0) accepted(fd);
       }
       for (size_t i = 2; i < fds.size(); ++i) {
         // an abort above may have closed this connection already.
@@ -108,6 +112,19 @@ class Server {
   }
 
  private:
+  // serves `fd` when its peer runs as an allowed uid; closes it otherwise
+  // (before reading a byte: a stranger learns nothing, not even a transfer id).
+  void accepted(int fd) {
+    absl::Status peer = shm::checkPeer(fd, allowed_peer_uids_);
+    if (peer.ok()) {
+      conns_[next_id_++].fd = fd;
+      return;
+    }
+    std::fprintf(stderr, "tandem: shm KV receiver refused a connection: %s\n",
+                 std::string(peer.message()).c_str());
+    close(fd);
+  }
+
   void closeConnection(uint64_t id, const absl::Status& why) {
     auto it = conns_.find(id);
     if (it == conns_.end()) return;
@@ -229,6 +246,7 @@ class Server {
   std::shared_ptr<ShmKvReceiver::Loop> loop_;
   ShmRegionPtr region_;
   std::shared_ptr<TransferTable> table_;
+  const std::vector<uint32_t> allowed_peer_uids_;
   std::map<uint64_t, Connection> conns_;
   uint64_t next_id_ = 1;
 };
@@ -256,7 +274,8 @@ absl::StatusOr<std::unique_ptr<ShmKvReceiver>> ShmKvReceiver::create(
   r->loop_->wake_fd = eventfd(0, EFD_CLOEXEC);
   if (r->loop_->wake_fd < 0) return absl::InternalError("eventfd failed");
   r->endpoint_ = formatEndpoint({TransportKind::kShm, name, localBootId()});
-  r->thread_ = std::thread([server = std::make_shared<Server>(r->loop_, r->region_, r->table_)] {
+  r->thread_ = std::thread([server = std::make_shared<Server>(r->loop_, r->region_, r->table_,
+                                                             options.allowed_peer_uids)] {
     server->run();
   });
   return r;

@@ -3,7 +3,9 @@
 // connects to D's unix socket, claims a transfer, receives the region's fd
 // and the destination block ids, copies blocks straight into them and then
 // names the blocks it wrote; D verifies each block's checksum on its own
-// bytes while P copies the next ones.
+// bytes while P copies the next ones. Only senders running as D's own uid
+// (or an allowed one) are served: the socket is abstract, so the peer's
+// credentials (SO_PEERCRED) are checked right after accept.
 //
 // Wiring D's engine to the region:
 //   ShmRegionPtr region;
@@ -13,9 +15,11 @@
 //   };
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/kv_transport/kv_transport.h"
@@ -27,6 +31,9 @@ namespace tandem::kv_transport {
 struct ShmKvReceiverOptions {
   // abstract unix socket name; empty = "tandem-kv-<pid>-<random>".
   std::string socket_name;
+  // uids besides this process's own whose senders are served; a connection
+  // from any other uid (SO_PEERCRED) is closed at once.
+  std::vector<uint32_t> allowed_peer_uids;
 };
 
 class ShmKvReceiver : public KvReceiver {

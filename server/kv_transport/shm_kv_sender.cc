@@ -66,7 +66,10 @@ class ShmSendStream final : public KvSendStream {
       sent_[b.index] = true;
       char* dst = storage_ + static_cast<size_t>(dst_[b.index]) * options_.block_bytes;
       const uint64_t checksum = copyWithChecksum(dst, b.data, options_.block_bytes);
-      if (b.index == options_.corrupt_block_for_test) dst[options_.block_bytes / 2] ^= 0x5a;
+      if (options_.faults != nullptr) {
+        options_.faults->inTransit(
+            b.index, 0, std::span<uint8_t>(reinterpret_cast<uint8_t*>(dst), options_.block_bytes));
+      }
       list.i32(b.index).u64(b.hash).u64(checksum);
       bytes_sent_ += options_.block_bytes;
       listed_bytes += options_.block_bytes;
@@ -173,6 +176,11 @@ absl::StatusOr<KvSendStreamPtr> ShmKvSender::open(const TransferTarget& target) 
   }
   const shm::Deadline deadline = std::chrono::steady_clock::now() + options_.timeout;
   ASSIGN_OR_RETURN(int sock, shm::connectAbstract(e->address));
+  // an abstract socket name can be taken by anyone: make sure D is who it should be.
+  if (absl::Status peer = shm::checkPeer(sock, options_.shm_allowed_peer_uids); !peer.ok()) {
+    close(sock);
+    return peer;
+  }
   shm::Writer open;
   open.u64(options_.block_bytes).bytes(target.transfer_id);
   absl::Status s = shm::writeFrame(sock, MessageType::kOpen, open.str());

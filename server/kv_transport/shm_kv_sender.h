@@ -28,7 +28,9 @@ class ShmKvSender : public KvSender {
   // choosing shm only on the same host is the caller's or AutoKvSender's
   // job). Connects, claims the transfer and maps D's region: Unavailable
   // when D's socket cannot be reached, NotFound for a transfer D does not
-  // expect, DeadlineExceeded when D does not answer within the timeout.
+  // expect, DeadlineExceeded when D does not answer within the timeout,
+  // PermissionDenied when the socket is served by another uid than ours (or
+  // options.shm_allowed_peer_uids).
   absl::StatusOr<KvSendStreamPtr> open(const TransferTarget& target) override;
 
  private:

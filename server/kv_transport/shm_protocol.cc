@@ -189,6 +189,27 @@ absl::StatusOr<int> connectAbstract(const std::string& name) {
   return s;
 }
 
+absl::StatusOr<uint32_t> peerUid(int sock) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) {
+    return errnoStatus("SO_PEERCRED");
+  }
+  return static_cast<uint32_t>(cred.uid);
+}
+
+absl::Status checkPeer(int sock, const std::vector<uint32_t>& allowed_uids) {
+  absl::StatusOr<uint32_t> uid = peerUid(sock);
+  if (!uid.ok()) return uid.status();
+  if (*uid == static_cast<uint32_t>(geteuid())) return absl::OkStatus();
+  for (uint32_t allowed : allowed_uids) {
+    if (*uid == allowed) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "the peer of the shm KV socket runs as uid ", *uid, ", not as uid ", geteuid(),
+      allowed_uids.empty() ? "" : " or an allowed one"));
+}
+
 bool Reader::raw(void* p, size_t n) {
   if (left() < n) return false;
   std::memcpy(p, s_.data() + pos_, n);

@@ -1,5 +1,9 @@
 // The control channel of the shm transport: length-prefixed frames over a
-// unix stream socket in the abstract namespace (no file to clean up).
+// unix stream socket in the abstract namespace (no file to clean up). An
+// abstract socket has no file permissions: any process of the host's network
+// namespace can connect. So both ends check who the other is with
+// SO_PEERCRED (checkPeer): D serves only senders running as its own uid (or
+// a configured one), and P hands its blocks only to such a D.
 // Bytes never travel here, only who writes which block and the verdicts:
 //
 //   P → D  kOpen     {u64 block_bytes, transfer_id}
@@ -16,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -63,6 +68,14 @@ class FrameBuffer {
 // namespace. Unavailable on failure.
 absl::StatusOr<int> listenAbstract(const std::string& name);
 absl::StatusOr<int> connectAbstract(const std::string& name);
+
+// the uid the process at the other end of unix socket `sock` ran as when it
+// connected (or, for a connecting side, when the peer listened): SO_PEERCRED.
+absl::StatusOr<uint32_t> peerUid(int sock);
+// OK when `sock`'s peer runs as this process's effective uid or as one of
+// `allowed_uids`; PermissionDenied naming the uid otherwise (Unavailable
+// when the credentials cannot be read).
+absl::Status checkPeer(int sock, const std::vector<uint32_t>& allowed_uids);
 
 // whether block `id` of `block_bytes` bytes, in storage that starts
 // `storage_offset` bytes into a region of `region_bytes`, lies wholly inside

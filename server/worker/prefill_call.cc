@@ -1,10 +1,10 @@
 #include "server/worker/prefill_call.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/call_executor.h"
 #include "common/grpc/status_mapping.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "server/kv_transport/endpoint.h"
-#include "server/worker/call_executor.h"
 #include "server/worker/prompt_block_hashes.h"
 
 namespace tandem::worker {

@@ -93,6 +93,7 @@ absl::Status Worker::startEngine(const WorkerOptions& options) {
   loop_ = std::make_unique<engine::EngineLoop>(std::move(local));
   context_.loop = loop_.get();
   metrics_.setLoadSource([loop = loop_.get()] { return loop->stats(); });
+  metrics_.setKvTierSource([loop = loop_.get()] { return loop->kvTierStats(); });
   executor_ = std::make_unique<CallExecutor>(kCallThreads);
   context_.executor = executor_.get();
   kv_events_feed_ = std::make_unique<KvEventsFeed>(context_);
@@ -120,7 +121,7 @@ absl::Status Worker::startTransport(const WorkerOptions& options, const std::str
     kv_transport::KvSenderOptions sender_options;
     sender_options.block_bytes = context_.block_bytes;
     sender_options.timeout = options.prefill_timeout;
-    sender_options.corrupt_block_for_test = options.corrupt_kv_block_for_test;
+    sender_options.faults = options.kv_faults;
     sender_options.cluster_auth = options.cluster_auth;
     ASSIGN_OR_RETURN(sender_, kv_transport::createKvSender(sender_options, options.kv_transport));
     context_.sender = sender_.get();

@@ -13,10 +13,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/call_executor.h"
 #include "common/http/http_server.h"
 #include "grpcpp/grpcpp.h"
 #include "server/kv_transport/shm_region.h"
-#include "server/worker/call_executor.h"
 #include "server/worker/kv_events_feed.h"
 #include "server/worker/registration_client.h"
 #include "server/worker/worker_context.h"

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/call_executor.h"
 #include "server/engine/engine_loop.h"
 #include "server/kv_transport/kv_transport.h"
 #include "server/worker/call_tracker.h"
@@ -19,7 +20,6 @@
 
 namespace tandem::worker {
 
-class CallExecutor;
 class KvEventsFeed;
 
 struct WorkerContext {

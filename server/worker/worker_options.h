@@ -55,8 +55,9 @@ struct WorkerOptions {
   kv_transport::TransportChoice kv_transport = kv_transport::TransportChoice::kAuto;
   // D: how long a remote prefill (the Prefill call and the transfer) may take.
   std::chrono::milliseconds prefill_timeout{10000};
-  // P: the block with this index in every transfer is corrupted in transit.
-  int corrupt_kv_block_for_test = -1;
+  // P: faults tests inject into blocks in transit; null (outside tests) =
+  // none (server/kv_transport/kv_fault_injector.h).
+  kv_transport::KvFaultInjectorPtr kv_faults;
   engine::EngineAssemblyOptions engine;
   // how long shutdown lets calls in progress finish before cancelling them.
   std::chrono::milliseconds drain_timeout{30000};

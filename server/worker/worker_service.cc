@@ -3,6 +3,7 @@
 #include "common/grpc/rejected_call.h"
 #include "server/worker/generate_call.h"
 #include "server/worker/kv_events_call.h"
+#include "server/worker/kv_snapshot_call.h"
 #include "server/worker/prefill_call.h"
 
 namespace tandem::worker {
@@ -32,19 +33,12 @@ grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* WorkerService::KvEvents(
   return KvEventsCall::start(context_, *request);
 }
 
-grpc::ServerUnaryReactor* WorkerService::KvSnapshot(grpc::CallbackServerContext* context,
-                                                    const tandem::v1::KvSnapshotRequest* request,
-                                                    tandem::v1::KvSnapshotResponse* response) {
+grpc::ServerWriteReactor<tandem::v1::KvSnapshotResponse>* WorkerService::KvSnapshot(
+    grpc::CallbackServerContext* context, const tandem::v1::KvSnapshotRequest* request) {
   if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
-    return grpc_util::rejectedUnary(context, s);
+    return grpc_util::rejectedWrite<tandem::v1::KvSnapshotResponse>(s);
   }
-  const kvcache::KvSnapshot snapshot = context_.loop->kvEvents().snapshot();
-  response->set_worker_id(context_.info.worker_id());
-  response->set_last_event_id(snapshot.last_event_id);
-  for (const kvcache::BlockStored& block : snapshot.blocks) *response->add_blocks() = toProto(block);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return KvSnapshotCall::start(context_);
 }
 
 grpc::ServerUnaryReactor* WorkerService::Stats(grpc::CallbackServerContext* context,

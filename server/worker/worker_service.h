@@ -1,8 +1,8 @@
 // tandem.v1.Worker over gRPC (callback API): Generate (decode side,
 // streaming), Prefill (prefill side), KvEvents and KvSnapshot (the router's
-// KV index), Stats (load) and Info (who this worker is). An internal API of
-// the cluster: every call must pass options.cluster_auth's check first
-// (UNAUTHENTICATED otherwise).
+// KV index; both streaming), Stats (load) and Info (who this worker is). An
+// internal API of the cluster: every call must pass options.cluster_auth's
+// check first (UNAUTHENTICATED otherwise).
 #pragma once
 
 #include "server/worker/worker_context.h"
@@ -24,9 +24,8 @@ class WorkerService final : public tandem::v1::Worker::CallbackService {
                                     tandem::v1::PrefillResponse* response) override;
   grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* KvEvents(
       grpc::CallbackServerContext* context, const tandem::v1::KvEventsRequest* request) override;
-  grpc::ServerUnaryReactor* KvSnapshot(grpc::CallbackServerContext* context,
-                                       const tandem::v1::KvSnapshotRequest* request,
-                                       tandem::v1::KvSnapshotResponse* response) override;
+  grpc::ServerWriteReactor<tandem::v1::KvSnapshotResponse>* KvSnapshot(
+      grpc::CallbackServerContext* context, const tandem::v1::KvSnapshotRequest* request) override;
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
                                   const tandem::v1::StatsRequest* request,
                                   tandem::v1::WorkerStats* response) override;

@@ -67,6 +67,11 @@ bool FakeGenerator::waitFor(
   return changed_.wait_for(lock, timeout, [&] { return condition(submits_, cancels_); });
 }
 
+int64_t FakeGenerator::deliveredCount() const {
+  std::lock_guard lock(mu_);
+  return delivered_;
+}
+
 int FakeGenerator::finishedCount() const {
   std::lock_guard lock(mu_);
   return finished_;
@@ -92,6 +97,15 @@ absl::StatusOr<RequestId> FakeGenerator::submit(std::vector<int32_t> prompt,
   submits_.push_back({id, std::move(prompt), std::move(params)});
   active_[id] = Active{script.cached_tokens};
   callbacks_[id] = std::move(callback);
+  if (script.endless && !script.tokens.empty()) {
+    Active& active = active_[id];
+    active.endless_tokens = script.tokens;
+    active.num_prompt = num_prompt;
+    active.logprob = script.logprob;
+    queueEndlessLocked(id);
+    changed_.notify_all();
+    return id;
+  }
   for (size_t i = 0; i < script.tokens.size(); ++i) {
     TokenOutput out;
     out.id = id;
@@ -154,6 +168,17 @@ void FakeGenerator::queueLocked(RequestId id, TokenOutput output) {
   changed_.notify_all();
 }
 
+void FakeGenerator::queueEndlessLocked(RequestId id) {
+  Active& active = active_[id];
+  TokenOutput out;
+  out.token = active.endless_tokens[active.next % active.endless_tokens.size()];
+  out.logprob = active.logprob;
+  out.num_prompt_tokens = active.num_prompt;
+  out.num_output_tokens = static_cast<int>(++active.next);
+  out.num_cached_tokens = active.cached_tokens;
+  queueLocked(id, std::move(out));
+}
+
 void FakeGenerator::run() {
   std::unique_lock lock(mu_);
   while (true) {
@@ -167,7 +192,13 @@ void FakeGenerator::run() {
     lock.unlock();
     if (callback) callback(next.output);
     lock.lock();
+    ++delivered_;
     if (last) ++finished_;
+    // an endless request makes its next output once this one is taken.
+    auto active = active_.find(next.id);
+    if (!last && active != active_.end() && !active->second.endless_tokens.empty()) {
+      queueEndlessLocked(next.id);
+    }
     changed_.notify_all();
   }
 }

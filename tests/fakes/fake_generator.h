@@ -32,6 +32,9 @@ struct FakeScript {
   bool fail = false;
   // after the tokens, nothing until cancel() (a kAbort output) or finish().
   bool hold = false;
+  // the tokens over and over, never finishing, until cancel(): a generator
+  // that produces forever (each output is queued once the last was delivered).
+  bool endless = false;
   // reported on every output.
   int cached_tokens = 0;
   // every token's logprob, and its top logprobs (each token, then token+1)
@@ -71,6 +74,8 @@ class FakeGenerator : public generation::Generator {
                std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
   // requests whose last output was delivered.
   int finishedCount() const;
+  // outputs delivered to callbacks, over all requests.
+  int64_t deliveredCount() const;
 
   // generation::Generator
   absl::StatusOr<generation::RequestId> submit(std::vector<int32_t> prompt,
@@ -84,6 +89,11 @@ class FakeGenerator : public generation::Generator {
  private:
   struct Active {
     int cached_tokens = 0;
+    // endless scripts: what the next output is made of.
+    std::vector<int32_t> endless_tokens;
+    size_t next = 0;
+    int num_prompt = 0;
+    float logprob = 0;
   };
   struct Pending {
     generation::RequestId id;
@@ -92,6 +102,8 @@ class FakeGenerator : public generation::Generator {
 
   // queues `output` for request `id`; its last output ends the request. mu_ held.
   void queueLocked(generation::RequestId id, generation::TokenOutput output);
+  // queues the next output of endless request `id`. mu_ held.
+  void queueEndlessLocked(generation::RequestId id);
   void run();
 
   mutable std::mutex mu_;
@@ -107,6 +119,7 @@ class FakeGenerator : public generation::Generator {
   std::deque<Pending> outputs_;                     // for run() to deliver
   std::map<generation::RequestId, OutputCallback> callbacks_;
   int finished_ = 0;
+  int64_t delivered_ = 0;
   bool stop_ = false;
   std::thread thread_;
 };

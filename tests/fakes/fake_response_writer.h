@@ -39,6 +39,8 @@ class FakeResponseWriter : public http::ResponseWriter {
   bool closed() const override;
   void onClose(std::function<void()> callback) override;
   size_t pendingBytes() const override { return 0; }
+  // as the client going away (disconnect()).
+  void abort() override { disconnect(); }
 
  private:
   mutable std::mutex mu_;

@@ -14,6 +14,8 @@ import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
 
 export const binary = process.env.TANDEM_BINARY;
+// `tandem worker` with injected faults (tests/integration/fault_worker_main.cc).
+export const faultWorkerBinary = process.env.TANDEM_FAULT_WORKER_BINARY;
 export const sourceDir = process.env.TANDEM_SOURCE_DIR;
 if (!binary || !sourceDir) throw new Error('set TANDEM_BINARY and TANDEM_SOURCE_DIR');
 
@@ -45,14 +47,15 @@ export async function waitFor(predicate, timeoutMs = 20000, what = 'condition') 
 
 let logSerial = 0;
 
-// spawns `tandem ARGS` (with `env` added to this process's environment);
-// resolves once a line of its stderr matches `ready` (with the match),
-// rejects if it exits first or takes over `timeoutMs`.
-export function spawnTandem(name, args, ready, timeoutMs = 30000, env = {}) {
-  const proc = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+// spawns `bin ARGS` (`tandem` by default, with `env` added to this
+// process's environment); resolves once a line of its stderr matches
+// `ready` (with the match), rejects if it exits first or takes over
+// `timeoutMs`.
+export function spawnTandem(name, args, ready, timeoutMs = 30000, { bin = binary, env = {} } = {}) {
+  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   live.add(proc);
   const file = createWriteStream(path.join(logDir, `${String(++logSerial).padStart(2, '0')}-${name}.log`));
-  file.write(`$ tandem ${args.join(' ')}\n`);
+  file.write(`$ ${path.basename(bin)} ${args.join(' ')}\n`);
   let log = '';
   const exited = new Promise((resolve) => proc.on('close', (code, signal) => {
     live.delete(proc);
@@ -105,7 +108,7 @@ const clusterEnv = { TANDEM_CLUSTER_SECRET: clusterSecret };
 export async function startRouter({ httpPort = 0, grpcPort = 0, internalPort = 0, args = [] } = {}) {
   const r = await spawnTandem('router', ['router', '--host', '127.0.0.1', '--http-port', String(httpPort),
     '--grpc-port', String(grpcPort), '--internal-port', String(internalPort), '--model', model, ...args],
-  LISTENING, 30000, clusterEnv);
+  LISTENING, 30000, { env: clusterEnv });
   r.httpPort = Number(r.match[2]);
   r.grpcPort = Number(r.match[4]);
   r.internalPort = Number(r.match[6]);
@@ -118,10 +121,15 @@ export async function startRouter({ httpPort = 0, grpcPort = 0, internalPort = 0
 
 const SERVING = /tandem worker: (\S+) (\S+) serving grpc (\S+), metrics (http:\/\/\S+\/metrics)/;
 
-// `tandem worker --role ROLE` registering with `router`.
-export async function startWorker(role, router, args = [], name = role) {
-  const w = await spawnTandem(name, ['worker', '--role', role, '--model', model, '--listen', '127.0.0.1:0',
-    '--router', router.internalAddress, '--threads', '1', ...args], SERVING, 30000, clusterEnv);
+// `tandem worker --role ROLE` registering with `router`. `faults` (flags of
+// tandem_fault_worker, e.g. ['--corrupt-kv-block', '0']) runs the worker
+// with those faults injected instead.
+export async function startWorker(role, router, args = [], name = role, faults = []) {
+  const workerArgs = ['worker', '--role', role, '--model', model, '--listen', '127.0.0.1:0',
+    '--router', router.internalAddress, '--threads', '1', ...args];
+  const w = faults.length > 0
+    ? await spawnTandem(name, [...faults, ...workerArgs], SERVING, 30000, { bin: faultWorkerBinary, env: clusterEnv })
+    : await spawnTandem(name, workerArgs, SERVING, 30000, { env: clusterEnv });
   w.role = role;
   w.id = w.match[2];
   w.address = w.match[3];
@@ -132,11 +140,12 @@ export async function startWorker(role, router, args = [], name = role) {
 // router + P prefill + D decode workers; `routerArgs`, `prefillArgs`,
 // `decodeArgs` are extra flags. Resolves once the router's /metrics counts
 // every worker healthy and /health is 200.
-export async function startCluster({ prefill = 1, decode = 2, routerArgs = [], prefillArgs = [], decodeArgs = [] } = {}) {
+// `prefillFaults`: tandem_fault_worker flags for the prefill workers.
+export async function startCluster({ prefill = 1, decode = 2, routerArgs = [], prefillArgs = [], decodeArgs = [], prefillFaults = [] } = {}) {
   const router = await startRouter({ args: routerArgs });
   const cluster = { router, prefill: [], decode: [] };
   try {
-    cluster.prefill = await Promise.all([...Array(prefill)].map((_, i) => startWorker('prefill', router, prefillArgs, `prefill-${i}`)));
+    cluster.prefill = await Promise.all([...Array(prefill)].map((_, i) => startWorker('prefill', router, prefillArgs, `prefill-${i}`, prefillFaults)));
     cluster.decode = await Promise.all([...Array(decode)].map((_, i) => startWorker('decode', router, decodeArgs, `decode-${i}`)));
     await waitForHealthy(router, { prefill, decode });
   } catch (e) {

@@ -40,7 +40,7 @@ test('a stranger can neither register on the public port nor on the internal one
     // a worker started without the secret is refused, and says so.
     const stranger = await spawnTandem('stranger', ['worker', '--role', 'decode', '--model', model,
       '--listen', '127.0.0.1:0', '--router', router.internalAddress, '--threads', '1'],
-    /cannot register with the router at \S+ \(this is an internal port/, 30000, { TANDEM_CLUSTER_SECRET: '' });
+    /cannot register with the router at \S+ \(this is an internal port/, 30000, { env: { TANDEM_CLUSTER_SECRET: '' } });
     stranger.kill('SIGKILL');
     await stranger.exited;
   } finally {

@@ -1,6 +1,7 @@
 // Faults on the prefill side: P is SIGKILLed during a batch of 50 requests
 // (every one succeeds: D prefills locally what P did not), and P corrupts a
-// block in transit (D's checksum catches it; the output is still right).
+// block in transit (tandem_fault_worker's injected fault; D's checksum
+// catches it; the output is still right).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -55,7 +56,7 @@ test('SIGKILL of P during a batch of 50 requests: 50/50 succeed with the undistu
 
 test('a block corrupted in transit is detected by D and never used: outputs equal the oracle', async () => {
   const cluster = await startCluster({
-    prefill: 1, decode: 2, routerArgs, prefillArgs: ['--corrupt-kv-block-for-test', '0'],
+    prefill: 1, decode: 2, routerArgs, prefillFaults: ['--corrupt-kv-block', '0'],
   });
   const client = inferenceClient(cluster.router);
   try {

@@ -17,6 +17,7 @@ fi
 mkdir -p "$work"
 cp "$here"/*.mjs "$work"/
 export TANDEM_BINARY="${TANDEM_BINARY:-$build/tandem}"
+export TANDEM_FAULT_WORKER_BINARY="${TANDEM_FAULT_WORKER_BINARY:-$build/tandem_fault_worker}"
 export TANDEM_SOURCE_DIR="$(cd "$here/../.." && pwd)"
 cd "$work"
 if [[ -n "${2:-}" ]]; then rm -rf "logs/${2%.test.mjs}"; fi

@@ -175,3 +175,28 @@ TEST(HttpServerStreamHttp10Test, StreamEndsWithTheConnection) {
 
 }  // namespace
 }  // namespace tandem::http
+
+namespace tandem::http {
+namespace {
+
+// abort() gives up on a client that reads nothing: the connection closes at
+// once although megabytes are still queued for it, the queue is dropped
+// and onClose runs.
+TEST_F(HttpServerStreamTest, AbortClosesAtOnceDroppingWhatIsQueued) {
+  std::atomic<int> closes{0};
+  writer_->onClose([&] { ++closes; });
+  writer_->startStream(200, kEventStream);
+  std::string block(1 << 20, 'q');
+  for (int i = 0; i < 48; ++i) writer_->write(block);
+  ASSERT_TRUE(waitUntil([&] { return writer_->pendingBytes() > (8u << 20); }));
+  writer_->abort();
+  ASSERT_TRUE(waitUntil([&] { return closes.load() == 1; }));
+  EXPECT_TRUE(writer_->closed());
+  EXPECT_EQ(writer_->pendingBytes(), 0u);
+  // the client gets what the kernel held, then the end.
+  EXPECT_TRUE(client_->waitClosed(std::chrono::seconds(30)));
+  EXPECT_TRUE(waitUntil([&] { return server_->numConnections() == 0; }));
+}
+
+}  // namespace
+}  // namespace tandem::http

@@ -140,7 +140,7 @@ grpc::Status FakeWorker::Prefill(grpc::ServerContext*, const tandem::v1::Prefill
 grpc::Status FakeWorker::KvEvents(grpc::ServerContext* context,
                                   const tandem::v1::KvEventsRequest* request,
                                   grpc::ServerWriter<tandem::v1::KvEventBatch>* writer) {
-  if (out_of_range_once.exchange(false)) {
+  if (out_of_range_once.exchange(false) || out_of_range_always) {
     return grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "events forgotten");
   }
   uint64_t cursor = request->after_event_id();
@@ -176,13 +176,37 @@ grpc::Status FakeWorker::KvEvents(grpc::ServerContext* context,
 }
 
 grpc::Status FakeWorker::KvSnapshot(grpc::ServerContext*, const tandem::v1::KvSnapshotRequest*,
-                                    tandem::v1::KvSnapshotResponse* response) {
+                                    grpc::ServerWriter<tandem::v1::KvSnapshotResponse>* writer) {
   ++snapshot_calls_;
-  std::lock_guard lock(mu_);
-  response->set_worker_id(config_.worker_id);
-  response->set_last_event_id(last_event_id_);
-  for (const auto& [hash, block] : blocks_) *response->add_blocks() = block;
+  std::vector<tandem::v1::KvSnapshotResponse> parts;
+  {
+    std::lock_guard lock(mu_);
+    snapshot_times_.push_back(std::chrono::steady_clock::now());
+    constexpr int kPerPart = 16384;
+    for (const auto& [hash, block] : blocks_) {
+      if (parts.empty() || parts.back().blocks_size() == kPerPart) {
+        parts.emplace_back();
+        parts.back().set_worker_id(config_.worker_id);
+        parts.back().set_last_event_id(last_event_id_);
+      }
+      *parts.back().add_blocks() = block;
+    }
+    if (parts.empty()) {
+      parts.emplace_back();
+      parts.back().set_worker_id(config_.worker_id);
+      parts.back().set_last_event_id(last_event_id_);
+    }
+    parts.front().set_num_blocks(blocks_.size());
+  }
+  for (const tandem::v1::KvSnapshotResponse& part : parts) {
+    if (!writer->Write(part)) return grpc::Status::CANCELLED;
+  }
   return grpc::Status::OK;
+}
+
+std::vector<std::chrono::steady_clock::time_point> FakeWorker::snapshotTimes() const {
+  std::lock_guard lock(mu_);
+  return snapshot_times_;
 }
 
 grpc::Status FakeWorker::Stats(grpc::ServerContext* context, const tandem::v1::StatsRequest*,

@@ -55,6 +55,8 @@ class FakeWorker final : public tandem::v1::Worker::Service {
   std::atomic<int> token_delay_ms{0};
   // the first KvEvents call answers OUT_OF_RANGE.
   std::atomic<bool> out_of_range_once{false};
+  // every KvEvents call answers OUT_OF_RANGE (a worker that keeps forcing resyncs).
+  std::atomic<bool> out_of_range_always{false};
   // a new incarnation: new worker_id, KV state and event ids from 1.
   void restartAs(const std::string& worker_id);
   // appends events (ids assigned in order unless `skip` ids are left out first).
@@ -65,6 +67,8 @@ class FakeWorker final : public tandem::v1::Worker::Service {
   std::vector<tandem::v1::WorkerGenerateRequest> generateRequests() const;
   int cancelledGenerates() const { return cancelled_generates_.load(); }
   int snapshotCalls() const { return snapshot_calls_.load(); }
+  // when each KvSnapshot call arrived, in order.
+  std::vector<std::chrono::steady_clock::time_point> snapshotTimes() const;
 
   // tandem::v1::Worker::Service
   grpc::Status Generate(grpc::ServerContext* context, const tandem::v1::WorkerGenerateRequest* request,
@@ -73,8 +77,9 @@ class FakeWorker final : public tandem::v1::Worker::Service {
                        tandem::v1::PrefillResponse* response) override;
   grpc::Status KvEvents(grpc::ServerContext* context, const tandem::v1::KvEventsRequest* request,
                         grpc::ServerWriter<tandem::v1::KvEventBatch>* writer) override;
+  // streams the stored blocks in parts of 16384, as the real worker does.
   grpc::Status KvSnapshot(grpc::ServerContext* context, const tandem::v1::KvSnapshotRequest* request,
-                          tandem::v1::KvSnapshotResponse* response) override;
+                          grpc::ServerWriter<tandem::v1::KvSnapshotResponse>* writer) override;
   grpc::Status Stats(grpc::ServerContext* context, const tandem::v1::StatsRequest* request,
                      tandem::v1::WorkerStats* response) override;
   grpc::Status Info(grpc::ServerContext* context, const tandem::v1::InfoRequest* request,
@@ -93,6 +98,7 @@ class FakeWorker final : public tandem::v1::Worker::Service {
   std::map<uint64_t, tandem::v1::KvBlockStored> blocks_;    // guarded by mu_
   uint64_t last_event_id_ = 0;                              // guarded by mu_
   std::vector<tandem::v1::WorkerGenerateRequest> requests_; // guarded by mu_
+  std::vector<std::chrono::steady_clock::time_point> snapshot_times_;  // guarded by mu_
   std::atomic<int> cancelled_generates_{0};
   std::atomic<int> snapshot_calls_{0};
 };

@@ -1,5 +1,7 @@
 #include "router/cluster/kv_index.h"
 
+#include <algorithm>
+
 #include "gtest/gtest.h"
 #include "router/cluster/kv_subscriber.h"
 #include "tests/router/cluster/fake_worker.h"
@@ -65,6 +67,137 @@ TEST(KvIndexTest, AllClearedAndSnapshotReplaceEverything) {
   index.applySnapshot("d", snapshot);
   EXPECT_EQ(index.numBlocks("d"), 2u);
   EXPECT_EQ(index.leadingBlocks("d", std::vector<kvcache::BlockHash>{99}), 0);
+}
+
+tandem::v1::KvEvent clearedEvent(uint64_t id) {
+  tandem::v1::KvEvent e;
+  e.set_event_id(id);
+  e.mutable_cleared();
+  return e;
+}
+
+TEST(KvIndexTest, DuplicateEventsChangeNothing) {
+  KvIndex index;
+  EXPECT_TRUE(index.applyEvent("d", stored(1, 11)));
+  EXPECT_TRUE(index.applyEvent("d", removed(2, 11)));
+  // event 1 again (a retransmitted batch): the block stays removed.
+  EXPECT_TRUE(index.applyEvent("d", stored(1, 11)));
+  EXPECT_EQ(index.numBlocks("d"), 0u);
+}
+
+TEST(KvIndexTest, ALostEventIsRefusedUntilASnapshotResyncs) {
+  KvIndex index;
+  EXPECT_TRUE(index.applyEvent("d", stored(1, 11)));
+  // event 2 was lost: 3 does not apply, the caller resyncs.
+  EXPECT_FALSE(index.applyEvent("d", stored(3, 13)));
+  EXPECT_EQ(index.numBlocks("d"), 1u);
+  tandem::v1::KvSnapshotResponse snapshot;
+  snapshot.set_last_event_id(3);
+  for (uint64_t h : {11, 12, 13}) snapshot.add_blocks()->set_hash(h);
+  index.applySnapshot("d", snapshot);
+  EXPECT_EQ(index.leadingBlocks("d", std::vector<kvcache::BlockHash>{11, 12, 13}), 3);
+  // events after the snapshot apply; those it covers are duplicates.
+  EXPECT_TRUE(index.applyEvent("d", removed(2, 12)));
+  EXPECT_TRUE(index.applyEvent("d", removed(4, 13)));
+  EXPECT_EQ(index.leadingBlocks("d", std::vector<kvcache::BlockHash>{11, 12, 13}), 2);
+}
+
+TEST(KvIndexTest, ReorderedEventsAreRefusedNotMisapplied) {
+  KvIndex index;
+  EXPECT_TRUE(index.applyEvent("d", stored(1, 11)));
+  // 3 (remove) overtook 2 (store): applying 3 then 2 would leave 12 held.
+  EXPECT_FALSE(index.applyEvent("d", removed(3, 12)));
+  EXPECT_TRUE(index.applyEvent("d", stored(2, 12)));
+  EXPECT_TRUE(index.applyEvent("d", removed(3, 12)));
+  EXPECT_EQ(index.leadingBlocks("d", std::vector<kvcache::BlockHash>{11, 12}), 1);
+}
+
+TEST(KvIndexTest, AWorkerRestartIsASnapshotOfTheNewIncarnation) {
+  KvIndex index;
+  for (uint64_t id = 1; id <= 5; ++id) index.applyEvent("d", stored(id, 10 + id));
+  // AllCleared empties the worker, ids go on.
+  EXPECT_TRUE(index.applyEvent("d", clearedEvent(6)));
+  EXPECT_EQ(index.numBlocks("d"), 0u);
+  EXPECT_TRUE(index.applyEvent("d", stored(7, 11)));
+  // a new incarnation numbers from 1 again: its snapshot (last id 0) resets the ids.
+  tandem::v1::KvSnapshotResponse snapshot;
+  snapshot.set_worker_id("w2");
+  index.applySnapshot("d", snapshot);
+  EXPECT_EQ(index.numBlocks("d"), 0u);
+  EXPECT_TRUE(index.applyEvent("d", stored(1, 21)));
+  EXPECT_EQ(index.leadingBlocks("d", std::vector<kvcache::BlockHash>{21}), 1);
+  EXPECT_EQ(index.totalBlocks(), 1u);
+}
+
+TEST(KvIndexTest, MatchesPerTierAlongTheChainForEveryWorker) {
+  KvIndex index;
+  // d1: 11 device, 12 host, 13 disk, 14 device; d2: 11 host, 12 device; d3: 12 only.
+  index.applyEvent("d1", stored(0, 11, 0));
+  index.applyEvent("d1", stored(0, 12, 1));
+  index.applyEvent("d1", stored(0, 13, 2));
+  index.applyEvent("d1", stored(0, 14, 0));
+  index.applyEvent("d2", stored(0, 11, 1));
+  index.applyEvent("d2", stored(0, 12, 0));
+  index.applyEvent("d3", stored(0, 12, 0));
+  const std::vector<kvcache::BlockHash> chain = {11, 12, 13, 14, 15};
+  EXPECT_EQ(index.match("d1", chain), (TierMatch{.device = 1, .host = 2, .any = 4}));
+  EXPECT_EQ(index.match("d2", chain), (TierMatch{.device = 0, .host = 2, .any = 2}));
+  EXPECT_EQ(index.match("d3", chain), TierMatch{});
+  auto all = index.matchAll(chain);
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  ASSERT_EQ(all.size(), 2u);  // d3 lacks the first block
+  EXPECT_EQ(all[0].first, "d1");
+  EXPECT_EQ(all[0].second, (TierMatch{.device = 1, .host = 2, .any = 4}));
+  EXPECT_EQ(all[1].first, "d2");
+  EXPECT_EQ(all[1].second, (TierMatch{.device = 0, .host = 2, .any = 2}));
+}
+
+TEST(KvIndexTest, AFloodingWorkerCannotGrowTheIndexPastItsCapacity) {
+  KvIndex index(KvIndexOptions{.max_blocks = 0, .capacity_slack = 2.0, .capacity_floor_blocks = 16});
+  index.setWorkerCapacity("d", 10);  // bound: 2 x 10 + 16
+  index.applyEvent("d2", stored(1, 1));
+  for (uint64_t id = 1; id <= 10000; ++id) index.applyEvent("d", stored(id, 1000 + id));
+  EXPECT_EQ(index.numBlocks("d"), 36u);
+  EXPECT_EQ(index.numBlocks("d2"), 1u);  // the others keep theirs
+  EXPECT_EQ(index.evictions(), 10000u - 36u);
+  // the oldest went: the newest chain tail is there.
+  EXPECT_EQ(index.leadingBlocks("d", std::vector<kvcache::BlockHash>{10000 + 1000}), 1);
+  EXPECT_EQ(index.leadingBlocks("d", std::vector<kvcache::BlockHash>{1001}), 0);
+  // a snapshot cannot flood it either, and a lower capacity evicts at once.
+  tandem::v1::KvSnapshotResponse snapshot;
+  for (uint64_t h = 0; h < 500; ++h) snapshot.add_blocks()->set_hash(5000 + h);
+  index.applySnapshot("d", snapshot);
+  EXPECT_EQ(index.numBlocks("d"), 36u);
+  index.setWorkerCapacity("d", 2);
+  EXPECT_EQ(index.numBlocks("d"), 20u);
+}
+
+TEST(KvIndexTest, TheGlobalBoundEvictsTheOldestBlocksOfTheBiggestWorker) {
+  KvIndex index(KvIndexOptions{.max_blocks = 100});
+  for (uint64_t i = 1; i <= 30; ++i) index.applyEvent("small", stored(i, 50'000 + i));
+  for (uint64_t i = 1; i <= 200; ++i) index.applyEvent("big", stored(i, i));
+  EXPECT_EQ(index.totalBlocks(), 100u);
+  EXPECT_EQ(index.numBlocks("small"), 30u);
+  EXPECT_EQ(index.numBlocks("big"), 70u);
+  EXPECT_EQ(index.leadingBlocks("big", std::vector<kvcache::BlockHash>{200}), 1);
+  EXPECT_EQ(index.leadingBlocks("big", std::vector<kvcache::BlockHash>{130}), 0);
+  // a block stored again is the newest: it survives the next evictions.
+  index.applyEvent("big", stored(201, 131));
+  for (uint64_t i = 202; i <= 260; ++i) index.applyEvent("big", stored(i, i));
+  EXPECT_EQ(index.leadingBlocks("big", std::vector<kvcache::BlockHash>{131}), 1);
+  EXPECT_GT(index.memoryBytes(), 100u * sizeof(kvcache::BlockHash));
+}
+
+TEST(KvIndexTest, RemovingAWorkerFreesItsBlocksAndSlot) {
+  KvIndex index;
+  for (uint64_t i = 1; i <= 10; ++i) index.applyEvent("a", stored(i, i));
+  index.applyEvent("b", stored(1, 1));
+  index.removeWorker("a");
+  EXPECT_EQ(index.totalBlocks(), 1u);
+  EXPECT_EQ(index.numBlocks("a"), 0u);
+  index.applyEvent("c", stored(1, 1));  // reuses a's slot
+  EXPECT_EQ(index.match("c", std::vector<kvcache::BlockHash>{1, 2}).any, 1);
+  EXPECT_EQ(index.match("b", std::vector<kvcache::BlockHash>{1}).any, 1);
 }
 
 // the subscriber against a real (fake) worker found in a pool.
@@ -185,6 +318,68 @@ TEST(KvSubscriberOutOfRangeTest, ResyncsWhenTheWorkerNoLongerKeepsTheEvents) {
   }
   EXPECT_EQ(resyncs, 1);
   EXPECT_EQ(snapshots, 2);
+}
+
+// two router replicas (and a router that restarts: a new subscriber and
+// index) over the same worker each build the whole index.
+TEST(KvSubscriberReplicasTest, TwoRoutersAndARestartedOneEachKeepACorrectIndex) {
+  FakeWorker worker{FakeWorkerConfig{}};
+  worker.start();
+  worker.storeBlock(11, 0);
+  KvSubscriberOptions options;
+  options.retry_delay = 20ms;
+  WorkerPool pool_a(WorkerPoolOptions{}, nullptr), pool_b(WorkerPoolOptions{}, nullptr);
+  ASSERT_TRUE(pool_a.registerWorker(worker.info()).ok());
+  ASSERT_TRUE(pool_b.registerWorker(worker.info()).ok());
+  KvIndex index_a, index_b;
+  auto sub_a = std::make_unique<KvSubscriber>(options, &pool_a, &index_a, nullptr);
+  KvSubscriber sub_b(options, &pool_b, &index_b, nullptr);
+  sub_a->reconcile();
+  sub_b.reconcile();
+  worker.storeBlock(12, 11);
+  const std::vector<kvcache::BlockHash> chain = {11, 12, 13};
+  auto held = [&](const KvIndex& index) { return index.leadingBlocks(worker.address(), chain); };
+  ASSERT_TRUE(waitFor([&] { return held(index_a) == 2 && held(index_b) == 2; }));
+  // router A restarts: a fresh index from a snapshot, B goes on with events.
+  sub_a.reset();
+  KvIndex index_a2;
+  sub_a = std::make_unique<KvSubscriber>(options, &pool_a, &index_a2, nullptr);
+  sub_a->reconcile();
+  worker.storeBlock(13, 12);
+  ASSERT_TRUE(waitFor([&] { return held(index_a2) == 3 && held(index_b) == 3; }));
+  worker.removeBlock(11);
+  ASSERT_TRUE(waitFor([&] { return held(index_a2) == 0 && held(index_b) == 0; }));
+  EXPECT_EQ(index_a2.numBlocks(worker.address()), 2u);
+  EXPECT_EQ(index_b.numBlocks(worker.address()), 2u);
+  sub_a->stop();
+  sub_b.stop();
+  worker.shutdown();
+}
+
+// the subscriber bounds a worker by the capacity it reports (WorkerInfo).
+TEST(KvSubscriberCapTest, AWorkerFloodingStoredEventsStaysWithinItsCapacity) {
+  FakeWorkerConfig config;
+  config.num_blocks = 10;
+  FakeWorker worker{config};
+  worker.start();
+  WorkerPool pool(WorkerPoolOptions{}, nullptr);
+  ASSERT_TRUE(pool.registerWorker(worker.info()).ok());
+  KvIndex index(KvIndexOptions{.max_blocks = 0, .capacity_slack = 2.0, .capacity_floor_blocks = 16});
+  KvSubscriberOptions options;
+  options.retry_delay = 20ms;
+  KvSubscriber subscriber(options, &pool, &index, nullptr);
+  subscriber.reconcile();
+  ASSERT_EQ(index.workerLimit(worker.address()), 36u);
+  // the flood comes as events after the first (empty) snapshot: a snapshot
+  // of 2000 blocks would be refused whole (KvSubscriberTest covers that).
+  ASSERT_TRUE(waitFor([&] { return !worker.snapshotTimes().empty(); }));
+  for (uint64_t h = 1; h <= 2000; ++h) worker.storeBlock(h, h - 1);
+  ASSERT_TRUE(waitFor([&] {
+    return index.leadingBlocks(worker.address(), std::vector<kvcache::BlockHash>{2000}) == 1;
+  }));
+  EXPECT_EQ(index.numBlocks(worker.address()), 36u);
+  subscriber.stop();
+  worker.shutdown();
 }
 
 }  // namespace

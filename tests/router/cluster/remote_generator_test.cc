@@ -302,5 +302,30 @@ TEST_F(RemoteGeneratorTest, StopEndsRequestsInProgress) {
   EXPECT_TRUE(absl::IsUnavailable(submit(5, 4, &out).status()));
 }
 
+TEST_F(RemoteGeneratorTest, ShedsWhatNoWorkerCanStartWithinTheTtftSloAndCountsDecisions) {
+  // d1 and d2 report 10000 prompt tokens queued: 1.25 s at the default rate.
+  d1_.setStats(0, 0, 1000, 10000);
+  d2_.setStats(0, 0, 1000, 10000);
+  addWorkers({&d1_, &d2_});
+  RemoteGeneratorOptions options;
+  options.planner.ttft_slo_s = 0.5;
+  options.retry_delay = 20ms;
+  generator_ = std::make_unique<RemoteGenerator>(options, pool_.get(), &index_, &metrics_);
+  Collected out;
+  absl::StatusOr<generation::RequestId> id = submit(5, 6, &out);
+  EXPECT_TRUE(absl::IsResourceExhausted(id.status())) << id.status();
+  EXPECT_EQ(counter("tandem:router_shed_requests_total"), 1);
+  EXPECT_EQ(generator_->numInFlight(), 0);
+  EXPECT_TRUE(d1_.generateRequests().empty() && d2_.generateRequests().empty());
+  // once a worker drains, requests go through and count as decisions.
+  d2_.setStats(0, 0, 1000, 0);
+  pool_->pollOnce();
+  ASSERT_TRUE(submit(5, 6, &out).ok());
+  ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1; }));
+  // labels outcome, policy: the first is the outcome (no worker held the prompt).
+  EXPECT_EQ(counter("tandem:router_route_decisions_total", "cold"), 1);
+  EXPECT_EQ(counter("tandem:router_route_prompt_tokens_total"), 5);
+}
+
 }  // namespace
 }  // namespace tandem::router::cluster

@@ -54,10 +54,11 @@ TEST_F(RoutePlannerTest, PicksTheLeastLoadedDecodeWorker) {
   EXPECT_EQ(plan(4, workers).decode_address, "d2");
 }
 
-TEST_F(RoutePlannerTest, BreaksLoadTiesByFreeBlocks) {
+TEST_F(RoutePlannerTest, LeastLoadedBreaksLoadTiesByFreeBlocks) {
   const std::vector<WorkerState> workers = {worker("d1", "decode", 1, 0, 500),
                                             worker("d2", "decode", 1, 0, 900)};
-  EXPECT_EQ(plan(4, workers).decode_address, "d2");
+  RoutePlanner least_loaded(RoutePlannerOptions{.policy = "least_loaded"}, &index_);
+  EXPECT_EQ(least_loaded.plan(prompt(4), 16, workers, {}, {})->decode_address, "d2");
 }
 
 TEST_F(RoutePlannerTest, CountsTheRoutersOwnRequestsWhenStatsLag) {

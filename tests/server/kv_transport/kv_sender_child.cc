@@ -4,11 +4,14 @@
 //
 //   kv_sender_child TRANSPORT ENDPOINT TRANSFER_ID BLOCK_BYTES SEED SRC_IDS ORDER BATCH
 //                   [corrupt=I] [die_after=K] [stall_after=K] [chunk=BYTES] [timeout_ms=T]
+//                   [uid=U] [allow_uid=U]
 //
 // SRC_IDS: P's source block of each transfer index; ORDER: the order indices
 // are sent in (comma lists). Exits with finish()'s absl status code (0 = OK),
 // 100 + code when open() fails; die_after=K exits abruptly (no finish) after
-// K blocks; stall_after=K stops sending and sleeps.
+// K blocks; stall_after=K stops sending and sleeps. uid=U runs the sender as
+// uid U (the test runs as root); allow_uid=U lets it talk to a receiver
+// running as U.
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "server/kv_transport/kv_transport_factory.h"
+#include "tests/fakes/corrupt_block_fault.h"
 #include "tests/server/kv_transport/kv_test_blocks.h"
 
 using namespace tandem::kv_transport;
@@ -55,11 +59,18 @@ int main(int argc, char** argv) {
   for (int i = 9; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* key) { return std::strtoll(a.c_str() + std::strlen(key), nullptr, 10); };
-    if (a.rfind("corrupt=", 0) == 0) options.corrupt_block_for_test = static_cast<int>(value("corrupt="));
+    if (a.rfind("corrupt=", 0) == 0) {
+      options.faults = std::make_shared<tandem::testing::CorruptBlockFault>(static_cast<int>(value("corrupt=")));
+    }
     if (a.rfind("die_after=", 0) == 0) die_after = static_cast<int>(value("die_after="));
     if (a.rfind("stall_after=", 0) == 0) stall_after = static_cast<int>(value("stall_after="));
     if (a.rfind("chunk=", 0) == 0) options.chunk_bytes = value("chunk=");
     if (a.rfind("timeout_ms=", 0) == 0) options.timeout = std::chrono::milliseconds(value("timeout_ms="));
+    if (a.rfind("allow_uid=", 0) == 0) options.shm_allowed_peer_uids.push_back(value("allow_uid="));
+    if (a.rfind("uid=", 0) == 0) {
+      const auto uid = static_cast<uid_t>(value("uid="));
+      if (setgid(uid) != 0 || setuid(uid) != 0) return 96;
+    }
   }
   auto choice = parseTransportChoice(argv[1]);
   if (!choice.ok()) return 98;

@@ -34,8 +34,9 @@ WorkerPtr startWorker(WorkerOptions options) {
   return worker.ok() ? std::move(*worker) : nullptr;
 }
 
-// the status of each unary Worker call made with `credentials`.
-std::vector<grpc::StatusCode> unaryCalls(const std::string& address,
+// the status of each Worker call (Stats, Info, KvSnapshot, Prefill,
+// KvEvents) made with `credentials`.
+std::vector<grpc::StatusCode> workerCalls(const std::string& address,
                                          const grpc_util::ClusterAuthPtr& credentials) {
   auto stub = tandem::v1::Worker::NewStub(credentials->channel(address));
   std::vector<grpc::StatusCode> codes;
@@ -51,8 +52,11 @@ std::vector<grpc::StatusCode> unaryCalls(const std::string& address,
   }
   {
     grpc::ClientContext context;
-    tandem::v1::KvSnapshotResponse snapshot;
-    codes.push_back(stub->KvSnapshot(&context, {}, &snapshot).error_code());
+    auto reader = stub->KvSnapshot(&context, {});
+    tandem::v1::KvSnapshotResponse part;
+    while (reader->Read(&part)) {
+    }
+    codes.push_back(reader->Finish().error_code());
   }
   {
     grpc::ClientContext context;
@@ -103,7 +107,7 @@ TEST(WorkerAuthTest, TheWorkerApiAndTheKvReceiverRequireTheClusterSecret) {
   std::string wrong = kSecret;
   wrong.back() = 'x';
   for (const grpc_util::ClusterAuthPtr& stranger : {grpc_util::ClusterAuth::none(), auth(wrong)}) {
-    for (grpc::StatusCode code : unaryCalls(address, stranger)) {
+    for (grpc::StatusCode code : workerCalls(address, stranger)) {
       EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED);
     }
     GenerateResult r = generate(address, prompt, 4, "", stranger);
@@ -112,13 +116,13 @@ TEST(WorkerAuthTest, TheWorkerApiAndTheKvReceiverRequireTheClusterSecret) {
     EXPECT_EQ(emptyPush(worker->info().kv_endpoint(), stranger), grpc::StatusCode::UNAUTHENTICATED);
   }
   // with the secret: Generate runs (and stores blocks, so KvEvents has
-  // events to stream); Stats, Info, KvSnapshot answer; an empty Prefill is
+  // events to stream); Stats, Info, KvSnapshot (streamed) answer; an empty Prefill is
   // refused for what it is, KvEvents streams until cancelled, and an empty
   // push ends for want of its chunks.
   GenerateResult r = generate(address, prompt, 4, "", auth(kSecret));
   EXPECT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(r.tokens.size(), 4u);
-  EXPECT_EQ(unaryCalls(address, auth(kSecret)),
+  EXPECT_EQ(workerCalls(address, auth(kSecret)),
             (std::vector<grpc::StatusCode>{grpc::StatusCode::OK, grpc::StatusCode::OK,
                                            grpc::StatusCode::OK, grpc::StatusCode::INVALID_ARGUMENT,
                                            grpc::StatusCode::CANCELLED}));

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "server/worker/worker.h"
+#include "tests/fakes/corrupt_block_fault.h"
 #include "tests/server/worker/worker_test_client.h"
 #include "tests/stories_oracle.h"
 
@@ -135,7 +136,8 @@ INSTANTIATE_TEST_SUITE_P(Transports, RemotePrefillTest,
 TEST(RemotePrefillFallbackTest, CorruptBlockIsDetectedAndPrefilledLocally) {
   WorkerOptions p_options = smallWorkerOptions(tandem::v1::WORKER_ROLE_PREFILL, 4);
   p_options.kv_transport = kv_transport::TransportChoice::kGrpc;
-  p_options.corrupt_kv_block_for_test = 0;
+  auto fault = std::make_shared<tandem::testing::CorruptBlockFault>(0);
+  p_options.kv_faults = fault;
   WorkerPtr p = startWorker(p_options);
   WorkerPtr d = startWorker(smallWorkerOptions(tandem::v1::WORKER_ROLE_DECODE, 4));
   ASSERT_NE(p, nullptr);
@@ -150,6 +152,7 @@ TEST(RemotePrefillFallbackTest, CorruptBlockIsDetectedAndPrefilledLocally) {
   EXPECT_EQ(metricValue(metrics, "tandem:kv_transfer_failures_total{reason=\"checksum\"}"), 1);
   EXPECT_EQ(metricValue(metrics, "tandem:prefills_total{kind=\"remote_failed\"}"), 1);
   EXPECT_EQ(metricValue(metrics, "tandem:prefills_total{kind=\"remote\"}"), 0);
+  EXPECT_GE(fault->corrupted(), 1);  // the fault went through the seam
 }
 
 TEST(RemotePrefillFallbackTest, UnreachablePrefillWorkerIsPrefilledLocally) {

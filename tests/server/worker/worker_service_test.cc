@@ -27,6 +27,16 @@ class WorkerServiceTest : public ::testing::Test {
         grpc::CreateChannel(worker_->info().address(), grpc::InsecureChannelCredentials()));
   }
 
+  // Worker.KvSnapshot's parts, in order; the status it ended with.
+  std::pair<grpc::Status, std::vector<tandem::v1::KvSnapshotResponse>> readSnapshot() {
+    auto ctx = context();
+    auto reader = stub_->KvSnapshot(ctx.get(), {});
+    std::vector<tandem::v1::KvSnapshotResponse> parts;
+    tandem::v1::KvSnapshotResponse part;
+    while (reader->Read(&part)) parts.push_back(part);
+    return {reader->Finish(), std::move(parts)};
+  }
+
   std::unique_ptr<grpc::ClientContext> context() {
     auto ctx = std::make_unique<grpc::ClientContext>();
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -71,8 +81,11 @@ TEST_F(WorkerServiceTest, KvEventsStreamsTheBlocksARequestStored) {
   ctx->TryCancel();
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 
-  tandem::v1::KvSnapshotResponse snapshot;
-  ASSERT_TRUE(stub_->KvSnapshot(context().get(), {}, &snapshot).ok());
+  auto [snapshot_status, parts] = readSnapshot();
+  ASSERT_TRUE(snapshot_status.ok()) << snapshot_status.error_message();
+  ASSERT_EQ(parts.size(), 1u);  // a few blocks: one part
+  const tandem::v1::KvSnapshotResponse& snapshot = parts[0];
+  EXPECT_EQ(snapshot.num_blocks(), static_cast<uint64_t>(snapshot.blocks_size()));
   EXPECT_EQ(snapshot.worker_id(), worker_->info().worker_id());
   EXPECT_GE(snapshot.last_event_id(), last_id);
   std::set<uint64_t> in_snapshot;
@@ -87,6 +100,41 @@ TEST_F(WorkerServiceTest, KvEventsStreamsTheBlocksARequestStored) {
   EXPECT_EQ(stats.num_running(), 0);
   EXPECT_EQ(stats.num_waiting(), 0);
   EXPECT_EQ(stats.num_transfers_in_flight(), 0);
+}
+
+// gRPC refuses messages over 4 MiB by default: a snapshot of 200000 blocks
+// (~5 MiB encoded, beyond the ~170k a single message can carry) arrives in
+// parts of at most 16384 blocks, every part from the same worker and event
+// id, the first announcing the total.
+TEST_F(WorkerServiceTest, KvSnapshotStreamsMoreBlocksThanOneMessageCanCarry) {
+  constexpr uint64_t kBlocks = 200000;
+  kvcache::KvEventLog& log = worker_->loop().kvEvents();
+  // chained as a prompt's blocks are: 64-bit hash and parent, ~25 bytes each.
+  uint64_t parent = kvcache::kRootParentHash;
+  for (uint64_t i = 0; i < kBlocks; ++i) {
+    const uint64_t hash = 0x9e3779b97f4a7c15ull * (i + 1);
+    log.onKvEvent(kvcache::BlockStored{hash, parent, kvcache::KvTier::kDevice});
+    parent = hash;
+  }
+  auto [status, parts] = readSnapshot();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(parts.size(), (kBlocks + 16383) / 16384);
+  EXPECT_EQ(parts[0].num_blocks(), kBlocks);
+  tandem::v1::KvSnapshotResponse whole;
+  std::set<uint64_t> hashes;
+  for (const tandem::v1::KvSnapshotResponse& part : parts) {
+    EXPECT_LE(part.blocks_size(), 16384);
+    EXPECT_EQ(part.worker_id(), worker_->info().worker_id());
+    EXPECT_EQ(part.last_event_id(), kBlocks);
+    for (const auto& b : part.blocks()) {
+      hashes.insert(b.hash());
+      *whole.add_blocks() = b;
+    }
+  }
+  EXPECT_EQ(hashes.size(), kBlocks);
+  EXPECT_EQ(hashes.count(0x9e3779b97f4a7c15ull * kBlocks), 1u);
+  // as one message it would not have passed gRPC's default limit.
+  EXPECT_GT(whole.ByteSizeLong(), size_t{4} << 20);
 }
 
 TEST_F(WorkerServiceTest, KvEventsAfterTheLastIdWaitsForNewEvents) {

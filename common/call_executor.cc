@@ -1,18 +1,21 @@
-#include "server/worker/call_executor.h"
+#include "common/call_executor.h"
 
-namespace tandem::worker {
+#include <algorithm>
 
-CallExecutor::CallExecutor(int num_threads) {
+namespace tandem {
+
+CallExecutor::CallExecutor(int num_threads, size_t max_queued) : max_queued_(max_queued) {
   for (int i = 0; i < std::max(num_threads, 1); ++i) threads_.emplace_back([this] { run(); });
 }
 
 CallExecutor::~CallExecutor() { stop(); }
 
-bool CallExecutor::post(std::function<void()> task) {
+bool CallExecutor::post(Task task) {
   {
     std::lock_guard lock(mu_);
     // a task that runs during stop() may still post its follow-up steps.
     if (stopping_ && running_ == 0) return false;
+    if (tasks_.size() >= max_queued_) return false;
     tasks_.push_back(std::move(task));
   }
   ready_.notify_one();
@@ -30,6 +33,11 @@ void CallExecutor::stop() {
   }
 }
 
+bool CallExecutor::stopping() const {
+  std::lock_guard lock(mu_);
+  return stopping_;
+}
+
 void CallExecutor::run() {
   std::unique_lock lock(mu_);
   while (true) {
@@ -39,7 +47,7 @@ void CallExecutor::run() {
       ready_.notify_all();
       return;
     }
-    std::function<void()> task = std::move(tasks_.front());
+    Task task = std::move(tasks_.front());
     tasks_.pop_front();
     ++running_;
     lock.unlock();
@@ -51,4 +59,4 @@ void CallExecutor::run() {
   }
 }
 
-}  // namespace tandem::worker
+}  // namespace tandem

@@ -1,0 +1,111 @@
+// One simulated worker for the router simulator, in virtual time (no
+// sleeping): a KV cache of capacity_blocks with LRU eviction that emits KV
+// events into the router's KvIndex as a real worker does (BlockStored when
+// a prefill completes, BlockRemoved on eviction, numbered from 1), a
+// chunked-prefill queue served at prefill_tokens_per_s, and decode steps
+// whose time grows with the batch: decode_s_per_step x (1 + batch /
+// batch_knee). Each step prefills up to chunk_tokens of the queue and
+// decodes one token of every running request; with nothing to prefill,
+// runs of identical steps are taken at once up to the next finish, and an
+// arrival splits such a run at the step in progress.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "bench/router_sim/sim_trace.h"
+#include "router/cluster/kv_index.h"
+#include "tandem/v1/worker.pb.h"
+
+namespace tandem::bench {
+
+struct SimWorkerConfig {
+  int64_t capacity_blocks = 1 << 20;
+  int block_size = 16;
+  double prefill_tokens_per_s = 8000;
+  double decode_s_per_step = 0.02;
+  double batch_knee = 32;
+  int chunk_tokens = 2048;
+};
+
+// what happened to a request at a worker.
+struct SimOutcome {
+  enum Kind { kFirstToken, kFinished } kind;
+  int request;
+  double time;
+};
+
+class SimWorker {
+ public:
+  // `index` (the router's) receives its KV events; it must outlive the worker.
+  SimWorker(std::string address, SimWorkerConfig config, router::cluster::KvIndex* index);
+
+  const std::string& address() const { return address_; }
+  // request `id` arrives at `now` (the worker has advanced to now); returns
+  // the prompt tokens its cache held. `request` must outlive the worker.
+  int64_t enqueue(int id, const SimRequest& request, double now);
+  // when the step in progress ends (+inf when idle).
+  double nextEventTime() const { return active_ ? step_start_ + step_dur_ * step_count_ : kNever; }
+  // completes every step that ends at or before `t`.
+  void advanceTo(double t, std::vector<SimOutcome>& out);
+  // as a Stats answer would report now.
+  tandem::v1::WorkerStats stats() const;
+  // seconds spent in steps so far.
+  double busySeconds() const { return busy_s_; }
+
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+ private:
+  struct Queued {
+    int id;
+    int64_t remaining;  // tokens to prefill
+  };
+  struct Running {
+    int id;
+    int64_t remaining;  // tokens to decode
+  };
+  struct Node {
+    kvcache::BlockHash hash;
+    int prev, next;
+  };
+
+  void planStep(double now);
+  void completeStep(std::vector<SimOutcome>& out);
+  void prefillDone(int id, double now, std::vector<SimOutcome>& out);
+  // LRU cache
+  void touch(int node);
+  void unlink(int node);
+  void pushFront(int node);
+  void insertBlock(kvcache::BlockHash hash);
+  void emitStored(kvcache::BlockHash hash);
+  void emitRemoved(kvcache::BlockHash hash);
+
+  const std::string address_;
+  const SimWorkerConfig config_;
+  router::cluster::KvIndex* index_;
+  std::vector<const SimRequest*> requests_;  // by id, those seen
+  std::deque<Queued> queue_;
+  int64_t queued_tokens_ = 0;
+  std::vector<Running> running_;
+  int64_t running_blocks_ = 0;
+  // the step (or run of identical steps) in progress
+  bool active_ = false;
+  double step_start_ = 0;
+  double step_dur_ = 0;
+  int64_t step_count_ = 0;
+  std::vector<std::pair<int, int64_t>> chunk_;  // (queue position's id, tokens)
+  double busy_s_ = 0;
+  // LRU: nodes_[head_] most recent
+  absl::flat_hash_map<kvcache::BlockHash, int> cache_;
+  std::vector<Node> nodes_;
+  std::vector<int> free_;
+  int head_ = -1, tail_ = -1;
+  uint64_t next_event_id_ = 1;
+  tandem::v1::KvEvent event_;
+};
+
+}  // namespace tandem::bench

@@ -1,0 +1,95 @@
+// G2: KV blocks in host memory, below the engine's pool. One arena of
+// capacity_blocks slots of block_bytes each, a hash -> slot index and an LRU
+// of the slots in use. store() is a memcpy into a free slot (evicting the
+// least-recently-used block when none is free), load() a memcpy out; both
+// complete inline, so `done` runs before they return.
+//
+// An evicted block is first handed to the eviction sink (the tier chain
+// demotes it to G3 from there) while its bytes are still in the slot, then
+// BlockRemoved{hash, kHost} is emitted. Thread-safe: one mutex; the sink and
+// the event listener run under it and must not call back into the tier.
+//
+// On a GPU backend this arena is where pinned memory goes (cudaHostAlloc /
+// hipHostMalloc) so that G1 <-> G2 copies are asynchronous DMA; on the CPU
+// backend plain memory is as fast as it gets. Blocks carry no checksum: host
+// memory is trusted like the engine's own pool.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "kvcache/block_queue.h"
+#include "kvcache/lower_tier.h"
+
+namespace tandem::kvcache {
+
+class HostTier final : public LowerTier {
+ public:
+  // receives each evicted block (hash, parent, its bytes, valid only during
+  // the call) before its slot is reused.
+  using EvictionSink =
+      std::function<void(BlockHash hash, BlockHash parent, std::span<const std::byte> data)>;
+
+  // an empty tier of `capacity_blocks` blocks of `block_bytes` bytes. the
+  // arena is allocated, not touched: pages are committed as blocks arrive.
+  HostTier(size_t block_bytes, int64_t capacity_blocks);
+
+  HostTier(const HostTier&) = delete;
+  HostTier& operator=(const HostTier&) = delete;
+
+  // ---- LowerTier ----
+  KvTier tier() const override { return KvTier::kHost; }
+  size_t blockBytes() const override { return block_bytes_; }
+  int64_t capacityBlocks() const override { return capacity_; }
+  int64_t numBlocks() const override;
+  bool contains(BlockHash hash) const override;
+  // false only when the tier has no capacity or data is not blockBytes()
+  // long. storing a hash already held marks it most-recently-used and
+  // succeeds without an event.
+  bool store(BlockHash hash, BlockHash parent, std::span<const std::byte> data,
+             TierDone done) override;
+  // NotFound when absent; InvalidArgument when dst is not blockBytes() long.
+  void load(BlockHash hash, std::span<std::byte> dst, TierDone done) override;
+  // drops the block (BlockRemoved, no sink call); absent hashes are ignored.
+  void remove(BlockHash hash) override;
+  void setEventListener(KvEventListener* listener) override;
+
+  // ---- G2 policy hooks ----
+  void setEvictionSink(EvictionSink sink);
+  // evicts least-recently-used blocks (through the sink) until at most
+  // `max_blocks` remain; returns how many were evicted.
+  int64_t evictDownTo(int64_t max_blocks);
+  // hashes from least to most recently used (for tests and debugging).
+  std::vector<BlockHash> lruOrder() const;
+
+ private:
+  struct Slot {
+    BlockHash hash = 0;
+    BlockHash parent = 0;
+  };
+
+  std::byte* slotData(int slot) const { return arena_.get() + static_cast<size_t>(slot) * block_bytes_; }
+  // evicts the LRU head into the free list. requires the lock and a used slot.
+  void evictOneLocked();
+  void emitLocked(const KvEvent& event);
+
+  const size_t block_bytes_;
+  const int64_t capacity_;
+  std::unique_ptr<std::byte[]> arena_;
+
+  mutable std::mutex mu_;
+  std::vector<Slot> slots_;                        // guarded by mu_
+  BlockQueue free_;                                // guarded by mu_
+  BlockQueue lru_;                                 // guarded by mu_; head = least recent
+  absl::flat_hash_map<BlockHash, int> by_hash_;    // guarded by mu_
+  KvEventListener* listener_ = nullptr;            // guarded by mu_
+  EvictionSink sink_;                              // guarded by mu_
+};
+
+}  // namespace tandem::kvcache

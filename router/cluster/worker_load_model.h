@@ -1,0 +1,105 @@
+// What the router predicts of each worker's load, for routing: queued
+// prefill tokens, running requests, active KV blocks, and how fast it
+// prefills and decodes. The router's own decisions count at once (onRouted:
+// it must not wait for the next Stats to see the load it just added) and
+// leave as their requests produce the first token (the prefill is done) and
+// finish; the worker's Stats correct it (the prediction is the larger of the
+// router's own count and the reported one: other routers send it work too).
+//
+// Rates are learned online, seeded by defaults: each first token is a
+// sample of the prefill rate ((work queued ahead + the prompt's uncached
+// tokens) / time to first token), each finished request a sample of the
+// decode step (time after the first token / tokens after it), as moving
+// averages. A worker that stalls produces no samples, so the oldest request
+// still waiting for its first token also bounds the rate: its work divided
+// by its age (a stalled worker reads slower and slower). Times are seconds
+// on any clock that the caller uses consistently (the simulator's virtual
+// time, steady_clock for the router). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace tandem::router::cluster {
+
+struct WorkerLoadModelOptions {
+  double default_prefill_tokens_per_s = 8000;
+  double default_decode_s_per_step = 0.02;
+  // weight of a new sample in the moving averages.
+  double sample_weight = 0.2;
+  // first tokens with less prefill work than this teach no rate (noise).
+  int64_t min_prefill_sample_tokens = 64;
+};
+
+struct WorkerLoad {
+  double queued_prefill_tokens = 0;  // not yet prefilled, including the router's own
+  int64_t running = 0;               // requests running or waiting
+  int64_t active_blocks = 0;         // KV blocks held by them
+  double prefill_tokens_per_s = 0;   // learned (stall-bounded)
+  double decode_s_per_step = 0;      // learned
+};
+
+class WorkerLoadModel {
+ public:
+  explicit WorkerLoadModel(WorkerLoadModelOptions options = {});
+
+  // the worker's last reported load (WorkerStats); the same report again
+  // (the pool's copy between two polls) changes nothing.
+  void observeStats(const std::string& address, double queued_prefill_tokens, int64_t running,
+                    int64_t active_blocks);
+  // the prediction for `address` at `now`.
+  WorkerLoad load(const std::string& address, double now) const;
+
+  // a request (`key`, unique among those in flight) sent to `address`
+  // with `prefill_tokens` to prefill there and `blocks` KV blocks to hold.
+  void onRouted(uint64_t key, const std::string& address, int64_t prefill_tokens, int64_t blocks,
+                double now);
+  // its first token came (its prefill is done).
+  void onFirstToken(uint64_t key, double now);
+  // it ended (any way) after `output_tokens` tokens.
+  void onFinished(uint64_t key, int64_t output_tokens, double now);
+  // forgets a worker that left (its requests end with onFinished).
+  void removeWorker(const std::string& address);
+
+  const WorkerLoadModelOptions& options() const { return options_; }
+
+ private:
+  struct Request {
+    std::string address;
+    int64_t prefill_tokens = 0;
+    int64_t blocks = 0;
+    double work = 0;  // prefill tokens ahead of it and its own
+    double routed_at = 0;
+    double first_token_at = -1;
+  };
+  struct Worker {
+    double own_queued = 0;
+    int64_t own_running = 0;
+    int64_t own_blocks = 0;
+    // the last Stats as reported (a repeat of it changes nothing).
+    double raw_queued = -1;
+    int64_t raw_running = -1;
+    int64_t raw_blocks = -1;
+    double reported_queued = 0;
+    int64_t reported_running = 0;
+    int64_t reported_blocks = 0;
+    double prefill_rate = 0;
+    double decode_step = 0;
+    // requests waiting for their first token: routed_at -> key.
+    std::multimap<double, uint64_t> waiting;
+  };
+
+  // mu_ held.
+  Worker& workerLocked(const std::string& address);
+  WorkerLoad loadLocked(const Worker& w, double now) const;
+
+  const WorkerLoadModelOptions options_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Worker> workers_;  // guarded by mu_
+  std::unordered_map<uint64_t, Request> requests_;   // guarded by mu_
+};
+
+}  // namespace tandem::router::cluster

@@ -1,0 +1,23 @@
+#include "router/grpc/admission_grpc_status.h"
+
+namespace tandem::router {
+
+grpc::Status toGrpcStatus(const AdmissionError& error) {
+  grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
+  switch (error.reason) {
+    case AdmissionReason::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
+    case AdmissionReason::kNotReady:
+    case AdmissionReason::kDraining: code = grpc::StatusCode::UNAVAILABLE; break;
+    case AdmissionReason::kOverloaded: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
+    case AdmissionReason::kUnknownModel: code = grpc::StatusCode::NOT_FOUND; break;
+    case AdmissionReason::kEmptyPrompt:
+    case AdmissionReason::kInvalidPrompt:
+    case AdmissionReason::kPromptTooLong:
+    case AdmissionReason::kContextLengthExceeded:
+    case AdmissionReason::kRequestTooLarge:
+    case AdmissionReason::kInvalidRequest: code = grpc::StatusCode::INVALID_ARGUMENT; break;
+  }
+  return grpc::Status(code, error.message);
+}
+
+}  // namespace tandem::router
