@@ -56,6 +56,7 @@ struct TierMatch {
 
 class KvIndex {
  public:
+  const KvIndexOptions& options() const { return options_; }
   explicit KvIndex(KvIndexOptions options = {});
 
   // replaces what the index knows of the worker at `address` with a

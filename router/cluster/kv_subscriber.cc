@@ -242,12 +242,19 @@ void KvSubscriber::reconcile() {
   std::map<std::string, int64_t> wanted;  // address → the most blocks its snapshot may hold
   for (const WorkerState& w : pool_->snapshot()) {
     if (!w.has_info) continue;
-    wanted[w.address] = options_.max_snapshot_blocks > 0
-                            ? options_.max_snapshot_blocks
-                            : options_.snapshot_blocks_per_capacity *
-                                  std::max<int64_t>(w.info.num_blocks(), 0);
+    // every tier's blocks: the device pool and the tiers below it (G2, G3).
+    const int64_t capacity = std::max<int64_t>(w.info.num_blocks(), w.stats.num_blocks()) +
+                             std::max<int64_t>(w.info.lower_tier_blocks(), 0);
+    int64_t most = options_.max_snapshot_blocks > 0
+                       ? options_.max_snapshot_blocks
+                       : options_.snapshot_blocks_per_capacity * capacity;
+    // never more than the whole index may hold (a worker's report cannot
+    // make the router buffer more).
+    const int64_t index_max = static_cast<int64_t>(index_->options().max_blocks);
+    if (index_max > 0) most = std::min(most, index_max);
+    wanted[w.address] = most;
     // the index bounds what a worker announces by what it can hold.
-    index_->setWorkerCapacity(w.address, std::max<int64_t>(w.info.num_blocks(), w.stats.num_blocks()));
+    index_->setWorkerCapacity(w.address, capacity);
   }
   std::vector<std::unique_ptr<Subscription>> gone;
   std::vector<std::string> gone_addresses;

@@ -72,7 +72,8 @@ absl::Status checkWorkerInfo(const tandem::v1::WorkerInfo& info) {
   if (absl::Status s = checkRange("max_model_len", info.max_model_len(), 1, kMaxModelLen); !s.ok()) return s;
   if (absl::Status s = checkRange("vocab_size", info.vocab_size(), 1, kMaxVocabSize); !s.ok()) return s;
   if (absl::Status s = checkRange("block_size", info.block_size(), 1, kMaxBlockSize); !s.ok()) return s;
-  return checkRange("num_blocks", info.num_blocks(), 0, kMaxCount);
+  if (absl::Status s = checkRange("num_blocks", info.num_blocks(), 0, kMaxCount); !s.ok()) return s;
+  return checkRange("lower_tier_blocks", info.lower_tier_blocks(), 0, kMaxLowerTierBlocks);
 }
 
 absl::Status checkWorkerStats(const tandem::v1::WorkerStats& stats) {

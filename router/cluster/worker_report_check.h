@@ -19,6 +19,7 @@ inline constexpr int32_t kMaxModelLen = 1 << 24;  // tokens
 inline constexpr int32_t kMaxVocabSize = 1 << 24;
 inline constexpr int32_t kMaxBlockSize = 1 << 16;  // tokens a KV block
 inline constexpr int32_t kMaxCount = 1 << 30;      // blocks, sequences, transfers
+inline constexpr int64_t kMaxLowerTierBlocks = int64_t{1} << 34;  // G2 + G3 blocks
 inline constexpr int64_t kMaxQueuedTokens = int64_t{1} << 40;
 
 // OK, or InvalidArgument naming the first bad field: worker_id 1..128

@@ -160,6 +160,11 @@ void Worker::describeSelf(const WorkerOptions& options, const std::string& adver
   info.set_vocab_size(loop_->vocabSize());
   info.set_block_size(context_.block_size);
   info.set_num_blocks(num_blocks_);
+  int64_t lower_tier_blocks = 0;
+  for (const kvcache::KvTierStats& tier : loop_->kvTierStats()) {
+    if (tier.tier != kvcache::KvTier::kDevice) lower_tier_blocks += tier.capacity_blocks;
+  }
+  info.set_lower_tier_blocks(lower_tier_blocks);
   info.set_metrics_url(metrics_url_);
   if (receiver_ != nullptr) info.set_kv_endpoint(receiver_->endpoint());
 }

@@ -43,6 +43,7 @@ tandem::v1::WorkerInfo FakeWorker::info() const {
   info.set_vocab_size(config_.vocab_size);
   info.set_block_size(config_.block_size);
   info.set_num_blocks(config_.num_blocks);
+  info.set_lower_tier_blocks(config_.lower_tier_blocks);
   return info;
 }
 

@@ -31,6 +31,7 @@ struct FakeWorkerConfig {
   int vocab_size = 32000;
   int block_size = 4;
   int num_blocks = 1000;
+  int64_t lower_tier_blocks = 0;  // G2 + G3 capacity it reports
   std::string model_name = "fake";
   // what Stats and Info require of their callers (as a real worker's API does).
   grpc_util::ClusterAuthPtr auth = grpc_util::ClusterAuth::none();

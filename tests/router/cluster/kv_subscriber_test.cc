@@ -55,7 +55,8 @@ TEST_F(KvSubscriberTest, AssemblesASnapshotStreamedInParts) {
   const std::vector<kvcache::BlockHash> first = {1000001, 1000002, 1000003};
   EXPECT_EQ(index_.leadingBlocks(worker.address(), first), 3);
   EXPECT_EQ(worker.snapshotCalls(), 1);
-  EXPECT_EQ(counter(registry_, "tandem:router_kv_snapshots_total"), 1);
+  // counted right after the index took it.
+  EXPECT_TRUE(waitFor([&] { return counter(registry_, "tandem:router_kv_snapshots_total") == 1; }));
   EXPECT_EQ(subscriber_->refusedSnapshots(), 0);
   // and it follows the events after the snapshot.
   worker.storeBlock(7, 0);
@@ -81,6 +82,20 @@ TEST_F(KvSubscriberTest, RefusesASnapshotLargerThanTheWorkerCanStore) {
   EXPECT_EQ(counter(registry_, "tandem:router_kv_snapshots_total"), 0);
   for (int i = 1; i <= 200; ++i) worker.removeBlock(i);
   ASSERT_TRUE(waitFor([&] { return index_.numBlocks(worker.address()) == 300; }));
+}
+
+// blocks on the tiers below the device pool count: a worker with a small
+// pool and a large host/disk tier is indexed whole.
+TEST_F(KvSubscriberTest, TakesTheSnapshotOfAWorkerWhoseLowerTiersHoldMost) {
+  FakeWorkerConfig config;
+  config.num_blocks = 100;
+  config.lower_tier_blocks = 1000;
+  FakeWorker worker(config);
+  worker.start();
+  for (int i = 1; i <= 500; ++i) worker.storeBlock(i, 0);
+  start(worker, KvSubscriberOptions{});
+  ASSERT_TRUE(waitFor([&] { return index_.numBlocks(worker.address()) == 500; }));
+  EXPECT_EQ(subscriber_->refusedSnapshots(), 0);
 }
 
 // a cap set by flag wins over the worker's capacity.
@@ -114,9 +129,14 @@ TEST_F(KvSubscriberTest, BacksOffBetweenResyncsOfAWorkerThatKeepsForcingThem) {
   ASSERT_GE(times.size(), 6u);
   for (size_t k = 1; k < 6; ++k) {
     const auto bound = options.retry_delay * (1 << (k - 1));
-    EXPECT_GE(times[k] - times[k - 1], bound / 2) << "resync " << k;
+    // the delay is drawn from [bound/2, bound]; the worker stamps each call
+    // when its handler runs, which a loaded machine may delay for the
+    // earlier call only: a quarter of the bound leaves room for that, and a
+    // router without backoff (gaps of a round trip) still fails.
+    EXPECT_GE(times[k] - times[k - 1], bound / 4) << "resync " << k;
   }
-  EXPECT_GE(subscriber_->resyncs(), 5);
+  // the last snapshot may still be on its way to the index when stopped.
+  EXPECT_GE(subscriber_->resyncs(), 4);
   // each resync still rebuilt the index.
   EXPECT_EQ(index_.numBlocks(worker.address()), 1u);
 }

@@ -139,6 +139,8 @@ TEST_F(RegistryServerTest, RefusesWorkerInfoItCannotBelieve) {
       {"block_size 0", [](auto& i) { i.set_block_size(0); }},
       {"block_size 65537", [](auto& i) { i.set_block_size(65537); }},
       {"num_blocks -1", [](auto& i) { i.set_num_blocks(-1); }},
+      {"lower_tier_blocks -1", [](auto& i) { i.set_lower_tier_blocks(-1); }},
+      {"lower_tier_blocks 2^40", [](auto& i) { i.set_lower_tier_blocks(int64_t{1} << 40); }},
   };
   for (const Case& c : cases) {
     tandem::v1::WorkerInfo info = goodInfo();
