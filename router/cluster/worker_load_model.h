@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -61,8 +62,11 @@ class WorkerLoadModel {
   void onFirstToken(uint64_t key, double now);
   // it ended (any way) after `output_tokens` tokens.
   void onFinished(uint64_t key, int64_t output_tokens, double now);
-  // forgets a worker that left (its requests end with onFinished).
-  void removeWorker(const std::string& address);
+  // forgets the workers for which `keep` is false (they left the pool; their
+  // requests still end with onFinished, which then only drops the request).
+  void retainWorkers(const std::function<bool(const std::string&)>& keep);
+  // workers with an entry (those seen since they last left).
+  size_t numWorkers() const;
 
   const WorkerLoadModelOptions& options() const { return options_; }
 
