@@ -5,6 +5,13 @@
 // leave as their requests produce the first token (the prefill is done) and
 // finish; the worker's Stats correct it (the prediction is the larger of the
 // router's own count and the reported one: other routers send it work too).
+// The KV events do not correct it: they say which blocks a worker caches
+// (BlockStored/BlockRemoved on the device tier), not which its running
+// requests hold; a finished request's blocks stay cached (evictable) and a
+// new one that reuses a prefix stores nothing, so no count of them tracks
+// active blocks, queued prefill or running requests. Stats report exactly
+// those (num_active_blocks, num_prefill_tokens_queued) every poll; the
+// KvIndex keeps what the events do say (the cache) for the overlap term.
 //
 // Rates are learned online, seeded by defaults: each first token is a
 // sample of the prefill rate ((work queued ahead + the prompt's uncached
