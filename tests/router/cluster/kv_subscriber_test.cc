@@ -55,7 +55,8 @@ TEST_F(KvSubscriberTest, AssemblesASnapshotStreamedInParts) {
   const std::vector<kvcache::BlockHash> first = {1000001, 1000002, 1000003};
   EXPECT_EQ(index_.leadingBlocks(worker.address(), first), 3);
   EXPECT_EQ(worker.snapshotCalls(), 1);
-  EXPECT_EQ(counter(registry_, "tandem:router_kv_snapshots_total"), 1);
+  // counted just after the index is filled.
+  EXPECT_TRUE(waitFor([&] { return counter(registry_, "tandem:router_kv_snapshots_total") == 1; }));
   EXPECT_EQ(subscriber_->refusedSnapshots(), 0);
   // and it follows the events after the snapshot.
   worker.storeBlock(7, 0);
