@@ -21,7 +21,7 @@
 # small that a prefill costs almost nothing. Environment: RATE (req/s, 4),
 # DURATION (s, 40), REPEATS (3), LONG (input,output: 1536,4), SHORT (48,96),
 # SHORT_PER_LONG (3), THRESHOLD (--max-local-prefill-tokens, 256), OUT_DIR,
-# PORT (18800; gRPC on PORT+1).
+# PORT (18800; gRPC on PORT+1, the router's internal port on PORT+2).
 # SMOKE=1: a seconds-long run (a tiny synthetic model, 3 s, 1 repeat, short
 # prompts) that checks the script end to end.
 set -euo pipefail
@@ -46,6 +46,7 @@ fi
 { echo "$long"; for _ in $(seq 1 "$per_long"); do echo "$short"; done; } >"$out/lengths.csv"
 http=${PORT:-18800}
 grpc=$((http + 1))
+internal=$((http + 2))  # the router's registry (workers register there)
 pids=()
 cleanup() { kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -81,14 +82,14 @@ for r in $(seq 1 "$repeats"); do
   run_bench "agg-$r"
   stop_all $pid
 
-  "$tandem" router --http-port $http --grpc-port $grpc --max-local-prefill-tokens "$threshold" \
+  "$tandem" router --http-port $http --grpc-port $grpc --internal-port $internal --max-local-prefill-tokens "$threshold" \
     2>"$out/disagg-router-$r.log" &
   router=$!
   taskset -c 0 "$tandem" worker --role prefill "${common[@]}" --threads 1 \
-    --listen 127.0.0.1:0 --router 127.0.0.1:$grpc 2>"$out/disagg-p-$r.log" &
+    --listen 127.0.0.1:0 --router 127.0.0.1:$internal 2>"$out/disagg-p-$r.log" &
   p=$!
   taskset -c 1 "$tandem" worker --role decode "${common[@]}" --threads 1 \
-    --listen 127.0.0.1:0 --router 127.0.0.1:$grpc 2>"$out/disagg-d-$r.log" &
+    --listen 127.0.0.1:0 --router 127.0.0.1:$internal 2>"$out/disagg-d-$r.log" &
   d=$!
   pids=($router $p $d)
   wait_ready "$out/disagg-router-$r.log"

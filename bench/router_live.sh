@@ -15,10 +15,11 @@
 #   bench/router_live.sh TANDEM_BINARY [MODEL]
 #
 # Environment: RUNS (3), USERS (3), TURNS (8), INPUT_LEN (96), OUTPUT_LEN (8),
-# THINK (0.5 s), SLO_MS (300), OUT_DIR, PORT (18950: router PORT and PORT+1).
+# THINK (0.5 s), SLO_MS (300), OUT_DIR, PORT (18950: router PORT, PORT+1 and
+# PORT+2).
 # SMOKE=1: a tiny model and 2 users x 2 turns, one run (checks the script).
 set -euo pipefail
-if [[ $# -lt 1 ]]; then sed -n '2,20p' "$0" >&2; exit 2; fi
+if [[ $# -lt 1 ]]; then sed -n '2,21p' "$0" >&2; exit 2; fi
 tandem=$(realpath "$1")
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [[ "${SMOKE:-0}" == 1 ]]; then
@@ -38,6 +39,7 @@ if [[ ! -e "$model" ]]; then
 fi
 http=${PORT:-18950}
 grpc=$((http + 1))
+internal=$((http + 2))  # the router's registry (workers register there)
 pids=()
 cleanup() { kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -59,11 +61,11 @@ wait_metric() {  # a line the router's /metrics must show
 start_cluster() {  # name, router flags...
   local name=$1
   shift
-  "$tandem" router --http-port $http --grpc-port $grpc "$@" 2>"$out/$name-router.log" &
+  "$tandem" router --http-port $http --grpc-port $grpc --internal-port $internal "$@" 2>"$out/$name-router.log" &
   pids=($!)
   for i in 1 2 3 4; do
     "$tandem" worker --role decode --model "$model" --max-model-len 2048 --kv-budget 64M --threads 1 \
-      --listen 127.0.0.1:0 --router 127.0.0.1:$grpc 2>"$out/$name-worker$i.log" &
+      --listen 127.0.0.1:0 --router 127.0.0.1:$internal 2>"$out/$name-worker$i.log" &
     pids+=($!)
   done
   wait_ready "$out/$name-router.log"

@@ -1,9 +1,10 @@
 // `tandem router`: the OpenAI HTTP API and the tandem gRPC API in front of
-// worker processes (disaggregated serving). Workers register on the gRPC
-// port (tandem.v1.Registry) or are listed (--workers, --workers-file,
-// --workers-dns). The router learns the model from the first healthy decode
-// worker (tokenizer from its model path, or from --model), then serves.
-// SIGINT or SIGTERM drains like `tandem serve`.
+// worker processes (disaggregated serving). Workers register on the
+// router's internal port (tandem.v1.Registry, --internal-host/-port, apart
+// from the public ports, authenticated by the cluster flags) or are listed
+// (--workers, --workers-file, --workers-dns). The router learns the model
+// from the first healthy decode worker (tokenizer from its model path, or
+// from --model), then serves. SIGINT or SIGTERM drains like `tandem serve`.
 #include <signal.h>
 
 #include <cstdio>
@@ -13,15 +14,17 @@
 #include <string>
 #include <vector>
 
+#include "cli/cluster_flags.h"
 #include "cli/command.h"
 #include "cli/frontend_flags.h"
 #include "cli/stop_signals.h"
+#include "common/host_port.h"
 #include "common/status.h"
 #include "proto/convert/worker_enum_names.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
 #include "router/cluster/kv_subscriber.h"
-#include "router/cluster/registry_service.h"
+#include "router/cluster/registry_server.h"
 #include "router/cluster/remote_generator.h"
 #include "router/cluster/routing_policy.h"
 #include "router/cluster/worker_discovery.h"
@@ -37,6 +40,10 @@ struct RouterArgs {
   std::string model;
   std::string served_model_name;
   FrontendFlags web;
+  // the internal listener (the workers' registry); host "" = --host.
+  std::string internal_host;
+  int internal_port = 8002;
+  ClusterFlags cluster;
   std::vector<std::string> workers;
   std::string workers_file;
   std::string workers_dns;
@@ -64,15 +71,21 @@ std::optional<WorkerState> waitForDecodeWorker(WorkerPool& pool, const sigset_t&
 
 absl::Status runRouter(RouterArgs args) {
   if (args.web.options.grpc_port < 0) {
-    return absl::InvalidArgumentError("the router needs its gRPC port (workers register there)");
+    return absl::InvalidArgumentError("the router needs its gRPC port");
   }
   router::FrontendOptions frontend_options = frontendOptions(args.web);
+  ASSIGN_OR_RETURN(grpc_util::ClusterAuthPtr auth, clusterAuth(args.cluster));
+  RegistryServerOptions registry_options;
+  registry_options.host = args.internal_host.empty() ? args.web.options.host : args.internal_host;
+  registry_options.port = args.internal_port;
+  registry_options.auth = auth;
   const sigset_t stop_signals = blockStopSignals();
 
-  WorkerPool pool(WorkerPoolOptions{}, nullptr);
-  RegistryService registry(&pool);
+  WorkerPoolOptions pool_options;
+  pool_options.auth = auth;
+  WorkerPool pool(pool_options, nullptr);
+  ASSIGN_OR_RETURN(RegistryServerPtr registry, RegistryServer::start(registry_options, &pool));
   frontend_options.grpc_at_start = true;
-  frontend_options.extra_grpc_services = {&registry};
   ASSIGN_OR_RETURN(router::FrontendServerPtr frontend, router::FrontendServer::start(frontend_options));
   ClusterMetrics metrics(frontend->metrics().registry());
   pool.setMetrics(&metrics);
@@ -93,8 +106,12 @@ absl::Status runRouter(RouterArgs args) {
       std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));
   RemoteGenerator generator(generator_options, &pool, &index, &metrics);
   const std::string& host = args.web.options.host;
-  std::fprintf(stderr, "tandem router: listening on http://%s:%d and grpc %s:%d, waiting for workers\n",
-               host.c_str(), frontend->httpPort(), host.c_str(), frontend->grpcPort());
+  warnIfUnauthenticated(*auth, "tandem router");
+  std::fprintf(stderr,
+               "tandem router: listening on http://%s:%d and grpc %s:%d, internal %s (workers "
+               "register there), waiting for workers\n",
+               host.c_str(), frontend->httpPort(), host.c_str(), frontend->grpcPort(),
+               formatHostPort(registry_options.host, registry->port()).c_str());
   std::fflush(stderr);
 
   auto shutdown = [&](int sig) {
@@ -102,6 +119,7 @@ absl::Status runRouter(RouterArgs args) {
                  stopSignalName(sig), args.web.drain_timeout_s);
     frontend->drainAndStop(
         std::chrono::milliseconds(static_cast<int64_t>(args.web.drain_timeout_s * 1000)));
+    registry->shutdown(std::chrono::milliseconds(0));
     generator.stop();
     subscriber.stop();
     discovery.stop();
@@ -115,7 +133,12 @@ absl::Status runRouter(RouterArgs args) {
     shutdown(sig);
     return absl::OkStatus();
   }
+  // without --model the tokenizer comes from the path the first decode
+  // worker names: acceptable only because registrants are authenticated
+  // (the cluster secret or TLS, or loopback-only listeners) and their
+  // reports checked; from now on workers of another model are refused.
   const std::string model_path = args.model.empty() ? first->info.model_path() : args.model;
+  pool.setModelName(first->info.model_name());
   const std::string name =
       args.served_model_name.empty() ? first->info.model_name() : args.served_model_name;
   const int max_model_len = first->info.max_model_len();
@@ -181,7 +204,13 @@ void registerRouterCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--migration-timeout", args->migration_timeout_s,
                   "seconds a request waits for a decode worker before failing")->capture_default_str();
-  addFrontendFlags(cmd, &args->web, "gRPC port: the tandem API and the workers' registry (0 = any free)");
+  addFrontendFlags(cmd, &args->web, "gRPC port of the public tandem API (0 = any free)");
+  cmd->add_option("--internal-host", args->internal_host,
+                  "address of the internal port (the workers' registry; default: --host)");
+  cmd->add_option("--internal-port", args->internal_port,
+                  "internal port: workers register there (--router of tandem worker; 0 = any free)")
+      ->capture_default_str();
+  addClusterFlags(cmd, &args->cluster);
   registerRouterSimulateCommand(cmd);
   setAction(cmd, [args, cmd] {
     // `tandem router simulate` ran its own action.

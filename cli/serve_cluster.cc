@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc/cluster_auth.h"
 #include "common/process/supervisor.h"
 #include "common/status.h"
 
@@ -16,18 +17,14 @@ namespace tandem::cli {
 namespace {
 
 constexpr char kRouter[] = "router";
+// the router's internal port (the registry) and the workers listen here:
+// every process of `tandem serve` runs on this machine.
+constexpr char kInternalHost[] = "127.0.0.1";
 
 // "host:port" with brackets around an IPv6 literal.
 std::string hostPort(const std::string& host, int port) {
   return host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
                                              : absl::StrCat(host, ":", port);
-}
-
-// where processes on this machine reach a server listening on `host`.
-std::string dialHost(const std::string& host) {
-  if (host.empty() || host == "0.0.0.0") return "127.0.0.1";
-  if (host == "::" || host == "[::]") return "::1";
-  return host;
 }
 
 // the port of the first "HOST:PORT" word after `key` in `line`; -1 if none.
@@ -47,6 +44,7 @@ struct ClusterState {
   std::mutex mu;
   int http_port = -1;  // the router's bound ports, once it said them
   int grpc_port = -1;
+  int internal_port = -1;
   bool ready_printed = false;
   bool stopping = false;
   std::set<std::string> came_up;  // children that printed their ready line
@@ -64,8 +62,9 @@ class ServeCluster {
       onExit(name, status);
     };
     ASSIGN_OR_RETURN(supervisor_, process::Supervisor::create(std::move(options)));
-    RETURN_IF_ERROR(supervisor_->start(
-        {.name = kRouter, .argv = routerArgv(config_.http_port, config_.grpc_port)}));
+    RETURN_IF_ERROR(supervisor_->start({.name = kRouter,
+                                        .argv = routerArgv(config_.http_port, config_.grpc_port, 0),
+                                        .extra_env = childEnv()}));
 
     bool workers_started = false;
     const timespec tick{0, 100 * 1000 * 1000};
@@ -76,18 +75,18 @@ class ServeCluster {
         stop(sig);
         return absl::OkStatus();
       }
-      int grpc_port;
+      int internal_port;
       {
         std::lock_guard<std::mutex> lock(state_.mu);
         if (!state_.fatal.ok()) {
           state_.stopping = true;
           break;
         }
-        grpc_port = state_.grpc_port;
+        internal_port = state_.internal_port;
       }
-      if (!workers_started && grpc_port > 0) {
+      if (!workers_started && internal_port > 0) {
         workers_started = true;
-        absl::Status status = startWorkers(grpc_port);
+        absl::Status status = startWorkers(internal_port);
         if (!status.ok()) {
           std::lock_guard<std::mutex> lock(state_.mu);
           state_.fatal = status;
@@ -101,22 +100,29 @@ class ServeCluster {
   }
 
  private:
-  std::vector<std::string> routerArgv(int http_port, int grpc_port) const {
+  // the secret goes to the children in their environment only.
+  std::vector<std::string> childEnv() const {
+    return {absl::StrCat(grpc_util::kClusterSecretEnv, "=", config_.cluster_secret)};
+  }
+
+  std::vector<std::string> routerArgv(int http_port, int grpc_port, int internal_port) const {
     std::vector<std::string> argv = {config_.tandem_binary, "router",
                                      "--host", config_.host,
                                      "--http-port", std::to_string(http_port),
                                      "--grpc-port", std::to_string(grpc_port),
+                                     "--internal-host", kInternalHost,
+                                     "--internal-port", std::to_string(internal_port),
                                      "--model", config_.model};
     argv.insert(argv.end(), config_.router_flags.begin(), config_.router_flags.end());
     return argv;
   }
 
-  std::vector<std::string> workerArgv(const char* role, int index, int router_grpc_port) const {
+  std::vector<std::string> workerArgv(const char* role, int index, int router_internal_port) const {
     std::vector<std::string> argv = {config_.tandem_binary, "worker",
                                      "--role", role,
                                      "--model", config_.model,
-                                     "--listen", "127.0.0.1:0",
-                                     "--router", hostPort(dialHost(config_.host), router_grpc_port)};
+                                     "--listen", absl::StrCat(kInternalHost, ":0"),
+                                     "--router", hostPort(kInternalHost, router_internal_port)};
     argv.insert(argv.end(), config_.worker_flags.begin(), config_.worker_flags.end());
     if (!config_.kv_disk_path.empty()) {
       // two workers must never share a G3 file.
@@ -126,14 +132,16 @@ class ServeCluster {
     return argv;
   }
 
-  absl::Status startWorkers(int router_grpc_port) {
+  absl::Status startWorkers(int router_internal_port) {
     for (int i = 0; i < config_.prefill_workers; ++i) {
       RETURN_IF_ERROR(supervisor_->start({.name = absl::StrCat("prefill-", i),
-                                          .argv = workerArgv("prefill", i, router_grpc_port)}));
+                                          .argv = workerArgv("prefill", i, router_internal_port),
+                                          .extra_env = childEnv()}));
     }
     for (int i = 0; i < config_.decode_workers; ++i) {
       RETURN_IF_ERROR(supervisor_->start({.name = absl::StrCat("decode-", i),
-                                          .argv = workerArgv("decode", i, router_grpc_port)}));
+                                          .argv = workerArgv("decode", i, router_internal_port),
+                                          .extra_env = childEnv()}));
     }
     return absl::OkStatus();
   }
@@ -150,13 +158,15 @@ class ServeCluster {
     if (absl::StartsWith(line, "tandem router: listening on ")) {
       const int http_port = portAfter(line, "http://");
       const int grpc_port = portAfter(line, "grpc ");
-      if (http_port <= 0 || grpc_port <= 0) return;
+      const int internal_port = portAfter(line, "internal ");
+      if (http_port <= 0 || grpc_port <= 0 || internal_port <= 0) return;
       // a restarted router must come back where the workers and clients
       // know it.
-      (void)supervisor_->setArgv(kRouter, routerArgv(http_port, grpc_port));
+      (void)supervisor_->setArgv(kRouter, routerArgv(http_port, grpc_port, internal_port));
       std::lock_guard<std::mutex> lock(state_.mu);
       state_.http_port = http_port;
       state_.grpc_port = grpc_port;
+      state_.internal_port = internal_port;
       state_.came_up.insert(name);
       return;
     }

@@ -2,7 +2,10 @@
 // `tandem worker --role prefill` + M `tandem worker --role decode` as child
 // processes of this one, supervises them (restart on crash) and stops them
 // in order on SIGINT/SIGTERM: the router first (it drains the requests in
-// progress), then the workers.
+// progress), then the workers. The cluster's internal ports (the router's
+// registry, the workers' APIs) listen on loopback and require a secret
+// this process hands its children in the environment
+// ($TANDEM_CLUSTER_SECRET), never on a command line (ps shows those).
 #pragma once
 
 #include <signal.h>
@@ -24,6 +27,8 @@ struct ServeClusterConfig {
   std::string host = "127.0.0.1";
   int http_port = 8000;
   int grpc_port = 8001;
+  // the cluster secret every child gets (randomClusterSecret()).
+  std::string cluster_secret;
   // further `tandem router` flags (e.g. --api-key K, --drain-timeout S).
   std::vector<std::string> router_flags;
   // further `tandem worker` flags given to every worker (engine flags with

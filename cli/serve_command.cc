@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/cluster_flags.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
@@ -102,7 +103,7 @@ absl::Status serveWithWorkers(const ServeArgs& args) {
   if (args.prefill_workers < 0) return absl::InvalidArgumentError("--prefill-workers must be >= 0");
   if (args.web.options.grpc_port < 0) {
     return absl::InvalidArgumentError(
-        "--grpc-port -1 needs --decode-workers 0: workers register on the router's gRPC port");
+        "--grpc-port -1 needs --decode-workers 0: the router of worker processes serves gRPC");
   }
   ServeClusterConfig config;
   ASSIGN_OR_RETURN(config.tandem_binary, process::selfExecutable());
@@ -113,6 +114,12 @@ absl::Status serveWithWorkers(const ServeArgs& args) {
   config.http_port = args.web.options.http_port;
   config.grpc_port = args.web.options.grpc_port;
   config.router_flags = args.router_flags;
+  // one secret for this cluster's internal ports: the caller's, or a fresh one.
+  if (const char* given = std::getenv(grpc_util::kClusterSecretEnv); given != nullptr && *given != '\0') {
+    config.cluster_secret = given;
+  } else {
+    ASSIGN_OR_RETURN(config.cluster_secret, randomClusterSecret());
+  }
   ASSIGN_OR_RETURN(config.worker_flags, workerEngineFlags(args));
   config.kv_disk_path = args.engine.options.tiers.disk_path;
   config.drain_timeout_s = args.web.drain_timeout_s;

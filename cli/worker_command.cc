@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/cluster_flags.h"
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
@@ -32,6 +33,7 @@ struct WorkerArgs {
   double prefill_timeout_s = 10;
   double drain_timeout_s = 30;
   EngineFlags engine;
+  ClusterFlags cluster;
 };
 
 absl::Status runWorker(const WorkerArgs& args,
@@ -45,6 +47,7 @@ absl::Status runWorker(const WorkerArgs& args,
   options.port = listen.port;
   options.advertise_host = args.advertise_host;
   options.router_address = args.router;
+  ASSIGN_OR_RETURN(options.cluster_auth, clusterAuth(args.cluster));
   options.metrics_port = args.metrics_port;
   ASSIGN_OR_RETURN(options.kv_transport, kv_transport::parseTransportChoice(args.kv_transport));
   if (!(args.prefill_timeout_s > 0)) {
@@ -59,6 +62,7 @@ absl::Status runWorker(const WorkerArgs& args,
 
   std::fprintf(stderr, "tandem worker: loading %s\n", options.model_path.c_str());
   ASSIGN_OR_RETURN(worker::WorkerPtr worker, worker::Worker::create(options));
+  warnIfUnauthenticated(*options.cluster_auth, "tandem worker");
   const tandem::v1::WorkerInfo& info = worker->info();
   std::string metrics = info.metrics_url().empty() ? "none" : info.metrics_url();
   std::fprintf(stderr, "tandem worker: %s %s serving grpc %s, metrics %s\n", rpc::workerRoleName(info.role()).data(),
@@ -94,7 +98,8 @@ void registerWorkerCommand(CLI::App& app,
   cmd->add_option("--advertise-host", args->advertise_host,
                   "host others dial to reach this worker (default: the --listen host, or the "
                   "hostname when it is a wildcard)");
-  cmd->add_option("--router", args->router, "the router's gRPC HOST:PORT to register with");
+  cmd->add_option("--router", args->router,
+                  "the router's internal HOST:PORT (its --internal-port) to register with");
   cmd->add_option("--metrics-port", args->metrics_port,
                   "HTTP port of /metrics and /health (0 = any free, -1 = none)")
       ->capture_default_str();
@@ -109,6 +114,7 @@ void registerWorkerCommand(CLI::App& app,
                   "seconds in-flight calls may take to finish on SIGINT/SIGTERM")
       ->capture_default_str();
   addEngineFlags(cmd, &args->engine);
+  addClusterFlags(cmd, &args->cluster);
   setAction(cmd, [args, customize = std::move(customize)] { return runWorker(*args, customize); });
 }
 

@@ -3,7 +3,8 @@
 #include <condition_variable>
 
 #include "grpcpp/grpcpp.h"
-#include "proto/convert/worker_enum_names.h"
+#include "absl/strings/str_cat.h"
+#include "router/cluster/worker_report_check.h"
 
 namespace tandem::router::cluster {
 namespace {
@@ -57,8 +58,7 @@ WorkerPool::Entry& WorkerPool::entryLocked(const std::string& address) {
   if (inserted) {
     it->second.state.address = address;
     it->second.unhealthy_since = Clock::now();
-    it->second.stub = tandem::v1::Worker::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    it->second.stub = newStub(address);
   }
   return it->second;
 }
@@ -68,9 +68,21 @@ void WorkerPool::setHealthyLocked(Entry& e, bool healthy) {
   e.state.healthy = healthy;
 }
 
-bool WorkerPool::registerWorker(const tandem::v1::WorkerInfo& info) {
-  if (info.address().empty() || info.worker_id().empty() || !rpc::isKnownWorkerRole(info.role())) return false;
+std::shared_ptr<tandem::v1::Worker::Stub> WorkerPool::newStub(const std::string& address) const {
+  return tandem::v1::Worker::NewStub(options_.auth->channel(address));
+}
+
+absl::Status WorkerPool::checkModelLocked(const tandem::v1::WorkerInfo& info) const {
+  if (model_name_.empty() || info.model_name() == model_name_) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("this router serves model '", model_name_,
+                                                    "', the worker reports '", info.model_name(),
+                                                    "'"));
+}
+
+absl::Status WorkerPool::registerWorker(const tandem::v1::WorkerInfo& info) {
+  if (absl::Status s = checkWorkerInfo(info); !s.ok()) return s;
   std::lock_guard lock(mu_);
+  if (absl::Status s = checkModelLocked(info); !s.ok()) return s;
   Entry& e = entryLocked(info.address());
   if (!e.state.has_info || e.state.info.worker_id() != info.worker_id()) {
     // a new worker, or a restarted one at the same address: its stats and
@@ -84,7 +96,28 @@ bool WorkerPool::registerWorker(const tandem::v1::WorkerInfo& info) {
   e.failures = 0;
   setHealthyLocked(e, true);
   publishMetricsLocked();
-  return true;
+  return absl::OkStatus();
+}
+
+void WorkerPool::setModelName(const std::string& model_name) {
+  std::lock_guard lock(mu_);
+  model_name_ = model_name;
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    Entry& e = it->second;
+    if (!e.state.has_info || checkModelLocked(e.state.info).ok()) {
+      ++it;
+    } else if (e.state.sources == kRegistered) {
+      it = workers_.erase(it);
+    } else {
+      // listed: learn it again (its next Info answer is checked).
+      e.state.has_info = false;
+      e.state.has_stats = false;
+      e.failures = options_.failures_to_unhealthy;
+      setHealthyLocked(e, false);
+      ++it;
+    }
+  }
+  publishMetricsLocked();
 }
 
 void WorkerPool::deregisterWorker(const std::string& worker_id) {
@@ -132,7 +165,7 @@ std::shared_ptr<tandem::v1::Worker::Stub> WorkerPool::stub(const std::string& ad
   std::lock_guard lock(mu_);
   auto it = workers_.find(address);
   if (it != workers_.end()) return it->second.stub;
-  return tandem::v1::Worker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  return newStub(address);
 }
 
 void WorkerPool::reportFailure(const std::string& address) {
@@ -195,13 +228,13 @@ void WorkerPool::onInfo(const std::string& address, bool ok, const tandem::v1::W
   auto it = workers_.find(address);
   if (it == workers_.end()) return;
   Entry& e = it->second;
-  if (!ok || info.worker_id().empty() || !rpc::isKnownWorkerRole(info.role())) {
+  // the worker's own view of its address may differ (0.0.0.0); it is
+  // checked, then replaced by the one we reach it at.
+  if (!ok || !checkWorkerInfo(info).ok() || !checkModelLocked(info).ok()) {
     if (++e.failures >= options_.failures_to_unhealthy) setHealthyLocked(e, false);
     return;
   }
   e.state.info = info;
-  // the worker's own view of its address may differ (0.0.0.0); route to
-  // the one we reach it at.
   e.state.info.set_address(address);
   e.state.has_info = true;
   e.state.has_stats = false;
@@ -216,7 +249,9 @@ void WorkerPool::onStats(const std::string& address, const std::string& worker_i
   Entry& e = it->second;
   // the entry was replaced (re-registration) while the call was out.
   if (!e.state.has_info || e.state.info.worker_id() != worker_id) return;
-  if (!ok) {
+  // stats out of range (a negative load would attract every request)
+  // count as a failed poll.
+  if (!ok || !checkWorkerStats(stats).ok()) {
     if (++e.failures >= options_.failures_to_unhealthy) setHealthyLocked(e, false);
     return;
   }

@@ -11,6 +11,12 @@
 // discovered ones stay and come back when they answer again. A
 // registration from a known address with a new worker_id replaces the
 // entry (a restarted worker).
+//
+// What workers report is checked (worker_report_check.h): a bad WorkerInfo
+// is refused, bad WorkerStats count as a failed poll. Once the router
+// serves a model (setModelName), a worker of another model is refused.
+// Every channel to a worker is made by options.auth (the cluster secret
+// and TLS).
 #pragma once
 
 #include <chrono>
@@ -21,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "common/grpc/cluster_auth.h"
 #include "common/timer_queue.h"
 #include "router/cluster/cluster_metrics.h"
 #include "tandem/v1/worker.grpc.pb.h"
@@ -42,6 +50,8 @@ struct WorkerPoolOptions {
   std::chrono::milliseconds drop_after{10000};
   // what Register answers: how often a worker registers again.
   int heartbeat_interval_ms = 2000;
+  // how calls to workers authenticate (channels carry the secret, TLS).
+  grpc_util::ClusterAuthPtr auth = grpc_util::ClusterAuth::none();
 };
 
 // one worker as the pool saw it at a moment (a copy).
@@ -77,9 +87,16 @@ class WorkerPool {
   void stop();
 
   // Registry.Register: adds or refreshes the worker at info.address (healthy
-  // at once: it just called). InvalidArgument-worthy infos (no address, no
-  // worker_id, unknown role) return false and change nothing.
-  bool registerWorker(const tandem::v1::WorkerInfo& info);
+  // at once: it just called). InvalidArgument for an info checkWorkerInfo
+  // refuses, FailedPrecondition for a worker of another model than the
+  // one set by setModelName; either changes nothing.
+  absl::Status registerWorker(const tandem::v1::WorkerInfo& info);
+  // the model the router serves (WorkerInfo.model_name of the worker it
+  // learned it from): from now on workers reporting another model are
+  // refused (registration) or never healthy (polled ones), and those
+  // already known with another one are dropped (registered only) or turn
+  // unhealthy (listed or discovered).
+  void setModelName(const std::string& model_name);
   // Registry.Deregister: the worker shuts down. it is dropped unless it is
   // also listed or discovered, in which case it turns unhealthy.
   void deregisterWorker(const std::string& worker_id);
@@ -107,6 +124,10 @@ class WorkerPool {
     std::shared_ptr<tandem::v1::Worker::Stub> stub;
   };
 
+  // a stub over a new channel to `address` (options_.auth).
+  std::shared_ptr<tandem::v1::Worker::Stub> newStub(const std::string& address) const;
+  // mu_ held. OK or FailedPrecondition: `info` is of another model than model_name_.
+  absl::Status checkModelLocked(const tandem::v1::WorkerInfo& info) const;
   // mu_ held.
   Entry& entryLocked(const std::string& address);
   void setHealthyLocked(Entry& e, bool healthy);
@@ -121,6 +142,7 @@ class WorkerPool {
   mutable std::mutex mu_;
   std::map<std::string, Entry> workers_;  // by address; guarded by mu_
   std::unique_ptr<TimerQueue> poller_;    // while started; guarded by mu_
+  std::string model_name_;                // "" until setModelName; guarded by mu_
 };
 
 }  // namespace tandem::router::cluster

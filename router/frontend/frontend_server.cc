@@ -25,7 +25,7 @@ absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& o
   s->http_ = std::move(*server);
   if (options.grpc_at_start && options.grpc_port >= 0) {
     absl::StatusOr<GrpcServerPtr> grpc =
-        GrpcServer::start(options.host, options.grpc_port, nullptr, options.extra_grpc_services);
+        GrpcServer::start(options.host, options.grpc_port, nullptr);
     if (!grpc.ok()) return grpc.status();
     s->grpc_ = std::move(*grpc);
   }

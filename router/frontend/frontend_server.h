@@ -33,9 +33,11 @@ struct FrontendOptions {
   // both front ends' admission: API keys, capacity, prompt limits,
   // preparing threads.
   AdmissionOptions admission;
-  // start gRPC in start(), before the model is known (a router: its workers
-  // register there first); tandem.v1.Inference answers UNAVAILABLE until
-  // serve(). Otherwise gRPC starts in serve().
+  // start gRPC in start(), before the model is known (a router: its port
+  // is known and printed at once); tandem.v1.Inference answers UNAVAILABLE
+  // until serve(). Otherwise gRPC starts in serve(). The router's workers
+  // register on its internal port (router/cluster/registry_server.h), never
+  // on this public one.
   bool grpc_at_start = false;
   // more services on the gRPC port (not owned; they must outlive the
   // server), e.g. tandem.v1.Registry. Needs grpc_at_start.

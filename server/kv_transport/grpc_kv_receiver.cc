@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc/rejected_call.h"
 #include "common/status.h"
 #include "server/kv_transport/block_checksum.h"
 #include "server/kv_transport/block_copy.h"
@@ -178,28 +179,33 @@ class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
 class GrpcKvTransferService final
     : public v1::KvTransfer::WithRawCallbackMethod_Push<v1::KvTransfer::Service> {
  public:
-  explicit GrpcKvTransferService(std::shared_ptr<TransferTable> table) : table_(std::move(table)) {}
+  GrpcKvTransferService(std::shared_ptr<TransferTable> table, grpc_util::ClusterAuthPtr auth)
+      : table_(std::move(table)), auth_(std::move(auth)) {}
 
-  grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* /*context*/,
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* context,
                                                   grpc::ByteBuffer* response) override {
+    if (grpc::Status s = auth_->check(*context); !s.ok()) {
+      return grpc_util::rejectedRead<grpc::ByteBuffer>(s);
+    }
     return new PushReactor(table_, response);
   }
 
  private:
   std::shared_ptr<TransferTable> table_;
+  const grpc_util::ClusterAuthPtr auth_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcKvReceiver>> GrpcKvReceiver::create(
     const GrpcKvReceiverOptions& options, std::shared_ptr<TransferTable> table) {
   std::unique_ptr<GrpcKvReceiver> r(new GrpcKvReceiver());
   r->table_ = std::move(table);
-  r->service_ = std::make_unique<GrpcKvTransferService>(r->table_);
+  r->service_ = std::make_unique<GrpcKvTransferService>(r->table_, options.cluster_auth);
   auto bracket = [](const std::string& h) {
     return h.find(':') != std::string::npos ? absl::StrCat("[", h, "]") : h;
   };
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(bracket(options.host), ":", options.port),
-                           grpc::InsecureServerCredentials(), &r->port_);
+                           options.cluster_auth->serverCredentials(), &r->port_);
   builder.RegisterService(r->service_.get());
   // chunks are ~1 MiB plus their piece list; leave room for larger ones.
   builder.SetMaxReceiveMessageSize(64 << 20);

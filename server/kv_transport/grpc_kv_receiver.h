@@ -2,13 +2,15 @@
 // tandem.v1.KvTransfer on its own gRPC server. Each Push call claims one
 // expected transfer and copies its chunks' bytes from gRPC's receive slices
 // straight into D's KV storage (no protobuf parse of the data), verifying
-// every block's checksum on the stored bytes while they are in cache.
+// every block's checksum on the stored bytes while they are in cache. Pushes
+// must pass the cluster's authentication (cluster_auth) first.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/grpc/cluster_auth.h"
 #include "grpcpp/grpcpp.h"
 #include "server/kv_transport/kv_transport.h"
 #include "server/kv_transport/transfer_table.h"
@@ -21,6 +23,8 @@ struct GrpcKvReceiverOptions {
   int port = 0;
   // host name or address P should dial; empty = `host`.
   std::string advertise_host;
+  // listener credentials and the check every Push passes first.
+  grpc_util::ClusterAuthPtr cluster_auth = grpc_util::ClusterAuth::none();
 };
 
 class GrpcKvTransferService;

@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc/cluster_auth.h"
 #include "common/grpc/status_mapping.h"
 #include "common/status.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -319,7 +320,9 @@ std::shared_ptr<grpc::Channel> GrpcKvSender::channelFor(const std::string& addre
   if (ch == nullptr) {
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(-1);
-    ch = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    const auto& auth =
+        options_.cluster_auth != nullptr ? options_.cluster_auth : grpc_util::ClusterAuth::none();
+    ch = auth->channel(address, args);
   }
   return ch;
 }

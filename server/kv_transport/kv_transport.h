@@ -37,6 +37,10 @@
 #include "kvcache/prefix_hash.h"
 #include "server/kv_transport/kv_fault_injector.h"
 
+namespace tandem::grpc_util {
+class ClusterAuth;  // common/grpc/cluster_auth.h
+}  // namespace tandem::grpc_util
+
 namespace tandem::kv_transport {
 
 // one block on the sending side.
@@ -99,6 +103,8 @@ struct KvSenderOptions {
   // faults a test injects into blocks in transit; null (always, outside
   // tests) = none. See kv_fault_injector.h.
   KvFaultInjectorPtr faults;
+  // gRPC: how pushes to D authenticate (the cluster secret, TLS); null = none.
+  std::shared_ptr<const grpc_util::ClusterAuth> cluster_auth;
 };
 
 // P's side: opens transfers to receivers. Thread-safe; streams are

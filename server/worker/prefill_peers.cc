@@ -13,8 +13,7 @@ tandem::v1::Worker::Stub* PrefillPeers::stub(const std::string& address) {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    slot = tandem::v1::Worker::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    slot = tandem::v1::Worker::NewStub(auth_->channel(address, args));
   }
   return slot.get();
 }

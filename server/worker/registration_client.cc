@@ -23,11 +23,11 @@ grpc::ChannelArguments channelArgs() {
 
 }  // namespace
 
-RegistrationClient::RegistrationClient(std::string router_address, tandem::v1::WorkerInfo info)
+RegistrationClient::RegistrationClient(std::string router_address, tandem::v1::WorkerInfo info,
+                                       const grpc_util::ClusterAuthPtr& auth)
     : router_address_(std::move(router_address)),
       info_(std::move(info)),
-      stub_(tandem::v1::Registry::NewStub(grpc::CreateCustomChannel(
-          router_address_, grpc::InsecureChannelCredentials(), channelArgs()))) {
+      stub_(tandem::v1::Registry::NewStub(auth->channel(router_address_, channelArgs()))) {
   heartbeat_.runAt(TimerQueue::Clock::now(), [this] { heartbeat(); });
 }
 

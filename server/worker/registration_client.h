@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/grpc/cluster_auth.h"
 #include "common/timer_queue.h"
 #include "tandem/v1/worker.grpc.pb.h"
 
@@ -19,8 +20,10 @@ namespace tandem::worker {
 
 class RegistrationClient {
  public:
-  // starts registering `info` with the Registry at `router_address`.
-  RegistrationClient(std::string router_address, tandem::v1::WorkerInfo info);
+  // starts registering `info` with the Registry at `router_address` (the
+  // router's internal port), authenticated by `auth`.
+  RegistrationClient(std::string router_address, tandem::v1::WorkerInfo info,
+                     const grpc_util::ClusterAuthPtr& auth);
   // stop()s.
   ~RegistrationClient();
 

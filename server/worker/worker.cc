@@ -54,9 +54,12 @@ absl::StatusOr<WorkerPtr> Worker::create(const WorkerOptions& options) {
 }
 
 absl::Status Worker::start(const WorkerOptions& options) {
+  // the Worker API and the KV receiver listen on options.host.
+  RETURN_IF_ERROR(options.cluster_auth->checkListenHost(options.host));
   context_.options = options;
   context_.metrics = &metrics_;
-  context_.peers = &peers_;
+  peers_ = std::make_unique<PrefillPeers>(options.cluster_auth);
+  context_.peers = peers_.get();
   const std::string advertise = advertisedHost(options);
   RETURN_IF_ERROR(startEngine(options));
   RETURN_IF_ERROR(startTransport(options, advertise));
@@ -64,7 +67,8 @@ absl::Status Worker::start(const WorkerOptions& options) {
   describeSelf(options, advertise);
   server_->GetHealthCheckService()->SetServingStatus(true);
   if (!options.router_address.empty()) {
-    registration_ = std::make_unique<RegistrationClient>(options.router_address, context_.info);
+    registration_ = std::make_unique<RegistrationClient>(options.router_address, context_.info,
+                                                         options.cluster_auth);
   }
   return absl::OkStatus();
 }
@@ -104,6 +108,7 @@ absl::Status Worker::startTransport(const WorkerOptions& options, const std::str
     config.grpc.host = isWildcard(options.host) ? "0.0.0.0" : options.host;
     config.grpc.port = 0;
     config.grpc.advertise_host = advertise;
+    config.grpc.cluster_auth = options.cluster_auth;
     kv_transport::KvStorage storage{region_->data(), context_.block_bytes, num_blocks_};
     ASSIGN_OR_RETURN(receiver_, kv_transport::createKvReceiver(
                                     config, storage,
@@ -117,6 +122,7 @@ absl::Status Worker::startTransport(const WorkerOptions& options, const std::str
     sender_options.block_bytes = context_.block_bytes;
     sender_options.timeout = options.prefill_timeout;
     sender_options.faults = options.kv_faults;
+    sender_options.cluster_auth = options.cluster_auth;
     ASSIGN_OR_RETURN(sender_, kv_transport::createKvSender(sender_options, options.kv_transport));
     context_.sender = sender_.get();
   }
@@ -129,7 +135,7 @@ absl::Status Worker::startServers(const WorkerOptions& options, const std::strin
   service_ = std::make_unique<WorkerService>(context_);
   grpc::ServerBuilder builder;
   const std::string address = formatHostPort(options.host, options.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(address, options.cluster_auth->serverCredentials(), &port_);
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {

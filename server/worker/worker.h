@@ -31,7 +31,9 @@ using WorkerPtr = std::unique_ptr<Worker>;
 class Worker {
  public:
   // loads the model, starts the engine, the transport, the servers and (with
-  // options.router_address) the registration. Errors: the engine's
+  // options.router_address) the registration. Errors: FailedPrecondition
+  // when options.cluster_auth refuses options.host (an unauthenticated
+  // cluster listens on loopback only), the engine's
   // (EngineAssembly::create), the transport's, Unavailable when an address
   // cannot be bound.
   static absl::StatusOr<WorkerPtr> create(const WorkerOptions& options);
@@ -68,7 +70,7 @@ class Worker {
 
   WorkerContext context_;
   WorkerMetrics metrics_;
-  PrefillPeers peers_;
+  std::unique_ptr<PrefillPeers> peers_;
   std::atomic<bool> draining_{false};
   kv_transport::ShmRegionPtr region_;
   std::unique_ptr<engine::EngineLoop> loop_;

@@ -8,6 +8,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/grpc/cluster_auth.h"
+#include "common/host_port.h"
 #include "proto/convert/worker_enum_names.h"
 #include "server/engine/engine_assembly.h"
 #include "server/kv_transport/kv_transport_factory.h"
@@ -24,14 +26,10 @@ using rpc::workerRoleName;
 inline bool servesPrefill(WorkerRole role) { return role != tandem::v1::WORKER_ROLE_DECODE; }
 inline bool servesGenerate(WorkerRole role) { return role != tandem::v1::WORKER_ROLE_PREFILL; }
 
-struct HostPort {
-  std::string host;
-  int port = 0;
-};
-// "host:port" or "[v6]:port"; InvalidArgument when it does not parse.
-absl::StatusOr<HostPort> parseHostPort(std::string_view text);
-// host:port with brackets around an IPv6 literal.
-std::string formatHostPort(std::string_view host, int port);
+// "host:port" as flags and peers spell it (common/host_port.h).
+using tandem::formatHostPort;
+using tandem::HostPort;
+using tandem::parseHostPort;
 
 struct WorkerOptions {
   WorkerRole role = tandem::v1::WORKER_ROLE_BOTH;
@@ -45,8 +43,12 @@ struct WorkerOptions {
   // the host others should dial (WorkerInfo.address, the KV endpoint);
   // empty = `host`, or this machine's hostname when `host` is a wildcard.
   std::string advertise_host;
-  // the router's gRPC address to register with; empty = none.
+  // the router's internal (registry) gRPC address to register with; empty = none.
   std::string router_address;
+  // how the cluster's processes authenticate each other: the Worker API
+  // (and the KV receiver) require it, and calls to the router and to
+  // prefill workers carry it. none(): loopback listeners only.
+  grpc_util::ClusterAuthPtr cluster_auth = grpc_util::ClusterAuth::none();
   // /metrics and /health over HTTP: 0 = any free port, -1 = none.
   int metrics_port = 0;
   // P: how to push blocks; D: which receivers to serve (auto = both).

@@ -1,6 +1,8 @@
 // tandem.v1.Worker over gRPC (callback API): Generate (decode side,
 // streaming), Prefill (prefill side), KvEvents and KvSnapshot (the router's
-// KV index; both streaming), Stats (load) and Info (who this worker is).
+// KV index; both streaming), Stats (load) and Info (who this worker is). An
+// internal API of the cluster: every call must pass options.cluster_auth's
+// check first (UNAUTHENTICATED otherwise).
 #pragma once
 
 #include "server/worker/worker_context.h"

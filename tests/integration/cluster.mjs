@@ -1,10 +1,13 @@
 // Starts real `tandem router` and `tandem worker` processes on loopback
 // (free ports) and talks to them: the shared harness of the integration
 // tests. TANDEM_BINARY names the binary, TANDEM_SOURCE_DIR the repository
-// (for the vendored model, oracle and protos); run.sh sets both. Every
+// (for the vendored model, oracle and protos); run.sh sets both. The
+// processes share a cluster secret (in their environment, as `tandem serve`
+// hands it to its children), so every internal call is authenticated. Every
 // process's output goes to logs/<test file>/<name>.log beside the tests
 // (and to this process's stderr with TANDEM_TEST_VERBOSE=1).
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import grpc from '@grpc/grpc-js';
@@ -30,6 +33,9 @@ process.on('exit', () => { for (const p of live) { try { p.kill('SIGKILL'); } ca
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// the cluster secret of the processes started here (TANDEM_CLUSTER_SECRET).
+export const clusterSecret = randomBytes(32).toString('hex');
+
 export async function waitFor(predicate, timeoutMs = 20000, what = 'condition') {
   const end = Date.now() + timeoutMs;
   for (;;) {
@@ -41,10 +47,12 @@ export async function waitFor(predicate, timeoutMs = 20000, what = 'condition') 
 
 let logSerial = 0;
 
-// spawns `tandem ARGS`; resolves once a line of its stderr matches `ready`
-// (with the match), rejects if it exits first or takes over `timeoutMs`.
-export function spawnTandem(name, args, ready, timeoutMs = 30000, bin = binary) {
-  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+// spawns `bin ARGS` (`tandem` by default, with `env` added to this
+// process's environment); resolves once a line of its stderr matches
+// `ready` (with the match), rejects if it exits first or takes over
+// `timeoutMs`.
+export function spawnTandem(name, args, ready, timeoutMs = 30000, { bin = binary, env = {} } = {}) {
+  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   live.add(proc);
   const file = createWriteStream(path.join(logDir, `${String(++logSerial).padStart(2, '0')}-${name}.log`));
   file.write(`$ ${path.basename(bin)} ${args.join(' ')}\n`);
@@ -91,17 +99,22 @@ export function spawnTandem(name, args, ready, timeoutMs = 30000, bin = binary) 
   return handle.waitForLine(ready, timeoutMs).then((m) => { handle.match = m; return handle; });
 }
 
-const LISTENING = /tandem router: listening on http:\/\/(\S+):(\d+) and grpc (\S+):(\d+)/;
+const LISTENING = /tandem router: listening on http:\/\/(\S+):(\d+) and grpc (\S+):(\d+), internal (\S+):(\d+)/;
+const clusterEnv = { TANDEM_CLUSTER_SECRET: clusterSecret };
 
 // `tandem router` on free ports (or the given ones, to restart it where it
 // was); resolves once it listens (it serves once a decode worker joins).
-export async function startRouter({ httpPort = 0, grpcPort = 0, args = [] } = {}) {
+// Workers register on its internal port.
+export async function startRouter({ httpPort = 0, grpcPort = 0, internalPort = 0, args = [] } = {}) {
   const r = await spawnTandem('router', ['router', '--host', '127.0.0.1', '--http-port', String(httpPort),
-    '--grpc-port', String(grpcPort), '--model', model, ...args], LISTENING);
+    '--grpc-port', String(grpcPort), '--internal-port', String(internalPort), '--model', model, ...args],
+  LISTENING, 30000, { env: clusterEnv });
   r.httpPort = Number(r.match[2]);
   r.grpcPort = Number(r.match[4]);
+  r.internalPort = Number(r.match[6]);
   r.url = `http://127.0.0.1:${r.httpPort}`;
   r.grpcAddress = `127.0.0.1:${r.grpcPort}`;
+  r.internalAddress = `127.0.0.1:${r.internalPort}`;
   r.metricsUrl = `${r.url}/metrics`;
   return r;
 }
@@ -113,10 +126,10 @@ const SERVING = /tandem worker: (\S+) (\S+) serving grpc (\S+), metrics (http:\/
 // with those faults injected instead.
 export async function startWorker(role, router, args = [], name = role, faults = []) {
   const workerArgs = ['worker', '--role', role, '--model', model, '--listen', '127.0.0.1:0',
-    '--router', router.grpcAddress, '--threads', '1', ...args];
+    '--router', router.internalAddress, '--threads', '1', ...args];
   const w = faults.length > 0
-    ? await spawnTandem(name, [...faults, ...workerArgs], SERVING, 30000, faultWorkerBinary)
-    : await spawnTandem(name, workerArgs, SERVING);
+    ? await spawnTandem(name, [...faults, ...workerArgs], SERVING, 30000, { bin: faultWorkerBinary, env: clusterEnv })
+    : await spawnTandem(name, workerArgs, SERVING, 30000, { env: clusterEnv });
   w.role = role;
   w.id = w.match[2];
   w.address = w.match[3];

@@ -41,10 +41,10 @@ test('a router restarted mid-load finds every worker again and serves new reques
   }));
   try {
     await untilOk(12);
-    const { httpPort, grpcPort } = cluster.router;
+    const { httpPort, grpcPort, internalPort } = cluster.router;
     cluster.router.kill('SIGKILL');
     assert.equal((await cluster.router.exited).signal, 'SIGKILL');
-    cluster.router = await startRouter({ httpPort, grpcPort, args: routerArgs });
+    cluster.router = await startRouter({ httpPort, grpcPort, internalPort, args: routerArgs });
     await waitForHealthy(cluster.router, { prefill: 1, decode: 2 });
     for (const w of [...cluster.prefill, ...cluster.decode]) {
       assert.equal(w.proc.exitCode, null, `${w.name} is still running`);
@@ -93,10 +93,10 @@ test('a restarted router rebuilds its KV index from the workers\' snapshots and 
     let router = await scrape(cluster.router.metricsUrl);
     assert.equal(sum(router, 'tandem:router_prefills_total', { kind: 'remote' }), 1);
 
-    const { httpPort, grpcPort } = cluster.router;
+    const { httpPort, grpcPort, internalPort } = cluster.router;
     cluster.router.kill('SIGKILL');
     await cluster.router.exited;
-    cluster.router = await startRouter({ httpPort, grpcPort });
+    cluster.router = await startRouter({ httpPort, grpcPort, internalPort });
     await waitForHealthy(cluster.router, { prefill: 1, decode: 1 });
     // every worker's snapshot applied; D's blocks in the index.
     await waitFor(async () => {

@@ -3,6 +3,7 @@
 // its ports), and SIGINT stopping everything.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import {
   spawnTandem, inferenceClient, oracle, oracleRequest, scrape, sum, waitFor, childrenOf, cmdline, alive,
 } from './cluster.mjs';
@@ -24,6 +25,14 @@ function children(serve) {
 async function healthyWorkers(router, role) {
   if ((await fetch(router.healthUrl)).status !== 200) return 0;
   return sum(await scrape(router.metricsUrl), 'tandem:router_workers', { role, state: 'healthy' });
+}
+
+// the value of NAME in the environment of process `pid` (undefined if unset).
+function environOf(pid, name) {
+  for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    if (entry.startsWith(`${name}=`)) return entry.slice(name.length + 1);
+  }
+  return undefined;
 }
 
 async function oracleOk(client, cases) {
@@ -48,6 +57,14 @@ test('tandem serve supervises its processes: restarts a killed one, SIGINT stops
     await oracleOk(client, oracle.cases);
     const first = children(serve);
     assert.ok(first.router && first.prefill && first.decode, JSON.stringify(first));
+    // one random cluster secret, handed to every child in its environment
+    // and on no command line (ps shows those).
+    const secrets = [first.router, first.prefill, first.decode].map((pid) => environOf(pid, 'TANDEM_CLUSTER_SECRET'));
+    assert.match(secrets[0] ?? '', /^[0-9a-f]{64}$/);
+    assert.deepEqual(secrets, [secrets[0], secrets[0], secrets[0]]);
+    for (const pid of [serve.pid, first.router, first.prefill, first.decode]) {
+      assert.ok(!cmdline(pid).includes(secrets[0]), `the secret is on the command line of ${pid}`);
+    }
 
     // the decode worker dies: serve starts another, which registers.
     const restarted = serve.waitForLine(/^\[supervisor\] decode-0 restarted/);

@@ -38,7 +38,7 @@ tandem::v1::WorkerInfo FakeWorker::info() const {
   info.set_address(address());
   info.set_role(*rpc::parseWorkerRole(config_.role));
   info.set_model_path("/models/fake");
-  info.set_model_name("fake");
+  info.set_model_name(config_.model_name);
   info.set_max_model_len(config_.max_model_len);
   info.set_vocab_size(config_.vocab_size);
   info.set_block_size(config_.block_size);
@@ -209,8 +209,9 @@ std::vector<std::chrono::steady_clock::time_point> FakeWorker::snapshotTimes() c
   return snapshot_times_;
 }
 
-grpc::Status FakeWorker::Stats(grpc::ServerContext*, const tandem::v1::StatsRequest*,
+grpc::Status FakeWorker::Stats(grpc::ServerContext* context, const tandem::v1::StatsRequest*,
                                tandem::v1::WorkerStats* response) {
+  if (grpc::Status s = config_.auth->check(*context); !s.ok()) return s;
   if (fail_stats) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "scripted failure");
   std::lock_guard lock(mu_);
   *response = stats_;
@@ -219,8 +220,9 @@ grpc::Status FakeWorker::Stats(grpc::ServerContext*, const tandem::v1::StatsRequ
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::Info(grpc::ServerContext*, const tandem::v1::InfoRequest*,
+grpc::Status FakeWorker::Info(grpc::ServerContext* context, const tandem::v1::InfoRequest*,
                               tandem::v1::WorkerInfo* response) {
+  if (grpc::Status s = config_.auth->check(*context); !s.ok()) return s;
   *response = info();
   return grpc::Status::OK;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/grpc/cluster_auth.h"
 #include "grpcpp/grpcpp.h"
 #include "tandem/v1/worker.grpc.pb.h"
 
@@ -30,6 +31,9 @@ struct FakeWorkerConfig {
   int vocab_size = 32000;
   int block_size = 4;
   int num_blocks = 1000;
+  std::string model_name = "fake";
+  // what Stats and Info require of their callers (as a real worker's API does).
+  grpc_util::ClusterAuthPtr auth = grpc_util::ClusterAuth::none();
 };
 
 class FakeWorker final : public tandem::v1::Worker::Service {

@@ -216,7 +216,7 @@ class KvSubscriberTest : public ::testing::Test {
     WorkerPoolOptions options;
     options.poll_interval = 30ms;
     pool_ = std::make_unique<WorkerPool>(options, nullptr);
-    ASSERT_TRUE(pool_->registerWorker(worker_.info()));
+    ASSERT_TRUE(pool_->registerWorker(worker_.info()).ok());
     KvSubscriberOptions sub;
     sub.reconcile_interval = 20ms;
     sub.retry_delay = 20ms;
@@ -300,7 +300,7 @@ TEST(KvSubscriberOutOfRangeTest, ResyncsWhenTheWorkerNoLongerKeepsTheEvents) {
   worker.storeBlock(11, 0);
   worker.out_of_range_once = true;
   WorkerPool pool(WorkerPoolOptions{}, nullptr);
-  ASSERT_TRUE(pool.registerWorker(worker.info()));
+  ASSERT_TRUE(pool.registerWorker(worker.info()).ok());
   KvIndex index;
   prometheus::Registry registry;
   ClusterMetrics metrics(registry);
@@ -335,8 +335,8 @@ TEST(KvSubscriberReplicasTest, TwoRoutersAndARestartedOneEachKeepACorrectIndex) 
   KvSubscriberOptions options;
   options.retry_delay = 20ms;
   WorkerPool pool_a(WorkerPoolOptions{}, nullptr), pool_b(WorkerPoolOptions{}, nullptr);
-  ASSERT_TRUE(pool_a.registerWorker(worker.info()));
-  ASSERT_TRUE(pool_b.registerWorker(worker.info()));
+  ASSERT_TRUE(pool_a.registerWorker(worker.info()).ok());
+  ASSERT_TRUE(pool_b.registerWorker(worker.info()).ok());
   KvIndex index_a, index_b;
   auto sub_a = std::make_unique<KvSubscriber>(options, &pool_a, &index_a, nullptr);
   KvSubscriber sub_b(options, &pool_b, &index_b, nullptr);
@@ -369,7 +369,7 @@ TEST(KvSubscriberCapTest, AWorkerFloodingStoredEventsStaysWithinItsCapacity) {
   FakeWorker worker{config};
   worker.start();
   WorkerPool pool(WorkerPoolOptions{}, nullptr);
-  ASSERT_TRUE(pool.registerWorker(worker.info()));
+  ASSERT_TRUE(pool.registerWorker(worker.info()).ok());
   KvIndex index(KvIndexOptions{.max_blocks = 0, .capacity_slack = 2.0, .capacity_floor_blocks = 16});
   KvSubscriberOptions options;
   options.retry_delay = 20ms;

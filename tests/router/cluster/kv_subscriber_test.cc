@@ -26,7 +26,7 @@ class KvSubscriberTest : public ::testing::Test {
  protected:
   void start(FakeWorker& worker, KvSubscriberOptions options) {
     pool_ = std::make_unique<WorkerPool>(WorkerPoolOptions{}, nullptr);
-    ASSERT_TRUE(pool_->registerWorker(worker.info()));
+    ASSERT_TRUE(pool_->registerWorker(worker.info()).ok());
     subscriber_ = std::make_unique<KvSubscriber>(options, pool_.get(), &index_, &metrics_);
     subscriber_->reconcile();
   }

@@ -72,7 +72,7 @@ class RemoteGeneratorTest : public ::testing::Test {
   }
   // registers the workers and waits until their stats are in.
   void addWorkers(std::vector<FakeWorker*> workers) {
-    for (FakeWorker* w : workers) ASSERT_TRUE(pool_->registerWorker(w->info()));
+    for (FakeWorker* w : workers) ASSERT_TRUE(pool_->registerWorker(w->info()).ok());
     pool_->pollOnce();
   }
   void makeBackend(int max_local_prefill_tokens = 8,

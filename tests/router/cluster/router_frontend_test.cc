@@ -1,6 +1,7 @@
 // the router's front door: before its model is known gRPC listens at
-// start() with the Registry service, while tandem.v1.Inference answers
-// UNAVAILABLE and HTTP /health is not ready; once serving, /health follows
+// start(), while tandem.v1.Inference answers UNAVAILABLE and HTTP /health is
+// not ready (the workers' registry is on the internal port:
+// registry_server_test.cc); once serving, /health follows
 // whether a decode worker is healthy (a readiness probe), and so does gRPC
 // health.
 #include <future>
@@ -10,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
-#include "router/cluster/registry_service.h"
 #include "router/cluster/remote_generator.h"
 #include "router/frontend/frontend_server.h"
 #include "tandem/v1/inference.grpc.pb.h"
@@ -21,30 +21,16 @@
 namespace tandem::router::cluster {
 namespace {
 
-TEST(RouterFrontendTest, RegistryServesBeforeTheModelWhileInferenceIsUnavailable) {
-  WorkerPool pool(WorkerPoolOptions{}, nullptr);
-  RegistryService registry(&pool);
+TEST(RouterFrontendTest, InferenceIsUnavailableBeforeTheModel) {
   FrontendOptions options;
   options.http_port = 0;
   options.grpc_port = 0;
   options.grpc_at_start = true;
-  options.extra_grpc_services = {&registry};
   absl::StatusOr<FrontendServerPtr> frontend = FrontendServer::start(options);
   ASSERT_TRUE(frontend.ok()) << frontend.status();
   ASSERT_GT((*frontend)->grpcPort(), 0);
   auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string((*frontend)->grpcPort()),
                                      grpc::InsecureChannelCredentials());
-
-  tandem::v1::WorkerInfo info;
-  info.set_worker_id("d1");
-  info.set_address("127.0.0.1:1");
-  info.set_role(tandem::v1::WORKER_ROLE_DECODE);
-  grpc::ClientContext register_context;
-  tandem::v1::RegisterResponse registered;
-  ASSERT_TRUE(tandem::v1::Registry::NewStub(channel)
-                  ->Register(&register_context, info, &registered).ok());
-  ASSERT_EQ(pool.snapshot().size(), 1u);
-
   auto inference = tandem::v1::Inference::NewStub(channel);
   grpc::ClientContext list_context;
   tandem::v1::ListModelsResponse models;
@@ -101,8 +87,8 @@ TEST(RouterFrontendTest, HealthIsNotReadyWhileNoDecodeWorkerIsHealthy) {
   pool_options.rpc_deadline = 300ms;
   WorkerPool pool(pool_options, nullptr);
   pool.start();
-  ASSERT_TRUE(pool.registerWorker(d1.info()));
-  ASSERT_TRUE(pool.registerWorker(p1.info()));
+  ASSERT_TRUE(pool.registerWorker(d1.info()).ok());
+  ASSERT_TRUE(pool.registerWorker(p1.info()).ok());
   pool.pollOnce();
   RemoteGenerator generator(RemoteGeneratorOptions{}, &pool, nullptr, nullptr);
   FrontendOptions options;

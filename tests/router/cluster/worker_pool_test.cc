@@ -58,7 +58,7 @@ class WorkerPoolTest : public ::testing::Test {
   }
 
   WorkerPool pool_{fastOptions(), nullptr};
-  RegistryService registry_{&pool_};
+  RegistryService registry_{&pool_, grpc_util::ClusterAuth::none()};
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<tandem::v1::Registry::Stub> registry_stub_;
 };
@@ -150,6 +150,68 @@ TEST_F(WorkerPoolTest, DeregisterRemovesTheWorker) {
   EXPECT_TRUE(pool_.snapshot().empty());
 }
 
+// a fake or broken worker must not steer routing: a negative load would
+// attract every request.
+TEST_F(WorkerPoolTest, AWorkerReportingImpossibleStatsIsNotHealthy) {
+  FakeWorker worker(FakeWorkerConfig{});
+  worker.start();
+  worker.setStats(-5, 0, 700);
+  ASSERT_TRUE(registerWorker(worker.info()).ok());
+  ASSERT_TRUE(waitFor([&] {
+    auto s = find(pool_, worker.address());
+    return s && !s->healthy;
+  }));
+  EXPECT_FALSE(find(pool_, worker.address())->has_stats);
+  // more free blocks than blocks.
+  worker.setStats(0, 0, 1001);
+  for (int i = 0; i < 3; ++i) pool_.pollOnce();
+  EXPECT_FALSE(find(pool_, worker.address())->healthy);
+  worker.setStats(0, 0, 700);
+  ASSERT_TRUE(waitFor([&] { return find(pool_, worker.address())->healthy; }));
+}
+
+// the pool's calls to workers carry the cluster secret: a worker requiring
+// it stays healthy only when the router has it.
+TEST(WorkerPoolAuthTest, PollsCarryTheClusterSecret) {
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+  absl::StatusOr<grpc_util::ClusterAuthPtr> auth = grpc_util::ClusterAuth::create({.secret = secret});
+  ASSERT_TRUE(auth.ok());
+  FakeWorker worker(FakeWorkerConfig{.auth = *auth});
+  worker.start();
+  WorkerPoolOptions options = fastOptions();
+  options.auth = *auth;
+  WorkerPool with_secret(options, nullptr);
+  WorkerPool without(fastOptions(), nullptr);
+  for (WorkerPool* pool : {&with_secret, &without}) {
+    pool->setDiscovered(kStaticList, {worker.address()});
+    for (int i = 0; i < 3; ++i) pool->pollOnce();  // Info, then Stats
+  }
+  std::optional<WorkerState> w = find(with_secret, worker.address());
+  EXPECT_TRUE(w->healthy);
+  EXPECT_EQ(w->info.worker_id(), "w1");
+  w = find(without, worker.address());
+  EXPECT_FALSE(w->healthy);
+  EXPECT_FALSE(w->has_info);
+}
+
+// once the router serves a model, a listed worker of another one is never
+// used, and registered ones are dropped and refused.
+TEST_F(WorkerPoolTest, WorkersOfAnotherModelAreNotUsedOnceAModelIsServed) {
+  FakeWorker listed(FakeWorkerConfig{.worker_id = "l1", .model_name = "other"});
+  FakeWorker registered(FakeWorkerConfig{.worker_id = "r1", .model_name = "other"});
+  listed.start();
+  registered.start();
+  pool_.setDiscovered(kStaticList, {listed.address()});
+  ASSERT_TRUE(registerWorker(registered.info()).ok());
+  ASSERT_TRUE(waitFor([&] { return find(pool_, listed.address())->healthy; }));
+  pool_.setModelName("fake");
+  EXPECT_FALSE(find(pool_, registered.address()).has_value());
+  EXPECT_EQ(registerWorker(registered.info()).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  for (int i = 0; i < 3; ++i) pool_.pollOnce();
+  EXPECT_FALSE(find(pool_, listed.address())->healthy);
+  EXPECT_FALSE(find(pool_, listed.address())->has_info);
+}
+
 TEST_F(WorkerPoolTest, StaticWorkerIsLearnedThroughInfoAndNeverDropped) {
   FakeWorkerConfig config;
   config.role = "prefill";
@@ -217,11 +279,9 @@ TEST(WorkerPoolMetricsTest, CountsWorkersByRoleAndHealth) {
   prometheus::Registry registry;
   ClusterMetrics metrics(registry);
   WorkerPool pool(fastOptions(), &metrics);
-  tandem::v1::WorkerInfo info;
-  info.set_worker_id("d1");
+  tandem::v1::WorkerInfo info = FakeWorker(FakeWorkerConfig{.worker_id = "d1"}).info();
   info.set_address("127.0.0.1:1");
-  info.set_role(tandem::v1::WORKER_ROLE_DECODE);
-  ASSERT_TRUE(pool.registerWorker(info));
+  ASSERT_TRUE(pool.registerWorker(info).ok());
   double healthy = -1;
   for (const auto& family : registry.Collect()) {
     if (family.name != "tandem:router_workers") continue;

@@ -31,9 +31,9 @@ WorkerOptions smallWorkerOptions(WorkerRole role, int block_size) {
 }
 
 GenerateResult generate(const std::string& address, const std::vector<int32_t>& prompt,
-                        int max_tokens, const std::string& prefill_address) {
-  auto stub = tandem::v1::Worker::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+                        int max_tokens, const std::string& prefill_address,
+                        const grpc_util::ClusterAuthPtr& auth) {
+  auto stub = tandem::v1::Worker::NewStub(auth->channel(address));
   tandem::v1::WorkerGenerateRequest request;
   request.set_request_id("test");
   request.mutable_token_ids()->Assign(prompt.begin(), prompt.end());

@@ -24,9 +24,11 @@ struct GenerateResult {
   int num_cached_tokens = 0;
 };
 
-// Worker.Generate on `address` with greedy sampling (EOS ignored), to the end.
+// Worker.Generate on `address` with greedy sampling (EOS ignored), to the
+// end, over a channel `auth` makes (the cluster secret, TLS).
 GenerateResult generate(const std::string& address, const std::vector<int32_t>& prompt,
-                        int max_tokens, const std::string& prefill_address = "");
+                        int max_tokens, const std::string& prefill_address = "",
+                        const grpc_util::ClusterAuthPtr& auth = grpc_util::ClusterAuth::none());
 
 // GET http://127.0.0.1:port/path -> (status code, body); code 0 when it fails.
 std::pair<int, std::string> httpGet(int port, const std::string& path);
