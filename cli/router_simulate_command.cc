@@ -78,6 +78,9 @@ void registerRouterSimulateCommand(CLI::App* router) {
   cmd->add_option("--decode-ms-per-step", args->options.decode_ms_per_step,
                   "a decode step of a batch of one (grows with the batch)")->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "seeds the policies' random choices")->capture_default_str();
+  cmd->add_option("--jobs", args->options.jobs, "policies simulated at once (0 = one per core)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--json", args->json_out, "write the results here (JSON)")->required();
   cmd->add_option("--plot", args->plot_out, "an SVG of hit rate and TTFT p99 per policy");
   setAction(cmd, [args] { return runSimulate(*args); });

@@ -1,7 +1,7 @@
 // `tandem router simulate`: replays a trace through the router's real
 // routing code (router/cluster RoutePlanner with its policies, KvIndex and
 // WorkerLoadModel, not a copy) against simulated workers (sim_worker.h) in
-// virtual time, once per policy, and reports per policy the cache hit rate
+// virtual time, once per policy (policies in parallel), and reports per policy the cache hit rate
 // (prompt tokens served from cache / all prompt tokens), TTFT p50/p99, end-
 // to-end p99, imbalance (max / mean worker busy time) and requests shed,
 // next to the oracle hit rate (one shared infinite cache). Workers report
@@ -33,6 +33,9 @@ struct RouterSimOptions {
   double stats_interval_s = 0.25;
   double ttft_slo_ms = 0;  // 0 = no shedding
   uint64_t seed = 0;
+  // policies simulated at once (each on its own thread, index and workers;
+  // the results do not depend on it); 0 = one per core.
+  int jobs = 0;
 };
 
 struct PolicyResult {

@@ -19,7 +19,13 @@ uint8_t tierBit(int tier) { return static_cast<uint8_t>(1u << (tier < 0 || tier 
 KvIndex::KvIndex(KvIndexOptions options) : options_(options) {}
 
 int KvIndex::slotLocked(const std::string& address, bool create) {
-  if (auto it = slots_.find(address); it != slots_.end()) return it->second;
+  if (last_slot_ >= 0 && workers_[last_slot_].used && workers_[last_slot_].address == address) {
+    return last_slot_;
+  }
+  if (auto it = slots_.find(address); it != slots_.end()) {
+    last_slot_ = it->second;
+    return it->second;
+  }
   if (!create) return -1;
   int slot = -1;
   for (size_t i = 0; i < workers_.size(); ++i) {

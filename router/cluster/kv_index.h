@@ -124,6 +124,9 @@ class KvIndex {
   absl::flat_hash_map<kvcache::BlockHash, Holders> blocks_;  // guarded by mu_
   std::vector<Worker> workers_;                               // by slot; guarded by mu_
   absl::flat_hash_map<std::string, int> slots_;               // guarded by mu_
+  // the slot slotLocked found last (events come in runs of one worker's);
+  // -1 = none. guarded by mu_
+  int last_slot_ = -1;
   size_t total_ = 0;                                          // guarded by mu_
   uint64_t evictions_ = 0;      // guarded by mu_
 };

@@ -117,11 +117,14 @@ absl::Status RemoteGenerator::attempt(const RequestPtr& request, bool may_refuse
   query.max_tokens = request->remainingTokens();
   query.key = next_route_key_.fetch_add(1);
   query.now_s = nowSeconds();
+  // a request submit accepted (a migration: it is already streaming; a
+  // retry) goes on past the SLO: only the first attempt is shed, once.
+  query.may_shed = may_refuse;
   absl::StatusOr<RouteDecision> route = planner_.plan(query, pool_->snapshot(), in_flight,
                                                       request->failed_on);
   if (absl::IsResourceExhausted(route.status())) {
     if (metrics_ != nullptr) metrics_->countShed();
-    if (may_refuse) return route.status();
+    return route.status();
   }
   if (!route.ok()) {
     if (Clock::now() >= request->wait_deadline) {

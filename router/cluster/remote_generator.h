@@ -8,7 +8,8 @@
 // With no decode worker available a request waits up to
 // no_worker_timeout before failing with kError. A request the planner
 // sheds (no worker meets the TTFT SLO) is refused at submit with
-// ResourceExhausted (429 with Retry-After at the front ends). Each decision
+// ResourceExhausted (429 with Retry-After at the front ends); once accepted
+// a request is never shed (its migrations go on past the SLO). Each decision
 // is counted in the cluster metrics (policy, outcome, predicted cached
 // tokens); each attempt's first token and end teach the planner's load
 // model. Retries and the watchdog run on this generator's own TimerQueue.
@@ -74,7 +75,8 @@ class RemoteGenerator : public generation::Generator {
   // plans and starts the request's next attempt, or schedules a retry, or
   // fails it (no call in flight). With `may_refuse` (the first attempt, in
   // submit) a request the planner sheds returns ResourceExhausted and is
-  // left to the caller; later ones wait and retry.
+  // left to the caller; later ones (migrations, retries: the request was
+  // accepted) are planned past the TTFT SLO and never shed.
   absl::Status attempt(const RequestPtr& request, bool may_refuse);
   // runs attempt(request) on the timer thread at `when`.
   void schedule(const RequestPtr& request, Clock::time_point when);

@@ -115,6 +115,12 @@ absl::StatusOr<RouteDecision> RoutePlanner::plan(const RouteQuery& query,
   std::lock_guard lock(mu_);
   matches_.clear();
   if (index_ != nullptr && !hashes.empty()) matches_ = index_->matchAll(hashes);
+  // the workers that left the pool (as the KvSubscriber forgets them in
+  // the index) leave the load model: the snapshot is the pool.
+  load_.retainWorkers([&workers](const std::string& address) {
+    return std::any_of(workers.begin(), workers.end(),
+                       [&address](const WorkerState& w) { return w.address == address; });
+  });
   for (const WorkerState& w : workers) {
     if (w.has_stats) {
       load_.observeStats(w.address, static_cast<double>(w.stats.num_prefill_tokens_queued()),
@@ -164,7 +170,7 @@ absl::StatusOr<RouteDecision> RoutePlanner::plan(const RouteQuery& query,
     decision.predicted_ttft_s = estimateTtft(ask, p, options_.costs);
     for (const RouteCandidate& c : prefill) best_ttft = std::min(best_ttft, estimateTtft(ask, c, options_.costs));
   }
-  if (options_.ttft_slo_s > 0 && best_ttft > options_.ttft_slo_s) {
+  if (query.may_shed && options_.ttft_slo_s > 0 && best_ttft > options_.ttft_slo_s) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "no worker can start this request within the TTFT SLO (%.0f ms; the best predicts %.0f ms)",
         options_.ttft_slo_s * 1000, best_ttft * 1000));

@@ -72,6 +72,9 @@ struct RouteQuery {
   uint64_t key = 0;
   // seconds on the caller's clock (the load model's).
   double now_s = 0;
+  // whether the TTFT SLO may refuse it: only a request not yet admitted (its
+  // first attempt); one already accepted (a migration, a retry) must go on.
+  bool may_shed = true;
 };
 
 class RoutePlanner {
@@ -88,7 +91,8 @@ class RoutePlanner {
   // request) unless no other is healthy. `in_flight` (requests this router
   // has running per address) counts as load when above the worker's last
   // reported one. Unavailable when no healthy decode-capable worker can take
-  // the request; ResourceExhausted when none can meet the TTFT SLO.
+  // the request; ResourceExhausted when none can meet the TTFT SLO (only
+  // when `query.may_shed`).
   absl::StatusOr<RouteDecision> plan(std::span<const int32_t> prompt, int max_tokens,
                                      const std::vector<WorkerState>& workers,
                                      const std::map<std::string, int>& in_flight,

@@ -127,9 +127,14 @@ void WorkerLoadModel::onFinished(uint64_t key, int64_t output_tokens, double now
   w.own_blocks = std::max<int64_t>(0, w.own_blocks - r.blocks);
 }
 
-void WorkerLoadModel::removeWorker(const std::string& address) {
+void WorkerLoadModel::retainWorkers(const std::function<bool(const std::string&)>& keep) {
   std::lock_guard lock(mu_);
-  workers_.erase(address);
+  std::erase_if(workers_, [&](const auto& entry) { return !keep(entry.first); });
+}
+
+size_t WorkerLoadModel::numWorkers() const {
+  std::lock_guard lock(mu_);
+  return workers_.size();
 }
 
 }  // namespace tandem::router::cluster

@@ -5,6 +5,13 @@
 // leave as their requests produce the first token (the prefill is done) and
 // finish; the worker's Stats correct it (the prediction is the larger of the
 // router's own count and the reported one: other routers send it work too).
+// The KV events do not correct it: they say which blocks a worker caches
+// (BlockStored/BlockRemoved on the device tier), not which its running
+// requests hold; a finished request's blocks stay cached (evictable) and a
+// new one that reuses a prefix stores nothing, so no count of them tracks
+// active blocks, queued prefill or running requests. Stats report exactly
+// those (num_active_blocks, num_prefill_tokens_queued) every poll; the
+// KvIndex keeps what the events do say (the cache) for the overlap term.
 //
 // Rates are learned online, seeded by defaults: each first token is a
 // sample of the prefill rate ((work queued ahead + the prompt's uncached
@@ -18,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -61,8 +69,11 @@ class WorkerLoadModel {
   void onFirstToken(uint64_t key, double now);
   // it ended (any way) after `output_tokens` tokens.
   void onFinished(uint64_t key, int64_t output_tokens, double now);
-  // forgets a worker that left (its requests end with onFinished).
-  void removeWorker(const std::string& address);
+  // forgets the workers for which `keep` is false (they left the pool; their
+  // requests still end with onFinished, which then only drops the request).
+  void retainWorkers(const std::function<bool(const std::string&)>& keep);
+  // workers with an entry (those seen since they last left).
+  size_t numWorkers() const;
 
   const WorkerLoadModelOptions& options() const { return options_; }
 

@@ -198,6 +198,12 @@ TEST(KvIndexTest, RemovingAWorkerFreesItsBlocksAndSlot) {
   index.applyEvent("c", stored(1, 1));  // reuses a's slot
   EXPECT_EQ(index.match("c", std::vector<kvcache::BlockHash>{1, 2}).any, 1);
   EXPECT_EQ(index.match("b", std::vector<kvcache::BlockHash>{1}).any, 1);
+  // the worker looked up last leaves and comes back: a fresh slot.
+  index.removeWorker("c");
+  EXPECT_EQ(index.numBlocks("c"), 0u);
+  index.applyEvent("c", stored(1, 7));
+  EXPECT_EQ(index.numBlocks("c"), 1u);
+  EXPECT_EQ(index.match("c", std::vector<kvcache::BlockHash>{1}).any, 0);
 }
 
 // the subscriber against a real (fake) worker found in a pool.

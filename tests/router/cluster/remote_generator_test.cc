@@ -327,5 +327,25 @@ TEST_F(RemoteGeneratorTest, ShedsWhatNoWorkerCanStartWithinTheTtftSloAndCountsDe
   EXPECT_EQ(counter("tandem:router_route_prompt_tokens_total"), 5);
 }
 
+TEST_F(RemoteGeneratorTest, MigrationsAreNeverShedByTheTtftSlo) {
+  // d1 breaks after 3 tokens; d2, the only other, is far past the SLO.
+  d1_.die_after = 3;
+  d2_.setStats(0, 0, 1000, 10000);
+  addWorkers({&d1_, &d2_});
+  RemoteGeneratorOptions options;
+  options.planner.ttft_slo_s = 0.5;
+  options.retry_delay = 20ms;
+  options.no_worker_timeout = 2000ms;
+  generator_ = std::make_unique<RemoteGenerator>(options, pool_.get(), &index_, &metrics_);
+  Collected out;
+  ASSERT_TRUE(submit(5, 10, &out).ok());
+  ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1; }));
+  EXPECT_EQ(out.tokens(), expectedTokens(5, 10));
+  EXPECT_EQ(out.last().finish_reason, generation::FinishReason::kLength);
+  EXPECT_EQ(d2_.generateRequests().size(), 1u);
+  EXPECT_EQ(counter("tandem:router_shed_requests_total"), 0);
+  EXPECT_EQ(counter("tandem:router_migrations_total"), 1);
+}
+
 }  // namespace
 }  // namespace tandem::router::cluster

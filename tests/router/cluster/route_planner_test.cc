@@ -138,5 +138,24 @@ TEST_F(RoutePlannerTest, SkipsDecodeWorkersWhoseCacheIsTooSmall) {
   EXPECT_EQ(plan(4, workers).decode_address, "d2");  // 4 + 16 tokens
 }
 
+TEST_F(RoutePlannerTest, ForgetsTheLoadOfWorkersThatLeftThePool) {
+  const std::vector<WorkerState> both = {worker("d1", "decode", 0, 0, 500),
+                                         worker("d2", "decode", 0, 0, 500)};
+  RouteQuery query;
+  const std::vector<int32_t> p = prompt(4);
+  query.prompt = p;
+  query.max_tokens = 16;
+  query.key = 7;
+  ASSERT_TRUE(planner_.plan(query, both, {}, {}).ok());
+  EXPECT_EQ(planner_.loadModel().numWorkers(), 2u);
+  // d1 leaves the pool; its request still ends later.
+  query.key = 8;
+  ASSERT_TRUE(planner_.plan(query, {both[1]}, {}, {}).ok());
+  EXPECT_EQ(planner_.loadModel().numWorkers(), 1u);
+  planner_.finished(7, 1, 1.0);
+  planner_.finished(8, 1, 1.0);
+  EXPECT_EQ(planner_.loadModel().numWorkers(), 1u);
+}
+
 }  // namespace
 }  // namespace tandem::router::cluster
