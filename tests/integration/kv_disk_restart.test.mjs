@@ -68,6 +68,14 @@ test('G3 blocks survive a SIGKILLed worker: replayed turns are cached and identi
         sum(m, 'tandem:router_workers', { role: 'decode' }) === 1;
     }, 30000, 'the restarted worker alone on the router');
 
+    // the worker republished what it found on disk (BlockStored{disk}):
+    // the router's index lists it before any request.
+    await waitFor(async () => sum(await scrape(`${router.url}/metrics`), 'tandem:router_kv_index_blocks') > 0,
+      30000, 'the recovered blocks in the router\'s index');
+    const predicted = () => scrape(`${router.url}/metrics`)
+      .then((m) => sum(m, 'tandem:router_route_predicted_cached_tokens_total'));
+    const predictedBefore = await predicted();
+
     // the earlier turns again, oldest first: from disk, and identical.
     for (const x of turns.filter((y) => y.turn < TURNS - 1)) {
       const again = await run(client, x.prompt);
@@ -76,6 +84,7 @@ test('G3 blocks survive a SIGKILLed worker: replayed turns are cached and identi
       assert.equal(again.text, x.first.text, what);
       assert.ok(again.cached > 0, `${what}: no cached tokens after the restart`);
     }
+    assert.ok(await predicted() > predictedBefore, 'the router predicted no cached tokens for the replayed turns');
     const after = await scrape(worker.metricsUrl);
     assert.ok(sum(after, 'tandem:kv_tier_onboards_total', { tier: 'disk' }) > 0, 'nothing onboarded from disk');
   } finally {
