@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 
 namespace tandem::kvcache {
 namespace {
@@ -25,18 +26,24 @@ absl::Status errnoStatus(int err, absl::string_view what) {
   return absl::UnavailableError(msg);
 }
 
-// opens `path` read-write (created 0644), then locks it; -errno on failure.
-int openLocked(const std::string& path, bool direct, int* err) {
+// opens `path` read-write (created 0644), then locks it, retrying while
+// another holds the lock until `lock_wait` has passed; -1 (open failed) or
+// -2 (locked) with *err set on failure.
+int openLocked(const std::string& path, bool direct, absl::Duration lock_wait, int* err) {
   const int flags = O_RDWR | O_CREAT | O_CLOEXEC | (direct ? O_DIRECT : 0);
   const int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
     *err = errno;
     return -1;
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  const absl::Time deadline = absl::Now() + lock_wait;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     *err = errno;
-    ::close(fd);
-    return -2;
+    if (*err != EWOULDBLOCK || absl::Now() >= deadline) {
+      ::close(fd);
+      return -2;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
   }
   return fd;
 }
@@ -81,7 +88,8 @@ DiskFile::~DiskFile() {
 }
 
 absl::StatusOr<DiskFile> DiskFile::open(const std::string& dir, const std::string& name,
-                                        uint64_t bytes, bool want_direct) {
+                                        uint64_t bytes, bool want_direct,
+                                        absl::Duration lock_wait) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
@@ -89,11 +97,11 @@ absl::StatusOr<DiskFile> DiskFile::open(const std::string& dir, const std::strin
   f.path_ = (std::filesystem::path(dir) / name).string();
   int err = 0;
   bool direct = want_direct;
-  int fd = openLocked(f.path_, direct, &err);
+  int fd = openLocked(f.path_, direct, lock_wait, &err);
   if (fd == -1 && direct && err == EINVAL) {
     f.direct_refusal_ = absl::StrCat("open with O_DIRECT: ", errnoText(err));
     direct = false;
-    fd = openLocked(f.path_, direct, &err);
+    fd = openLocked(f.path_, direct, lock_wait, &err);
   }
   if (fd == -2) {
     return absl::UnavailableError(
@@ -124,7 +132,7 @@ absl::StatusOr<DiskFile> DiskFile::open(const std::string& dir, const std::strin
       f.direct_refusal_ = absl::StrCat("aligned O_DIRECT read: ", errnoText(e));
       direct = false;
       ::close(f.fd_);
-      f.fd_ = openLocked(f.path_, false, &err);
+      f.fd_ = openLocked(f.path_, false, lock_wait, &err);
       if (f.fd_ < 0) return errnoStatus(err, absl::StrCat("cannot reopen ", f.path_));
     } else if (e != 0) {
       return errnoStatus(e, absl::StrCat("cannot read ", f.path_));

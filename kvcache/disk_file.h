@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace tandem::kvcache {
 
@@ -26,8 +27,12 @@ class DiskFile {
   // directRefusal() says why). Errors (Unavailable/ResourceExhausted/...):
   // the directory cannot be made, the file cannot be opened, another process
   // holds it, or the space cannot be reserved (ENOSPC, EFBIG).
+  // A lock held by another waits up to `lock_wait` for it: a process killed
+  // while an io_uring had the file registered keeps the open file, and with
+  // it the lock, until the kernel tears the ring down, a little after exit.
   static absl::StatusOr<DiskFile> open(const std::string& dir, const std::string& name,
-                                       uint64_t bytes, bool want_direct);
+                                       uint64_t bytes, bool want_direct,
+                                       absl::Duration lock_wait = absl::ZeroDuration());
 
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }

@@ -91,7 +91,8 @@ DiskTier::~DiskTier() {
 
 void DiskTier::openFileAndIo() {
   const uint64_t file_bytes = static_cast<uint64_t>(num_slots_) * record_bytes_;
-  auto file = DiskFile::open(options_.dir, kFileName, file_bytes, /*want_direct=*/true);
+  auto file = DiskFile::open(options_.dir, kFileName, file_bytes, /*want_direct=*/true,
+                             options_.lock_wait);
   if (!file.ok()) {
     Deferred unused;
     std::lock_guard lock(mu_);

@@ -28,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "kvcache/aligned_buffer_pool.h"
 #include "kvcache/block_queue.h"
 #include "kvcache/disk_file.h"
@@ -54,6 +55,9 @@ struct DiskTierOptions {
   // at open, read every record whole and check its payload checksum too (by
   // default only headers are read; payloads are checked on every load).
   bool verify_at_open = false;
+  // how long open waits for the file's lock when another holds it (a worker
+  // restarted after a crash: see DiskFile::open); then the tier is disabled.
+  absl::Duration lock_wait = absl::ZeroDuration();
 };
 
 class DiskTier final : public LowerTier {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/status.h"
 #include "kvcache/disk_tier.h"
 
@@ -26,6 +27,9 @@ absl::StatusOr<OpenedDiskTier> openDiskTier(const DiskTierRequest& request) {
   options.min_hits = t.disk_min_hits;
   options.block_bytes = request.block_bytes;
   options.fingerprint = request.fingerprint;
+  // a worker restarted after a SIGKILL: the dead one's ring lets go of the
+  // file (and its lock) shortly after it exits.
+  options.lock_wait = absl::Seconds(10);
   ASSIGN_OR_RETURN(std::unique_ptr<kvcache::DiskTier> disk, kvcache::DiskTier::open(options));
   OpenedDiskTier opened;
   if (disk->disabled()) {

@@ -207,6 +207,25 @@ TEST_P(DiskTierTest, SecondTierOnTheSameDirectoryIsRefusedByTheFileLock) {
       << (*second)->disabledReason();
 }
 
+TEST_P(DiskTierTest, OpenWaitsUpToLockWaitForTheHolderToLetGo) {
+  // a crashed worker's ring holds the file's lock a little after exit: the
+  // next open waits for it (here the holder closes while the open waits).
+  auto first = open(4);
+  ASSERT_NE(first, nullptr);
+  std::atomic<bool> waiting{false};
+  std::thread closer([&] {
+    while (!waiting.load()) std::this_thread::yield();
+    first.reset();
+  });
+  DiskTierOptions o = testOptions(dir_, GetParam(), 4);
+  o.lock_wait = absl::Seconds(60);
+  waiting = true;
+  auto second = DiskTier::open(o);
+  closer.join();
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE((*second)->disabled()) << (*second)->disabledReason();
+}
+
 TEST_P(DiskTierTest, FallsBehindWithFalseWhenEveryBufferIsBusy) {
   auto tier = open(64);
   ASSERT_NE(tier, nullptr);
