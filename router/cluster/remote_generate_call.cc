@@ -157,6 +157,13 @@ void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg
   generation::TokenOutput out;
   out.id = id_;
   out.token = msg.token();
+  // while no token reached the client, this attempt's prompt is the
+  // original one, so its cached tokens are the request's (a first attempt
+  // that failed before its first token, e.g. on a connection to a worker
+  // that just restarted at the same address, reported none). After that, a
+  // migrated attempt's cache covers tokens the client sees as output: the
+  // count stays as the attempt that produced the first token reported it.
+  if (delivered_.empty()) cached_tokens_ = std::min<int>(msg.num_cached_tokens(), prompt_.size());
   if (msg.token() >= 0) {
     delivered_.push_back(msg.token());
     out.logprob = msg.logprob();
@@ -165,9 +172,6 @@ void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg
       out.top_logprobs.push_back({t.token_id(), t.logprob()});
     }
   }
-  // cached prompt tokens as the first worker reported them (a migrated
-  // attempt's cache covers tokens the client sees as output).
-  if (attempts <= 1) cached_tokens_ = std::min<int>(msg.num_cached_tokens(), prompt_.size());
   out.finish_reason = reason;
   out.num_prompt_tokens = static_cast<int>(prompt_.size());
   out.num_output_tokens = static_cast<int>(delivered_.size());

@@ -124,8 +124,10 @@ const SERVING = /tandem worker: (\S+) (\S+) serving grpc (\S+), metrics (http:\/
 // `tandem worker --role ROLE` registering with `router`. `faults` (flags of
 // tandem_fault_worker, e.g. ['--corrupt-kv-block', '0']) runs the worker
 // with those faults injected instead.
-export async function startWorker(role, router, args = [], name = role, faults = []) {
-  const workerArgs = ['worker', '--role', role, '--model', model, '--listen', '127.0.0.1:0',
+// `listen`: its gRPC address (a free port by default; a restarted worker may
+// take its predecessor's).
+export async function startWorker(role, router, args = [], name = role, faults = [], listen = '127.0.0.1:0') {
+  const workerArgs = ['worker', '--role', role, '--model', model, '--listen', listen,
     '--router', router.internalAddress, '--threads', '1', ...args];
   const w = faults.length > 0
     ? await spawnTandem(name, [...faults, ...workerArgs], SERVING, 30000, { bin: faultWorkerBinary, env: clusterEnv })

@@ -1,7 +1,7 @@
 // The G3 disk tier survives a crash: a router and one decode worker (prefill
 // local) with a tiny G1 and G2 and a disk path; several multi-turn
 // conversations push their blocks out of G1 and G2 onto disk; the worker is
-// SIGKILLed and started again on the same disk path; every earlier turn,
+// SIGKILLed and started again on the same disk path and address; every earlier turn,
 // replayed, comes back with cached tokens > 0 (G1 and G2 start empty, so they
 // came from disk) and the same tokens and text as the first run.
 import { test } from 'node:test';
@@ -59,7 +59,11 @@ test('G3 blocks survive a SIGKILLed worker: replayed turns are cached and identi
     // SIGKILL: nothing is flushed or closed; a new worker on the same path.
     worker.kill('SIGKILL');
     await worker.exited;
-    worker = await startWorker('decode', router, workerArgs(dir), 'decode-restarted');
+    // at the same address, as a supervisor or a pod with a fixed address
+    // restarts it: the router's first attempt may meet the dead process's
+    // connection and retry; the usage still reports what the retry found
+    // cached.
+    worker = await startWorker('decode', router, workerArgs(dir), 'decode-restarted', [], worker.address);
     await waitFor(async () => sum(await scrape(worker.metricsUrl), 'tandem:kv_tier_used_blocks', { tier: 'disk' }) > 0,
       30000, 'the restarted worker listing its recovered disk blocks');
     await waitFor(async () => {
