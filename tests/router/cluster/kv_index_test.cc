@@ -285,6 +285,18 @@ TEST_F(KvSubscriberTest, ResyncsWhenAWorkerRestartsWithANewId) {
   EXPECT_GE(subscriber_->resyncs(), 1);
 }
 
+// the process dies (its connections drop) and a new one serves the same
+// address a moment later, as a supervisor or a pod with a fixed address
+// restarts it.
+TEST_F(KvSubscriberTest, ResyncsWithAWorkerRestartedAtTheSameAddressAfterItDied) {
+  ASSERT_TRUE(waitFor([&] { return held({11, 12}) == 2; }));
+  worker_.shutdown();
+  worker_.restartAs("w1-restarted");
+  worker_.start();
+  worker_.storeBlock(31, 0);
+  ASSERT_TRUE(waitFor([&] { return held({31}) == 1 && held({11}) == 0; }));
+}
+
 TEST_F(KvSubscriberTest, ForgetsAWorkerThatLeavesThePool) {
   ASSERT_TRUE(waitFor([&] { return held({11, 12}) == 2; }));
   EXPECT_TRUE(waitFor([&] { return indexBlocksGauge() == 2; }));
