@@ -1,8 +1,8 @@
 // Who may use the shm KV transport's socket: it lives in the abstract
 // namespace (no file permissions), so D serves only senders running as its
 // own uid (or an allowed one) and P sends only to a D running as such a uid,
-// both checked with SO_PEERCRED. Running a peer as another uid needs root;
-// the tests skip otherwise.
+// both checked with SO_PEERCRED. Running a peer as another uid needs root,
+// as the whole suite does; the check itself is also tested on a socket pair.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -19,6 +19,7 @@
 #include "server/kv_transport/endpoint.h"
 #include "server/kv_transport/kv_transport_factory.h"
 #include "server/kv_transport/shm_kv_sender.h"
+#include "server/kv_transport/shm_protocol.h"
 #include "tests/server/kv_transport/kv_test_blocks.h"
 
 extern char** environ;
@@ -33,11 +34,11 @@ constexpr int kNumBlocks = 8;
 constexpr uint64_t kSeed = 9;
 constexpr uint32_t kNobody = 65534;
 
-#define SKIP_UNLESS_ROOT()                                                                  \
-  if (geteuid() != 0) {                                                                     \
-    GTEST_SKIP() << "running a peer as another uid needs root (setuid); this test runs as " \
-                 << "uid " << geteuid();                                                    \
-  }
+// the suite runs as root (README: scripts/test.sh installs packages); a
+// peer as another uid needs setuid.
+#define REQUIRE_ROOT()                                                                \
+  ASSERT_EQ(geteuid(), 0u) << "running a peer as another uid needs root (setuid); " \
+                           << "this test runs as uid " << geteuid()
 
 // kv_sender_child's exit code (100 + code when open() failed); -1 on timeout.
 int runSender(const std::vector<std::string>& args) {
@@ -94,8 +95,24 @@ class ShmPeerTest : public ::testing::Test {
   KvReceiverPtr receiver_;
 };
 
+// the check on a socket pair: the peer is this process, so its uid passes,
+// and a list naming only others does not widen or narrow that.
+TEST(ShmPeerCheckTest, AcceptsItsOwnUidAndNamesAStrangerItRefuses) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  auto uid = shm::peerUid(fds[0]);
+  ASSERT_TRUE(uid.ok()) << uid.status();
+  EXPECT_EQ(*uid, geteuid());
+  EXPECT_TRUE(shm::checkPeer(fds[0], {}).ok());
+  EXPECT_TRUE(shm::checkPeer(fds[0], {*uid + 1}).ok());
+  ::close(fds[0]);
+  ::close(fds[1]);
+  // no socket, no credentials to read.
+  EXPECT_EQ(shm::checkPeer(-1, {}).code(), absl::StatusCode::kUnavailable);
+}
+
 TEST_F(ShmPeerTest, ReceiverRefusesASenderRunningAsAnotherUid) {
-  SKIP_UNLESS_ROOT();
+  REQUIRE_ROOT();
   startReceiver({});
   // the sender (as nobody) would talk to a root D; D hangs up on it before
   // it learns anything: open() fails Unavailable.
@@ -110,7 +127,7 @@ TEST_F(ShmPeerTest, ReceiverRefusesASenderRunningAsAnotherUid) {
 }
 
 TEST_F(ShmPeerTest, ReceiverServesAnAllowedUid) {
-  SKIP_UNLESS_ROOT();
+  REQUIRE_ROOT();
   startReceiver({kNobody});
   EXPECT_EQ(runSender(senderArgs({"uid=65534", "allow_uid=0"})), 0);
   auto result = result_.get_future();
@@ -119,7 +136,7 @@ TEST_F(ShmPeerTest, ReceiverServesAnAllowedUid) {
 }
 
 TEST_F(ShmPeerTest, SenderRefusesAReceiverOfAnotherUidBeforeSendingAnything) {
-  SKIP_UNLESS_ROOT();
+  REQUIRE_ROOT();
   startReceiver({kNobody});  // D would serve it: the sender's own check refuses
   EXPECT_EQ(runSender(senderArgs({"uid=65534"})),
             100 + static_cast<int>(absl::StatusCode::kPermissionDenied));
@@ -128,7 +145,7 @@ TEST_F(ShmPeerTest, SenderRefusesAReceiverOfAnotherUidBeforeSendingAnything) {
 // a socket squatting on D's name as another uid (abstract names are free
 // for anyone to take) gets nothing from P.
 TEST(ShmSenderPeerTest, RefusesToOpenATransferOnASocketOfAnotherUid) {
-  SKIP_UNLESS_ROOT();
+  REQUIRE_ROOT();
   const std::string name = "tandem-kv-peer-test-" + std::to_string(getpid());
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
