@@ -1,7 +1,6 @@
 #include "router/cluster/dynamo_policy.h"
 
 #include <algorithm>
-#include <vector>
 
 namespace tandem::router::cluster {
 
@@ -14,13 +13,6 @@ double DynamoPolicy::cost(const RouteAsk& ask, const RouteCandidate& c) const {
       c.load.queued_prefill_tokens / bs + std::max(0.0, prompt_blocks - overlap);
   const double decode_blocks = static_cast<double>(c.load.active_blocks) + prompt_blocks;
   return costs_.overlap_weight * prefill_blocks + decode_blocks;
-}
-
-size_t DynamoPolicy::choose(const RouteAsk& ask, std::span<const RouteCandidate> candidates,
-                            std::mt19937_64& rng) {
-  std::vector<double> costs(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i) costs[i] = cost(ask, candidates[i]);
-  return pickByCost(costs, costs_.temperature, rng);
 }
 
 }  // namespace tandem::router::cluster

@@ -10,17 +10,12 @@
 
 namespace tandem::router::cluster {
 
-class DynamoPolicy : public RoutingPolicy {
+class DynamoPolicy final : public CostPolicy {
  public:
-  explicit DynamoPolicy(RoutingCosts costs) : costs_(costs) {}
+  using CostPolicy::CostPolicy;
 
   std::string_view name() const override { return "dynamo"; }
-  size_t choose(const RouteAsk& ask, std::span<const RouteCandidate> candidates,
-                std::mt19937_64& rng) override;
-  double cost(const RouteAsk& ask, const RouteCandidate& c) const;
-
- private:
-  const RoutingCosts costs_;
+  double cost(const RouteAsk& ask, const RouteCandidate& c) const override;
 };
 
 }  // namespace tandem::router::cluster

@@ -12,18 +12,13 @@
 
 namespace tandem::router::cluster {
 
-class KvPolicy : public RoutingPolicy {
+class KvPolicy final : public CostPolicy {
  public:
-  explicit KvPolicy(RoutingCosts costs) : costs_(costs) {}
+  using CostPolicy::CostPolicy;
 
   std::string_view name() const override { return "kv"; }
-  size_t choose(const RouteAsk& ask, std::span<const RouteCandidate> candidates,
-                std::mt19937_64& rng) override;
   // the cost it minimises, in seconds.
-  double cost(const RouteAsk& ask, const RouteCandidate& c) const;
-
- private:
-  const RoutingCosts costs_;
+  double cost(const RouteAsk& ask, const RouteCandidate& c) const override;
 };
 
 }  // namespace tandem::router::cluster

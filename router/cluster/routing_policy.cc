@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,6 +26,13 @@ double estimateTtft(const RouteAsk& ask, const RouteCandidate& c, const RoutingC
   // the first token is one decode step of the batch it joins.
   t += c.load.decode_s_per_step;
   return t;
+}
+
+size_t CostPolicy::choose(const RouteAsk& ask, std::span<const RouteCandidate> candidates,
+                          std::mt19937_64& rng) {
+  std::vector<double> costs(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) costs[i] = cost(ask, candidates[i]);
+  return pickByCost(costs, costs_.temperature, rng);
 }
 
 size_t pickByCost(std::span<const double> cost, double temperature, std::mt19937_64& rng) {

@@ -81,6 +81,19 @@ class RoutingPolicy {
                         std::mt19937_64& rng) = 0;
 };
 
+// a policy that scores every candidate with cost() and picks by
+// pickByCost (least cost, ties at random; softmax with a temperature).
+class CostPolicy : public RoutingPolicy {
+ public:
+  explicit CostPolicy(RoutingCosts costs) : costs_(costs) {}
+  size_t choose(const RouteAsk& ask, std::span<const RouteCandidate> candidates,
+                std::mt19937_64& rng) final;
+  virtual double cost(const RouteAsk& ask, const RouteCandidate& c) const = 0;
+
+ protected:
+  const RoutingCosts costs_;
+};
+
 // the policy called `name` (InvalidArgument naming the known ones else).
 absl::StatusOr<std::unique_ptr<RoutingPolicy>> makeRoutingPolicy(std::string_view name,
                                                                   const RoutingCosts& costs);
