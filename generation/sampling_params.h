@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,6 +48,12 @@ struct SamplingParams {
   // unset: no logprobs. n: the sampled token's logprob plus the n most
   // likely tokens' (0 <= n <= kMaxLogprobs), from the raw model logits.
   std::optional<int> logprobs;
+  // structured output (response_format, the `grammar` extension, forced tool
+  // calls): the generated text must be a sentence of this grammar, in
+  // tandem's GBNF dialect (text/grammar). Empty: unconstrained. The front end
+  // compiles JSON schemas into it (and refuses what it cannot express); the
+  // engine masks each step's logits to the tokens that keep the text valid.
+  std::string grammar;
 
   bool isGreedy() const { return temperature < kGreedyTemperature || top_k == 1; }
 
