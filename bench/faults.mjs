@@ -49,7 +49,7 @@ for (const r of requests) reference.push((await client.generate(r)).ids.join(','
 
 // closed loop: each client sends its request again and again until stopped.
 function runLoad() {
-  const stats = { requests: 0, failed_attempts: 0, lost: 0, changed: 0, errors: [], completions: [] };
+  const stats = { requests: 0, failed_attempts: 0, lost: 0, changed: 0, errors: {}, completions: [] };
   let stopping = false;
   const loops = [...Array(clients)].map(async (_, c) => {
     for (let k = 0; !stopping; k++) {
@@ -65,10 +65,12 @@ function runLoad() {
           break;
         } catch (e) {
           stats.failed_attempts++;
-          if (stats.errors.length < 10) stats.errors.push(e.message);
-          await sleep(500);
-          if (e.code === 14 && attempt < 2) continue;  // UNAVAILABLE: retried
+          stats.errors[e.message] = (stats.errors[e.message] ?? 0) + 1;
+          // UNAVAILABLE: retried as the openai clients do (2 retries, 0.5 s
+          // then 1 s, less up to 25% jitter).
+          if (e.code === 14 && attempt < 2) { await sleep(500 * 2 ** attempt * (1 - 0.25 * Math.random())); continue; }
           stats.lost++;
+          await sleep(200);
           break;
         }
       }
