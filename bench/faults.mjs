@@ -179,10 +179,16 @@ for (const [name, fault] of Object.entries(faults)) {
   const healS = (Date.now() - t1) / 1000;
   await sleep(2000);
   await load.stop();
+  const lat = (c) => (c.endedAt - c.startedAt) / 1000;
+  const before0 = load.stats.completions.filter((c) => c.endedAt < t0).map(lat).sort((a, b) => a - b);
+  const across = load.stats.completions.filter((c) => c.startedAt < t0 && c.endedAt > t0).map(lat);
   const firstAfter = load.stats.completions.filter((c) => c.startedAt >= t0).map((c) => c.endedAt).sort((a, b) => a - b)[0];
   results[name] = {
     requests: load.stats.requests, failed_attempts: load.stats.failed_attempts, lost: load.stats.lost, changed: load.stats.changed,
     recovery_s: firstAfter ? (firstAfter - t0) / 1000 : null, heal_s: healS,
+    // how long the requests in flight at the fault took, against the median before it
+    median_request_s: before0[Math.floor(before0.length / 2)] ?? null,
+    slowest_across_fault_s: across.length ? Math.max(...across) : null,
     errors: load.stats.errors,
   };
   if (name === 'corrupt-kv-disk') {
