@@ -26,6 +26,8 @@ void registerBenchCommand(CLI::App& app);
 void registerRouterCommand(CLI::App& app);
 // `tandem router simulate` (under the router's command).
 void registerRouterSimulateCommand(CLI::App* router);
+// `tandem planner run` (under the planner's command).
+void registerPlannerRunCommand(CLI::App* planner);
 // `customize`, when set, edits the worker's options after its flags were
 // read: the seam through which a test-only binary injects faults
 // (tests/integration/fault_worker_main.cc, DESIGN.md §6). `tandem` passes none.

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/serve_autoscale.h"
 #include "common/grpc/cluster_auth.h"
 #include "common/process/supervisor.h"
 #include "common/status.h"
@@ -59,7 +60,8 @@ class ServeCluster {
     process::SupervisorOptions options;
     options.on_line = [this](const std::string& name, absl::string_view line) { onLine(name, line); };
     options.on_exit = [this](const std::string& name, process::ExitStatus status, bool will_restart) {
-      onExit(name, status);
+      // a child stopped on purpose (by stop(), or drained by the planner) is no failure.
+      if (will_restart) onExit(name, status);
     };
     ASSIGN_OR_RETURN(supervisor_, process::Supervisor::create(std::move(options)));
     RETURN_IF_ERROR(supervisor_->start({.name = kRouter,
@@ -75,7 +77,7 @@ class ServeCluster {
         stop(sig);
         return absl::OkStatus();
       }
-      int internal_port;
+      int internal_port, http_port;
       {
         std::lock_guard<std::mutex> lock(state_.mu);
         if (!state_.fatal.ok()) {
@@ -83,10 +85,12 @@ class ServeCluster {
           break;
         }
         internal_port = state_.internal_port;
+        http_port = state_.http_port;
       }
       if (!workers_started && internal_port > 0) {
         workers_started = true;
-        absl::Status status = startWorkers(internal_port);
+        absl::Status status = config_.autoscale ? startAutoscaler(internal_port, http_port)
+                                                : startWorkers(internal_port);
         if (!status.ok()) {
           std::lock_guard<std::mutex> lock(state_.mu);
           state_.fatal = status;
@@ -95,7 +99,9 @@ class ServeCluster {
         }
       }
     }
+    if (autoscaler_ != nullptr) autoscaler_->stopPlanner();
     supervisor_->stopAll(std::chrono::seconds(5));
+    autoscaler_.reset();
     return state_.fatal;
   }
 
@@ -143,6 +149,14 @@ class ServeCluster {
                                           .argv = workerArgv("decode", i, router_internal_port),
                                           .extra_env = childEnv()}));
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status startAutoscaler(int router_internal_port, int router_http_port) {
+    absl::StatusOr<std::unique_ptr<ServeAutoscaler>> autoscaler =
+        ServeAutoscaler::start(config_, supervisor_.get(), router_internal_port, router_http_port);
+    if (!autoscaler.ok()) return autoscaler.status();
+    autoscaler_ = std::move(*autoscaler);
     return absl::OkStatus();
   }
 
@@ -197,6 +211,7 @@ class ServeCluster {
   }
 
   void stop(int sig) {
+    if (autoscaler_ != nullptr) autoscaler_->stopPlanner();
     {
       std::lock_guard<std::mutex> lock(state_.mu);
       state_.stopping = true;
@@ -208,12 +223,14 @@ class ServeCluster {
                  sig == SIGINT ? "SIGINT" : "SIGTERM", config_.drain_timeout_s);
     (void)supervisor_->stop(kRouter, drain + std::chrono::seconds(5));
     supervisor_->stopAll(std::chrono::seconds(10));
+    autoscaler_.reset();
     std::fprintf(stderr, "tandem serve: stopped\n");
   }
 
   const ServeClusterConfig& config_;
   ClusterState state_;
   process::SupervisorPtr supervisor_;
+  std::unique_ptr<ServeAutoscaler> autoscaler_;  // with config_.autoscale, once the router is up
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cli/planner_flags.h"
 
 namespace tandem::cli {
 
@@ -38,6 +39,11 @@ struct ServeClusterConfig {
   // (prefill-0, decode-0, ...); empty = no G3.
   std::string kv_disk_path;
   double drain_timeout_s = 30;
+  // --autoscale: the planner runs in this process and starts, adds and
+  // drains the workers (local connector; serve_autoscale.h) within
+  // planner's bounds, starting from prefill_workers/decode_workers.
+  bool autoscale = false;
+  PlannerFlags planner;
 };
 
 // runs until one of `stop_signals` (blocked in every thread by the caller)

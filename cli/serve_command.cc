@@ -24,6 +24,7 @@
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
 #include "cli/frontend_flags.h"
+#include "cli/planner_flags.h"
 #include "cli/serve_cluster.h"
 #include "cli/stop_signals.h"
 #include "common/process/supervisor.h"
@@ -42,6 +43,8 @@ struct ServeArgs {
   EngineFlags engine;
   int prefill_workers = 1;
   int decode_workers = 1;
+  bool autoscale = false;
+  PlannerFlags planner;
   // the flags as given, to pass on to the router and worker processes.
   std::vector<std::string> router_flags;
   std::vector<std::string> worker_flags;
@@ -71,7 +74,10 @@ std::vector<std::string> givenFlags(CLI::App* cmd, const std::vector<std::string
 // evenly too (it is the budget of the whole `tandem serve`).
 absl::StatusOr<std::vector<std::string>> workerEngineFlags(const ServeArgs& args) {
   ASSIGN_OR_RETURN(engine::EngineAssemblyOptions options, engineOptions(args.engine));
-  const int workers = args.prefill_workers + args.decode_workers;
+  // with --autoscale, shares that still fit when the planner runs the most workers.
+  const int workers = std::max(1, args.autoscale ? std::min(args.planner.max_prefill + args.planner.max_decode,
+                                                            args.planner.max_total)
+                                                 : args.prefill_workers + args.decode_workers);
   const int total_threads = options.num_threads > 0
                                 ? options.num_threads
                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -123,6 +129,8 @@ absl::Status serveWithWorkers(const ServeArgs& args) {
   ASSIGN_OR_RETURN(config.worker_flags, workerEngineFlags(args));
   config.kv_disk_path = args.engine.options.tiers.disk_path;
   config.drain_timeout_s = args.web.drain_timeout_s;
+  config.autoscale = args.autoscale;
+  config.planner = args.planner;
   const sigset_t stop_signals = blockStopSignals();
   std::fprintf(stderr, "tandem serve: starting the router, %d prefill and %d decode workers (%s)\n",
                config.prefill_workers, config.decode_workers, config.model.c_str());
@@ -133,6 +141,7 @@ absl::Status runServe(ServeArgs args) {
   if (args.model.empty()) args.model = defaultModelPath();
   if (args.decode_workers < 0) return absl::InvalidArgumentError("--decode-workers must be >= 0");
   if (args.decode_workers > 0) return serveWithWorkers(args);
+  if (args.autoscale) return absl::InvalidArgumentError("--autoscale needs worker processes (--decode-workers >= 1)");
   if (args.prefill_workers > 0) {
     return absl::InvalidArgumentError("--prefill-workers needs --decode-workers >= 1");
   }
@@ -196,6 +205,11 @@ void registerServeCommand(CLI::App& app) {
   cmd->add_option("--kv-transport", "workers: auto|grpc|shm (default auto)");
   cmd->add_option("--prefill-timeout",
                   "decode workers: seconds a remote prefill may take before prefilling locally");
+  cmd->add_flag("--autoscale", args->autoscale,
+                "run the planner in this process: it adds and drains worker processes within "
+                "--min-prefill/--max-prefill/--min-decode/--max-decode/--max-total, starting from "
+                "--prefill-workers/--decode-workers (--planner-policy, --planner-interval, ...)");
+  addPlannerFlags(cmd, &args->planner, "planner-");
   setAction(cmd, [args, cmd] {
     args->router_flags = givenFlags(
         cmd, {"--served-model-name", "--http-threads", "--api-key", "--chat-template",

@@ -83,6 +83,32 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry) {
       workers_->Add({{"role", std::string(rpc::workerRoleName(role))}, {"state", state}});
     }
   }
+  auto role_gauge = [&registry](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+  };
+  role_running_ = role_gauge("tandem:router_role_requests_running",
+                             "sequences running on the healthy workers of a role");
+  role_waiting_ = role_gauge("tandem:router_role_requests_waiting",
+                             "sequences queued on the healthy workers of a role");
+  role_prefill_queued_ = role_gauge("tandem:router_role_prefill_tokens_queued",
+                                    "prompt tokens waiting for prefill on the healthy workers of a role");
+  role_kv_blocks_ = role_gauge("tandem:router_role_kv_blocks",
+                               "KV blocks of the healthy workers of a role");
+  role_kv_used_ = role_gauge("tandem:router_role_kv_used_blocks",
+                             "KV blocks in use on the healthy workers of a role");
+  for (tandem::v1::WorkerRole role :
+       {tandem::v1::WORKER_ROLE_PREFILL, tandem::v1::WORKER_ROLE_DECODE, tandem::v1::WORKER_ROLE_BOTH}) {
+    setRoleLoad(role, RoleLoad{});
+  }
+}
+
+void ClusterMetrics::setRoleLoad(tandem::v1::WorkerRole role, const RoleLoad& load) {
+  const prometheus::Labels labels{{"role", std::string(rpc::workerRoleName(role))}};
+  role_running_->Add(labels).Set(static_cast<double>(load.running));
+  role_waiting_->Add(labels).Set(static_cast<double>(load.waiting));
+  role_prefill_queued_->Add(labels).Set(static_cast<double>(load.prefill_tokens_queued));
+  role_kv_blocks_->Add(labels).Set(static_cast<double>(load.kv_blocks));
+  role_kv_used_->Add(labels).Set(static_cast<double>(load.kv_used_blocks));
 }
 
 void ClusterMetrics::countPrefill(tandem::v1::PrefillKind kind) {

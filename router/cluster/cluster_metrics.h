@@ -4,7 +4,8 @@
 // the KV index: snapshots applied, resyncs, blocks held per worker and in
 // all, its memory and evictions; and routing: decisions by policy and
 // outcome, the prompt tokens routed and those predicted cached where they
-// went (their ratio is the decisions' hit rate), requests shed.
+// went (their ratio is the decisions' hit rate), requests shed; and the
+// workers' load per role (the planner's saturation signals).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,18 @@ class ClusterMetrics {
   // tandem:router_workers{role, state="healthy|unhealthy"} = count; role
   // is rpc::workerRoleName(role).
   void setWorkers(tandem::v1::WorkerRole role, bool healthy, int count);
+  // the load of the healthy workers of `role`, summed from their last
+  // WorkerStats (what the planner scales on): tandem:router_role_requests_running{role},
+  // tandem:router_role_requests_waiting{role}, tandem:router_role_prefill_tokens_queued{role},
+  // tandem:router_role_kv_blocks{role} and tandem:router_role_kv_used_blocks{role}.
+  struct RoleLoad {
+    int64_t running = 0;
+    int64_t waiting = 0;
+    int64_t prefill_tokens_queued = 0;
+    int64_t kv_blocks = 0;
+    int64_t kv_used_blocks = 0;
+  };
+  void setRoleLoad(tandem::v1::WorkerRole role, const RoleLoad& load);
 
  private:
   prometheus::Family<prometheus::Counter>* prefills_;
@@ -66,6 +79,11 @@ class ClusterMetrics {
   prometheus::Counter* kv_snapshots_refused_;
   prometheus::Family<prometheus::Gauge>* kv_index_blocks_;
   prometheus::Family<prometheus::Gauge>* workers_;
+  prometheus::Family<prometheus::Gauge>* role_running_;
+  prometheus::Family<prometheus::Gauge>* role_waiting_;
+  prometheus::Family<prometheus::Gauge>* role_prefill_queued_;
+  prometheus::Family<prometheus::Gauge>* role_kv_blocks_;
+  prometheus::Family<prometheus::Gauge>* role_kv_used_;
   prometheus::Gauge* kv_index_total_blocks_;
   prometheus::Gauge* kv_index_bytes_;
   prometheus::Counter* kv_index_evictions_;

@@ -294,10 +294,22 @@ void WorkerPool::publishMetricsLocked() {
     counts[{role, true}] = 0;
     counts[{role, false}] = 0;
   }
+  std::map<tandem::v1::WorkerRole, ClusterMetrics::RoleLoad> loads = {
+      {tandem::v1::WORKER_ROLE_PREFILL, {}}, {tandem::v1::WORKER_ROLE_DECODE, {}},
+      {tandem::v1::WORKER_ROLE_BOTH, {}}};
   for (const auto& [address, e] : workers_) {
     if (e.state.has_info) ++counts[{e.state.info.role(), e.state.healthy}];
+    if (!e.state.has_info || !e.state.healthy || !e.state.has_stats) continue;
+    ClusterMetrics::RoleLoad& load = loads[e.state.info.role()];
+    const tandem::v1::WorkerStats& s = e.state.stats;
+    load.running += s.num_running();
+    load.waiting += s.num_waiting();
+    load.prefill_tokens_queued += s.num_prefill_tokens_queued();
+    load.kv_blocks += s.num_blocks();
+    load.kv_used_blocks += s.num_active_blocks();
   }
   for (const auto& [key, count] : counts) metrics_->setWorkers(key.first, key.second, count);
+  for (const auto& [role, load] : loads) metrics_->setRoleLoad(role, load);
 }
 
 }  // namespace tandem::router::cluster

@@ -294,5 +294,48 @@ TEST(WorkerPoolMetricsTest, CountsWorkersByRoleAndHealth) {
   EXPECT_EQ(healthy, 1);
 }
 
+// the value of gauge `name` with label role=`role`; -1 when absent.
+double roleGauge(prometheus::Registry& registry, const std::string& name, const std::string& role) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& m : family.metric) {
+      for (const auto& l : m.label) {
+        if (l.name == "role" && l.value == role) return m.gauge.value;
+      }
+    }
+  }
+  return -1;
+}
+
+TEST(WorkerPoolMetricsTest, SumsTheLoadOfHealthyWorkersPerRole) {
+  prometheus::Registry registry;
+  ClusterMetrics metrics(registry);
+  WorkerPool pool(fastOptions(), &metrics);
+  FakeWorker d1(FakeWorkerConfig{.worker_id = "d1"});
+  FakeWorker d2(FakeWorkerConfig{.worker_id = "d2"});
+  FakeWorker p1(FakeWorkerConfig{.worker_id = "p1", .role = "prefill"});
+  d1.start();
+  d2.start();
+  p1.start();
+  d1.setStats(3, 2, 900);
+  d2.setStats(1, 4, 900);
+  p1.setStats(0, 1, 900, 4096);
+  for (FakeWorker* w : {&d1, &d2, &p1}) ASSERT_TRUE(pool.registerWorker(w->info()).ok());
+  pool.start();
+  ASSERT_TRUE(waitFor([&] {
+    return roleGauge(registry, "tandem:router_role_requests_waiting", "decode") == 6 &&
+           roleGauge(registry, "tandem:router_role_prefill_tokens_queued", "prefill") == 4096;
+  }));
+  EXPECT_EQ(roleGauge(registry, "tandem:router_role_requests_running", "decode"), 4);
+  EXPECT_EQ(roleGauge(registry, "tandem:router_role_requests_waiting", "prefill"), 1);
+  EXPECT_EQ(roleGauge(registry, "tandem:router_role_requests_running", "both"), 0);
+  // a worker that stops answering leaves the sums once it is unhealthy.
+  d2.shutdown();
+  ASSERT_TRUE(waitFor([&] {
+    return roleGauge(registry, "tandem:router_role_requests_waiting", "decode") == 2;
+  }));
+  pool.stop();
+}
+
 }  // namespace
 }  // namespace tandem::router::cluster

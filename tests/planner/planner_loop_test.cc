@@ -1,0 +1,207 @@
+#include "planner/planner_loop.h"
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "planner/dry_run_connector.h"
+
+namespace tandem::planner {
+namespace {
+
+// test-only seams: samples the test queues, a policy answering what the test says.
+class ScriptedSource : public MetricsSource {
+ public:
+  absl::StatusOr<LoadSample> next(double now_s) override {
+    if (script.empty()) return absl::UnavailableError("no sample scripted");
+    absl::StatusOr<LoadSample> s = script.front();
+    script.pop_front();
+    if (s.ok()) s->time_s = now_s;
+    return s;
+  }
+  std::deque<absl::StatusOr<LoadSample>> script;
+};
+
+class LastPredictor : public LoadPredictor {
+ public:
+  const char* name() const override { return "last"; }
+  void observe(const LoadSample& s) override {
+    last = s;
+    ++observed;
+  }
+  LoadSample predict() const override {
+    LoadSample p = last;
+    p.request_rate *= 2;  // visibly not the observed
+    return p;
+  }
+  LoadSample last;
+  int observed = 0;
+};
+
+class AnswerPolicy : public ScalingPolicy {
+ public:
+  const char* name() const override { return "answer"; }
+  ScalingDecision decide(const PolicyInputs& in) override {
+    inputs.push_back(in);
+    return {answer, "as told"};
+  }
+  RoleCounts answer;
+  std::vector<PolicyInputs> inputs;
+};
+
+// DryRunConnector that can be told to fail.
+class FlakyConnector : public DryRunConnector {
+ public:
+  FlakyConnector() : DryRunConnector({1, 1}, [](const std::string&) {}) {}
+  absl::StatusOr<RoleCounts> current() override {
+    if (fail_current) return absl::UnavailableError("platform down");
+    return DryRunConnector::current();
+  }
+  absl::Status scale(Role role, int target) override {
+    scaled.emplace_back(role, target);
+    if (fail_scale) return absl::PermissionDeniedError("no rbac");
+    return DryRunConnector::scale(role, target);
+  }
+  bool fail_current = false;
+  bool fail_scale = false;
+  std::vector<std::pair<Role, int>> scaled;
+};
+
+LoadSample sample(double rate) {
+  LoadSample s;
+  s.request_rate = rate;
+  s.interval_s = 10;
+  s.ttft_slo_attainment = 0.9;
+  return s;
+}
+
+class PlannerLoopTest : public ::testing::Test {
+ protected:
+  PlannerLoopTest() {
+    options_.bounds = {.min = {0, 1}, .max = {3, 4}, .max_total = 6};
+    options_.log = [this](const std::string& line) { lines_.push_back(nlohmann::json::parse(line)); };
+  }
+  PlannerLoop& loop() {
+    if (!loop_) loop_ = std::make_unique<PlannerLoop>(options_, &source_, &predictor_, &policy_, &connector_, &metrics_);
+    return *loop_;
+  }
+  std::string metricsText() { return metrics_.render(); }
+
+  PlannerLoopOptions options_;
+  ScriptedSource source_;
+  LastPredictor predictor_;
+  AnswerPolicy policy_;
+  FlakyConnector connector_;
+  PlannerMetrics metrics_;
+  std::vector<nlohmann::json> lines_;
+  std::unique_ptr<PlannerLoop> loop_;
+};
+
+TEST_F(PlannerLoopTest, ScalesEachRoleThatChangesAndLogsItsInputs) {
+  source_.script.push_back(sample(3));
+  policy_.answer = {2, 1};  // prefill 1 -> 2, decode stays
+  ASSERT_TRUE(loop().tick(10).ok());
+  EXPECT_EQ(connector_.scaled, (std::vector<std::pair<Role, int>>{{Role::kPrefill, 2}}));
+  EXPECT_EQ(*connector_.current(), (RoleCounts{2, 1}));
+  ASSERT_EQ(policy_.inputs.size(), 1u);
+  EXPECT_EQ(policy_.inputs[0].observed.request_rate, 3);
+  EXPECT_EQ(policy_.inputs[0].predicted.request_rate, 6);
+  EXPECT_EQ(policy_.inputs[0].current, (RoleCounts{1, 1}));
+  ASSERT_EQ(lines_.size(), 1u);
+  const nlohmann::json& line = lines_[0];
+  EXPECT_EQ(line["decision"], "scale");
+  EXPECT_EQ(line["policy"], "answer");
+  EXPECT_EQ(line["observed"]["request_rate"], 3);
+  EXPECT_EQ(line["predicted"]["request_rate"], 6);
+  EXPECT_EQ(line["current"]["prefill"], 1);
+  EXPECT_EQ(line["desired"]["prefill"], 2);
+  EXPECT_EQ(line["reason"], "as told");
+  EXPECT_EQ(line["changes"][0]["role"], "prefill");
+  const std::string text = metricsText();
+  EXPECT_NE(text.find("tandem:planner_desired_replicas{role=\"prefill\"} 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("tandem:planner_observed_request_rate 3"), std::string::npos);
+  EXPECT_NE(text.find("tandem:planner_predicted_request_rate 6"), std::string::npos);
+  EXPECT_NE(text.find("tandem:planner_ttft_slo_attainment 0.9"), std::string::npos);
+  EXPECT_NE(text.find("tandem:planner_decisions_total 1"), std::string::npos);
+  EXPECT_NE(text.find("tandem:planner_scale_events_total{direction=\"up\",role=\"prefill\"} 1"), std::string::npos)
+      << text;
+}
+
+TEST_F(PlannerLoopTest, ClampsTheDecisionToTheBounds) {
+  source_.script.push_back(sample(1));
+  policy_.answer = {9, 0};  // above max prefill, below min decode
+  ASSERT_TRUE(loop().tick(10).ok());
+  EXPECT_EQ(*connector_.current(), (RoleCounts{3, 1}));
+  EXPECT_EQ(lines_[0]["policy_asked"]["prefill"], 9);
+  // the total within max_total, taking from the role furthest above its minimum.
+  EXPECT_EQ(clampToBounds({3, 4}, {.min = {0, 1}, .max = {3, 4}, .max_total = 5}), (RoleCounts{2, 3}));
+  EXPECT_EQ(clampToBounds({1, 4}, {.min = {1, 1}, .max = {3, 4}, .max_total = 3}), (RoleCounts{1, 2}));
+}
+
+TEST_F(PlannerLoopTest, HoldsWhenNothingChanges) {
+  source_.script.push_back(sample(1));
+  policy_.answer = {1, 1};
+  ASSERT_TRUE(loop().tick(10).ok());
+  EXPECT_TRUE(connector_.scaled.empty());
+  EXPECT_EQ(lines_[0]["decision"], "hold");
+}
+
+TEST_F(PlannerLoopTest, AFailedOrStaleSampleDecidesNothing) {
+  source_.script.push_back(absl::UnavailableError("connection refused"));
+  source_.script.push_back(absl::FailedPreconditionError("stale baseline"));
+  policy_.answer = {3, 3};
+  EXPECT_TRUE(absl::IsUnavailable(loop().tick(10)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(loop().tick(20)));
+  EXPECT_TRUE(policy_.inputs.empty());
+  EXPECT_EQ(predictor_.observed, 0);
+  EXPECT_TRUE(connector_.scaled.empty());
+  ASSERT_EQ(lines_.size(), 2u);
+  EXPECT_EQ(lines_[0]["decision"], "none");
+  EXPECT_NE(lines_[0]["error"].get<std::string>().find("connection refused"), std::string::npos);
+  EXPECT_NE(metricsText().find("tandem:planner_errors_total{stage=\"metrics\"} 2"), std::string::npos);
+}
+
+TEST_F(PlannerLoopTest, ConnectorFailuresAreCountedAndReported) {
+  source_.script.push_back(sample(1));
+  connector_.fail_current = true;
+  EXPECT_TRUE(absl::IsUnavailable(loop().tick(10)));
+  EXPECT_TRUE(policy_.inputs.empty());
+  connector_.fail_current = false;
+  connector_.fail_scale = true;
+  source_.script.push_back(sample(1));
+  policy_.answer = {1, 2};
+  EXPECT_TRUE(absl::IsPermissionDenied(loop().tick(20)));
+  EXPECT_NE(lines_[1]["changes"][0]["error"].get<std::string>().find("no rbac"), std::string::npos);
+  const std::string text = metricsText();
+  EXPECT_NE(text.find("tandem:planner_errors_total{stage=\"connector\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("tandem:planner_errors_total{stage=\"scale\"} 1"), std::string::npos) << text;
+}
+
+TEST_F(PlannerLoopTest, RunsOnItsOwnTimerEveryInterval) {
+  options_.interval = std::chrono::milliseconds(20);
+  for (int i = 0; i < 3; ++i) source_.script.push_back(sample(i));
+  policy_.answer = {1, 1};
+  loop().start();
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < end) {
+    {
+      // the loop's ticks log from the timer thread; read the count through tick's lock.
+      if (metricsText().find("tandem:planner_decisions_total 3") != std::string::npos) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  loop().stop();
+  EXPECT_NE(metricsText().find("tandem:planner_decisions_total 3"), std::string::npos);
+}
+
+TEST(ValidateBoundsTest, RefusesInconsistentBounds) {
+  EXPECT_TRUE(validateBounds({.min = {0, 1}, .max = {2, 2}, .max_total = 4}).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(validateBounds({.min = {3, 1}, .max = {2, 2}, .max_total = 4})));
+  EXPECT_TRUE(absl::IsInvalidArgument(validateBounds({.min = {-1, 1}, .max = {2, 2}, .max_total = 4})));
+  EXPECT_TRUE(absl::IsInvalidArgument(validateBounds({.min = {2, 2}, .max = {2, 2}, .max_total = 3})));
+}
+
+}  // namespace
+}  // namespace tandem::planner
