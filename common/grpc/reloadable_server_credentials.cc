@@ -13,11 +13,13 @@ namespace tandem::grpc_util {
 namespace {
 
 // what the fetcher of one credentials object reads. gRPC gives the fetcher
-// no way to release its user data, and the core may call it a little after
-// the C++ objects are gone: the fetcher finds its state by id in a
-// registry, and a state that is gone reads as "unchanged".
+// no way to release its user data, and the core keeps calling it for as
+// long as the server lives, also after the C++ credentials object is gone
+// (ServerBuilder drops it once the server is built): so the state is found
+// by id in a registry it never leaves (a few bytes per credentials made),
+// and holds the store weakly — a store that is gone reads as "unchanged".
 struct FetcherState {
-  tls::CertificateStorePtr store;
+  std::weak_ptr<tls::CertificateStore> store;
   uint64_t served_generation = 0;  // what gRPC has now; 0 = nothing yet
 };
 
@@ -39,11 +41,6 @@ uintptr_t registerState(tls::CertificateStorePtr store) {
   return id;
 }
 
-void unregisterState(uintptr_t id) {
-  std::lock_guard lock(registryMutex());
-  registry().erase(id);
-}
-
 // gRPC's certificate config fetcher: called when the credentials are first
 // used and before every handshake.
 grpc_ssl_certificate_config_reload_status fetchConfig(void* user_data,
@@ -52,12 +49,19 @@ grpc_ssl_certificate_config_reload_status fetchConfig(void* user_data,
   auto it = registry().find(reinterpret_cast<uintptr_t>(user_data));
   if (it == registry().end()) return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
   FetcherState& state = it->second;
+  tls::CertificateStorePtr store = state.store.lock();
+  if (store == nullptr) return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
   uint64_t generation = 0;
-  std::shared_ptr<const tls::TlsMaterial> material = state.store->current(&generation);
+  std::shared_ptr<const tls::TlsMaterial> material = store->current(&generation);
   if (generation == state.served_generation) return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
   grpc_ssl_pem_key_cert_pair pair{material->key_pem.c_str(), material->cert_pem.c_str()};
-  *config = grpc_ssl_server_certificate_config_create(
-      material->client_ca_pem.empty() ? nullptr : material->client_ca_pem.c_str(), &pair, 1);
+  // gRPC 1.51 asserts that a fetched config names root certificates even
+  // when client certificates are never asked for
+  // (GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE): then the server's own chain
+  // stands in, a valid PEM that is never consulted.
+  const std::string& roots =
+      material->client_ca_pem.empty() ? material->cert_pem : material->client_ca_pem;
+  *config = grpc_ssl_server_certificate_config_create(roots.c_str(), &pair, 1);
   if (*config == nullptr) return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
   state.served_generation = generation;
   return GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW;
@@ -82,7 +86,6 @@ class ReloadableServerCredentials final : public grpc::ServerCredentials {
   }
   ~ReloadableServerCredentials() override {
     if (credentials_ != nullptr) grpc_server_credentials_release(credentials_);
-    unregisterState(id_);
   }
 
   // grpc::ServerCredentials

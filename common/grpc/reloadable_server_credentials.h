@@ -20,7 +20,9 @@ namespace tandem::grpc_util {
 
 // credentials for ServerBuilder::AddListeningPort. Whether clients must
 // present a certificate is decided here, by whether `store` holds a client
-// CA now (its reloads re-read the same files).
+// CA now (its reloads re-read the same files). The credentials may be
+// dropped once the server is built; `store` must live as long as the
+// server should follow its reloads (after that, the last certificate stays).
 std::shared_ptr<grpc::ServerCredentials> reloadableServerCredentials(tls::CertificateStorePtr store);
 
 }  // namespace tandem::grpc_util
