@@ -59,14 +59,15 @@ absl::StatusOr<std::vector<ApiKeyEntry>> parseApiKeys(std::string_view text, std
       std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(fields[i], absl::MaxSplits('=', 1));
       int64_t value = 0;
       if (!absl::SimpleAtoi(kv.second, &value) || value < 1 || value > kMaxLimit) {
-        return fail(absl::StrCat("'", fields[i], "': a limit is rpm=N or tpm=N, N a positive integer"));
+        // the field is not echoed: a second key pasted on the line would land in the log.
+        return fail(absl::StrCat("field ", i + 1, ": a limit is rpm=N or tpm=N, N a positive integer"));
       }
       if (kv.first == "rpm") {
         entry.limit.requests_per_minute = value;
       } else if (kv.first == "tpm") {
         entry.limit.tokens_per_minute = value;
       } else {
-        return fail(absl::StrCat("unknown limit '", kv.first, "' (rpm or tpm)"));
+        return fail(absl::StrCat("field ", i + 1, ": unknown limit (rpm=N or tpm=N)"));
       }
     }
     if (!seen.insert(entry.key).second) return fail("this key is listed before");
