@@ -4,12 +4,14 @@
 // from the public ports, authenticated by the cluster flags) or are listed
 // (--workers, --workers-file, --workers-dns). The router learns the model
 // from the first healthy decode worker (tokenizer from its model path, or
-// from --model), then serves. SIGINT or SIGTERM drains like `tandem serve`.
+// from --model), then serves. SIGINT or SIGTERM drains like `tandem serve`;
+// SIGHUP re-reads the TLS certificate and the API key file.
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,15 +56,19 @@ struct RouterArgs {
 };
 
 // the first healthy decode-capable worker, waiting for one; nullopt when a
-// stop signal came first (its number in *sig).
+// stop signal came first (its number in *sig). SIGHUP runs `on_reload`.
 std::optional<WorkerState> waitForDecodeWorker(WorkerPool& pool, const sigset_t& stop_signals,
-                                               int* sig) {
+                                               int* sig, const std::function<void()>& on_reload) {
   while (true) {
     for (const WorkerState& w : pool.snapshot()) {
       if (w.healthy && w.has_info && w.decodeCapable()) return w;
     }
     const timespec wait{0, 100 * 1000 * 1000};
     if (int s = sigtimedwait(&stop_signals, nullptr, &wait); s > 0) {
+      if (s == SIGHUP) {
+        on_reload();
+        continue;
+      }
       *sig = s;
       return std::nullopt;
     }
@@ -73,7 +79,9 @@ absl::Status runRouter(RouterArgs args) {
   if (args.web.options.grpc_port < 0) {
     return absl::InvalidArgumentError("the router needs its gRPC port");
   }
-  router::FrontendOptions frontend_options = frontendOptions(args.web);
+  ASSIGN_OR_RETURN(router::FrontendOptions frontend_options, frontendOptions(args.web));
+  const auto reload = [&frontend_options] { reloadFrontend(frontend_options, "tandem router"); };
+  const char* http_scheme = frontend_options.tls != nullptr ? "https" : "http";
   ASSIGN_OR_RETURN(grpc_util::ClusterAuthPtr auth, clusterAuth(args.cluster));
   RegistryServerOptions registry_options;
   registry_options.host = args.internal_host.empty() ? args.web.options.host : args.internal_host;
@@ -108,9 +116,9 @@ absl::Status runRouter(RouterArgs args) {
   const std::string& host = args.web.options.host;
   warnIfUnauthenticated(*auth, "tandem router");
   std::fprintf(stderr,
-               "tandem router: listening on http://%s:%d and grpc %s:%d, internal %s (workers "
+               "tandem router: listening on %s://%s:%d and grpc %s:%d, internal %s (workers "
                "register there), waiting for workers\n",
-               host.c_str(), frontend->httpPort(), host.c_str(), frontend->grpcPort(),
+               http_scheme, host.c_str(), frontend->httpPort(), host.c_str(), frontend->grpcPort(),
                formatHostPort(registry_options.host, registry->port()).c_str());
   std::fflush(stderr);
 
@@ -128,7 +136,7 @@ absl::Status runRouter(RouterArgs args) {
   };
 
   int sig = 0;
-  std::optional<WorkerState> first = waitForDecodeWorker(pool, stop_signals, &sig);
+  std::optional<WorkerState> first = waitForDecodeWorker(pool, stop_signals, &sig, reload);
   if (!first) {
     shutdown(sig);
     return absl::OkStatus();
@@ -153,12 +161,12 @@ absl::Status runRouter(RouterArgs args) {
                          "(--chat-template FILE to set one)\n");
   }
   RETURN_IF_ERROR(frontend->serve(std::move(model), &generator));
-  std::fprintf(stderr, "tandem router: model '%s' (context %d) on http://%s:%d (OpenAI API) and grpc %s:%d\n",
-               served_name.c_str(), max_model_len, host.c_str(), frontend->httpPort(), host.c_str(),
+  std::fprintf(stderr, "tandem router: model '%s' (context %d) on %s://%s:%d (OpenAI API) and grpc %s:%d\n",
+               served_name.c_str(), max_model_len, http_scheme, host.c_str(), frontend->httpPort(), host.c_str(),
                frontend->grpcPort());
   std::fflush(stderr);
 
-  sig = waitForStopSignal(stop_signals);
+  sig = waitForStopSignal(stop_signals, reload);
   shutdown(sig);
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 #include "cli/serve_cluster.h"
 
+#include <signal.h>
 #include <time.h>
 
 #include <cstdio>
@@ -73,6 +74,10 @@ class ServeCluster {
     for (;;) {
       siginfo_t info;
       const int sig = sigtimedwait(&stop_signals, &info, &tick);
+      if (sig == SIGHUP) {
+        forwardToRouter(sig);
+        continue;
+      }
       if (sig > 0) {
         stop(sig);
         return absl::OkStatus();
@@ -170,7 +175,7 @@ class ServeCluster {
       return;
     }
     if (absl::StartsWith(line, "tandem router: listening on ")) {
-      const int http_port = portAfter(line, "http://");
+      const int http_port = portAfter(line, "://");  // http:// or https://
       const int grpc_port = portAfter(line, "grpc ");
       const int internal_port = portAfter(line, "internal ");
       if (http_port <= 0 || grpc_port <= 0 || internal_port <= 0) return;
@@ -185,7 +190,8 @@ class ServeCluster {
       return;
     }
     constexpr absl::string_view kReady = "tandem router: model '";
-    const size_t on = line.find(" on http://");
+    size_t on = line.find(" on http://");
+    if (on == absl::string_view::npos) on = line.find(" on https://");
     if (!absl::StartsWith(line, kReady) || on == absl::string_view::npos) return;
     std::lock_guard<std::mutex> lock(state_.mu);
     if (state_.ready_printed) return;
@@ -208,6 +214,15 @@ class ServeCluster {
     state_.fatal = absl::FailedPreconditionError(
         absl::StrCat("tandem serve: ", name, " exited before it came up (", status.describe(),
                      "); its output is above"));
+  }
+
+  // the router re-reads its TLS certificate and API key file on SIGHUP.
+  void forwardToRouter(int sig) {
+    absl::StatusOr<pid_t> pid = supervisor_->pid(kRouter);
+    if (pid.ok() && *pid > 0) {
+      kill(*pid, sig);
+      std::fprintf(stderr, "tandem serve: SIGHUP passed on to the router\n");
+    }
   }
 
   void stop(int sig) {

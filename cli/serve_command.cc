@@ -6,7 +6,8 @@
 // one (serve_cluster.h). With --decode-workers 0 (and --prefill-workers 0)
 // the router and one engine run in this process, as before issue 5.
 // SIGINT or SIGTERM drains: health turns 503, requests in progress finish
-// (up to --drain-timeout), then the process exits 0.
+// (up to --drain-timeout), then the process exits 0. SIGHUP re-reads the TLS
+// certificate and the API key file (passed on to the router process).
 #include <signal.h>
 
 #include <algorithm>
@@ -111,6 +112,8 @@ absl::Status serveWithWorkers(const ServeArgs& args) {
     return absl::InvalidArgumentError(
         "--grpc-port -1 needs --decode-workers 0: the router of worker processes serves gRPC");
   }
+  // the router process reads them again; a bad one is one clear error here.
+  RETURN_IF_ERROR(frontendOptions(args.web).status());
   ServeClusterConfig config;
   ASSIGN_OR_RETURN(config.tandem_binary, process::selfExecutable());
   config.model = args.model;
@@ -148,8 +151,8 @@ absl::Status runServe(ServeArgs args) {
   ASSIGN_OR_RETURN(engine::EngineAssemblyOptions engine_options, engineOptions(args.engine));
   const sigset_t stop_signals = blockStopSignals();
 
-  ASSIGN_OR_RETURN(router::FrontendServerPtr frontend,
-                   router::FrontendServer::start(frontendOptions(args.web)));
+  ASSIGN_OR_RETURN(const router::FrontendOptions frontend_options, frontendOptions(args.web));
+  ASSIGN_OR_RETURN(router::FrontendServerPtr frontend, router::FrontendServer::start(frontend_options));
   std::fprintf(stderr, "tandem serve: loading %s\n", args.model.c_str());
   ASSIGN_OR_RETURN(engine::EngineAssemblyPtr local, engine::EngineAssembly::create(args.model, engine_options));
   const int max_model_len = local->maxModelLen();
@@ -166,13 +169,15 @@ absl::Status runServe(ServeArgs args) {
   }
   RETURN_IF_ERROR(frontend->serve(std::move(model), generator.get()));
   std::fprintf(stderr,
-               "tandem serve: model '%s' (context %d, %d KV blocks) on http://%s:%d (OpenAI API) "
+               "tandem serve: model '%s' (context %d, %d KV blocks) on %s://%s:%d (OpenAI API) "
                "and grpc %s:%d\n",
-               name.c_str(), max_model_len, num_blocks, args.web.options.host.c_str(),
+               name.c_str(), max_model_len, num_blocks, frontend_options.tls ? "https" : "http",
+               args.web.options.host.c_str(),
                frontend->httpPort(), args.web.options.host.c_str(), frontend->grpcPort());
   std::fflush(stderr);
 
-  const int sig = waitForStopSignal(stop_signals);
+  const int sig = waitForStopSignal(
+      stop_signals, [&frontend_options] { reloadFrontend(frontend_options, "tandem serve"); });
   std::fprintf(stderr, "tandem serve: %s, draining (up to %.0f s)\n",
                stopSignalName(sig), args.web.drain_timeout_s);
   frontend->drainAndStop(std::chrono::milliseconds(static_cast<int64_t>(args.web.drain_timeout_s * 1000)));
@@ -212,7 +217,8 @@ void registerServeCommand(CLI::App& app) {
   addPlannerFlags(cmd, &args->planner, "planner-");
   setAction(cmd, [args, cmd] {
     args->router_flags = givenFlags(
-        cmd, {"--served-model-name", "--http-threads", "--api-key", "--chat-template",
+        cmd, {"--served-model-name", "--http-threads", "--api-key", "--api-key-file", "--tls-cert",
+              "--tls-key", "--tls-client-ca", "--chat-template",
               "--max-pending-requests", "--max-admitted-seqs", "--max-admitted-prompt-tokens",
               "--max-prompt-tokens", "--prepare-threads", "--max-prepare-queue", "--max-request-mb",
               "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens"});

@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev liburing-dev prometheus-cpp-dev libxxhash-dev
-  libboost-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
+  libboost-dev libssl-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
   libicu-dev libyaml-cpp-dev libgtest-dev libgmock-dev ccache
   python3 curl hipcc libamdhip64-dev rocm-device-libs
 )

@@ -51,6 +51,11 @@ absl::StatusOr<HttpServerPtr> BeastHttpServer::create(const HttpServerOptions& o
                                                       HttpHandler handler) {
   if (absl::Status status = validate(options, handler); !status.ok()) return status;
   std::unique_ptr<BeastHttpServer> server(new BeastHttpServer(options, std::move(handler)));
+  if (options.tls != nullptr) {
+    absl::StatusOr<std::unique_ptr<SslContextSource>> ssl = SslContextSource::create(options.tls);
+    if (!ssl.ok()) return ssl.status();
+    server->ssl_ = *std::move(ssl);
+  }
   if (absl::Status status = server->listen(); !status.ok()) return status;
   if (absl::Status status = server->startThreads(); !status.ok()) return status;
   return HttpServerPtr(std::move(server));
@@ -146,7 +151,8 @@ void BeastHttpServer::onAccept(const error_code& ec, HttpConnection::Socket sock
   // server-sent events must leave at once, not wait for Nagle.
   error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  auto connection = std::make_shared<HttpConnection>(context_.get(), std::move(socket));
+  auto connection = std::make_shared<HttpConnection>(context_.get(), std::move(socket),
+                                                     ssl_ != nullptr ? ssl_->current() : nullptr);
   if (context_->registry.add(connection, context_->options.max_connections)) {
     connection->start();
   } else {

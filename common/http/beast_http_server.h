@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "common/http/http_connection.h"
 #include "common/http/http_server.h"
+#include "common/http/ssl_context_source.h"
 
 namespace tandem::http {
 
@@ -56,6 +57,8 @@ class BeastHttpServer : public HttpServer {
 
   // declared first: connections point at it until the io_context is gone.
   std::unique_ptr<ConnectionContext> context_;
+  // HTTPS: the context new connections handshake with; null = plain HTTP.
+  std::unique_ptr<SslContextSource> ssl_;
   boost::asio::io_context io_context_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   boost::asio::basic_socket_acceptor<boost::asio::ip::tcp, Strand> acceptor_;

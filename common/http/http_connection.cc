@@ -5,6 +5,7 @@
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -31,6 +32,12 @@ constexpr size_t kMaxInputWhileResponding = 64 * 1024;
 // entries of the output queue gathered into one write.
 constexpr size_t kMaxBuffersPerWrite = 64;
 
+// the client closed its side: a TCP EOF, or over TLS a close_notify (EOF)
+// or a plain TCP close without one (truncated).
+bool isEof(const error_code& ec) {
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+}
+
 std::string formatEndpoint(const asio::ip::tcp::endpoint& endpoint) {
   const asio::ip::address address = endpoint.address();
   if (address.is_v6()) return absl::StrCat("[", address.to_string(), "]:", endpoint.port());
@@ -39,13 +46,13 @@ std::string formatEndpoint(const asio::ip::tcp::endpoint& endpoint) {
 
 }  // namespace
 
-HttpConnection::HttpConnection(ConnectionContext* context, Socket socket)
+HttpConnection::HttpConnection(ConnectionContext* context, Socket socket, SslContextPtr ssl)
     : context_(context),
-      socket_(std::move(socket)),
-      strand_(socket_.get_executor()),
+      stream_(std::move(socket), std::move(ssl)),
+      strand_(stream_.socket().get_executor()),
       timer_(strand_) {
   error_code ec;
-  asio::ip::tcp::endpoint peer = socket_.remote_endpoint(ec);
+  asio::ip::tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
   if (!ec) remote_address_ = formatEndpoint(peer);
 }
 
@@ -57,6 +64,10 @@ HttpConnection::~HttpConnection() {
 
 void HttpConnection::start() {
   asio::post(strand_, [self = shared_from_this()] {
+    if (self->stream_.tls()) {
+      self->startHandshake();
+      return;
+    }
     self->enterIdle();
     self->startRead();
   });
@@ -64,6 +75,12 @@ void HttpConnection::start() {
 
 void HttpConnection::reject() {
   asio::post(strand_, [self = shared_from_this()] {
+    if (self->stream_.tls()) {
+      // the client can read nothing before the handshake.
+      self->reject_after_handshake_ = true;
+      self->startHandshake();
+      return;
+    }
     self->sendErrorAndClose(503, "the server has too many open connections; retry later");
     self->startRead();
   });
@@ -73,7 +90,7 @@ void HttpConnection::drain() {
   asio::post(strand_, [self = shared_from_this()] {
     if (self->phase_ == Phase::kClosed) return;
     self->close_after_ = true;
-    if (self->phase_ == Phase::kIdle) self->closeNow();
+    if (self->phase_ == Phase::kIdle || self->phase_ == Phase::kHandshake) self->closeNow();
   });
 }
 
@@ -83,6 +100,56 @@ void HttpConnection::forceClose() {
 
 void HttpConnection::post(std::function<void(HttpConnection&)> fn) {
   asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] { fn(*self); });
+}
+
+// ---- the TLS handshake ----
+
+void HttpConnection::startHandshake() {
+  phase_ = Phase::kHandshake;
+  // a client that connects and never completes the handshake is cut off
+  // like one that never completes its request.
+  armTimer(context_->options.request_timeout);
+  reading_ = true;
+  stream_.asyncReadRaw(asio::buffer(read_chunk_),
+                       [self = shared_from_this()](const error_code& ec, size_t bytes) {
+                         self->onRawRead(ec, bytes);
+                       });
+}
+
+void HttpConnection::onRawRead(const error_code& ec, size_t bytes) {
+  reading_ = false;
+  if (phase_ != Phase::kHandshake) return;
+  if (ec || bytes == 0) {
+    closeNow();
+    return;
+  }
+  // every TLS connection opens with a handshake record (content type 22);
+  // anything else is most likely plain HTTP sent to the HTTPS port.
+  constexpr unsigned char kTlsHandshakeRecord = 0x16;
+  if (static_cast<unsigned char>(read_chunk_[0]) != kTlsHandshakeRecord) {
+    stream_.fallBackToPlain();
+    sendErrorAndClose(400, "this port speaks HTTPS: the request was sent as plain HTTP");
+    startRead();
+    return;
+  }
+  stream_.asyncHandshake(asio::buffer(read_chunk_.data(), bytes),
+                         [self = shared_from_this()](const error_code& ec, size_t) {
+                           self->onHandshake(ec);
+                         });
+}
+
+void HttpConnection::onHandshake(const error_code& ec) {
+  if (phase_ != Phase::kHandshake) return;
+  if (ec) {
+    closeNow();  // not a TLS client we can talk to (or no valid client certificate)
+    return;
+  }
+  if (reject_after_handshake_) {
+    sendErrorAndClose(503, "the server has too many open connections; retry later");
+  } else {
+    enterIdle();
+  }
+  startRead();
 }
 
 // ---- reading requests ----
@@ -274,23 +341,23 @@ void HttpConnection::startRead() {
     return;  // resumed when the response is done
   }
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_chunk_),
-                          [self = shared_from_this()](const error_code& ec, size_t bytes) {
-                            self->onRead(ec, bytes);
-                          });
+  stream_.asyncReadSome(asio::buffer(read_chunk_),
+                        [self = shared_from_this()](const error_code& ec, size_t bytes) {
+                          self->onRead(ec, bytes);
+                        });
 }
 
 void HttpConnection::onRead(const error_code& ec, size_t bytes) {
   reading_ = false;
   if (phase_ == Phase::kClosed) return;
-  if (ec == asio::error::eof && phase_ == Phase::kErrorResponse) {
+  if (isEof(ec) && phase_ == Phase::kErrorResponse) {
     return;  // a half-closed client may still read our error; linger reads again
   }
   if (ec) {
     // EOF with a write in flight: the client may have read the whole
     // response and closed before the write's handler ran. Let it run: a
     // response it completes is not a disconnect.
-    if (ec == asio::error::eof && writing_) {
+    if (isEof(ec) && writing_) {
       peer_eof_ = true;
       return;
     }
@@ -320,8 +387,8 @@ void HttpConnection::flush() {
   for (size_t i = 0; i < count; ++i) write_buffers_.push_back(asio::buffer(output_[i].bytes));
   writes_in_flight_ = count;
   writing_ = true;
-  asio::async_write(socket_, write_buffers_,
-                    [self = shared_from_this()](const error_code& ec, size_t) { self->onWrite(ec); });
+  stream_.asyncWrite(write_buffers_,
+                     [self = shared_from_this()](const error_code& ec, size_t) { self->onWrite(ec); });
 }
 
 void HttpConnection::onWrite(const error_code& ec) {
@@ -396,6 +463,7 @@ void HttpConnection::cancelTimer() {
 
 void HttpConnection::onTimer() {
   switch (phase_) {
+    case Phase::kHandshake:
     case Phase::kIdle:
     case Phase::kErrorResponse:
     case Phase::kLingering:
@@ -416,8 +484,7 @@ void HttpConnection::beginLinger() {
   // closing with unread input would reset the connection and could destroy
   // the response before the client read it.
   phase_ = Phase::kLingering;
-  error_code ignored;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  stream_.shutdownSend();
   parser_.reset();
   input_.consume(input_.size());
   armTimer(kLingerTimeout);
@@ -428,9 +495,7 @@ void HttpConnection::closeNow() {
   if (phase_ == Phase::kClosed) return;
   phase_ = Phase::kClosed;
   cancelTimer();
-  error_code ignored;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  stream_.close();
   if (!writing_) output_.clear();  // else the aborted write's handler clears it
   parser_.reset();
   std::shared_ptr<ResponseState> state = std::move(state_);

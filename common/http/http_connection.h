@@ -1,6 +1,8 @@
 // One accepted TCP connection: reads requests with Beast's parser, hands
 // each complete request to the handler, and writes the response the
-// handler's ResponseWriter sends, in order, one request at a time.
+// handler's ResponseWriter sends, in order, one request at a time. On an
+// HTTPS server it first handshakes TLS (within request_timeout); a client
+// that sends plain HTTP instead gets a plain 400 and the connection closes.
 //
 // Everything below runs on the connection's strand, so no member needs a
 // lock. A read is outstanding on the socket at all times (also while a
@@ -29,6 +31,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "common/http/connection_registry.h"
+#include "common/http/connection_stream.h"
 #include "common/http/http_server.h"
 #include "common/http/post_gate.h"
 #include "common/http/response_encoder.h"
@@ -49,18 +52,19 @@ struct ConnectionContext {
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
-  using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+  using Strand = ConnectionStream::Strand;
   // a socket whose completion handlers run on its own strand.
-  using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, Strand>;
+  using Socket = ConnectionStream::Socket;
 
   // `context` outlives every connection's I/O: the server stops its threads
-  // before it goes.
-  HttpConnection(ConnectionContext* context, Socket socket);
+  // before it goes. `ssl`: the TLS context to handshake with; null = plain HTTP.
+  HttpConnection(ConnectionContext* context, Socket socket, SslContextPtr ssl = nullptr);
   ~HttpConnection();
 
   // begins reading requests.
   void start();
-  // answers 503 and closes: the server serves as many connections as allowed.
+  // answers 503 and closes: the server serves as many connections as
+  // allowed (over TLS, after the handshake).
   void reject();
   // server shutdown: close when idle, else after the request in progress.
   void drain();
@@ -84,6 +88,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
  private:
   enum class Phase {
+    kHandshake,       // TLS: waiting for the client's hello, handshaking (request_timeout)
     kIdle,            // waiting for the first byte of a request (idle_timeout)
     kReadingRequest,  // head or body incomplete (request_timeout)
     kResponding,      // handler has the request; reads only detect a close
@@ -97,6 +102,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     bool ends_response = false;  // the last piece of a response
   };
 
+  void startHandshake();
+  void onRawRead(const boost::system::error_code& ec, size_t bytes);
+  void onHandshake(const boost::system::error_code& ec);
   void enterIdle();
   void beginRequest();
   void processInput();
@@ -124,12 +132,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
       std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>, Strand>;
 
   ConnectionContext* context_;
-  Socket socket_;
+  ConnectionStream stream_;
   Strand strand_;
   Timer timer_;
   uint64_t timer_generation_ = 0;  // a wait from an older arm is stale
   std::string remote_address_;
   Phase phase_ = Phase::kIdle;
+  bool reject_after_handshake_ = false;  // reject() on a TLS connection
 
   // the socket is read into read_chunk_ and appended to input_, so the
   // outstanding read never aliases what the parser is looking at.

@@ -10,7 +10,9 @@
 //   - a head or body not complete within request_timeout (slowloris) -> 408
 //     and the connection is closed;
 //   - idle keep-alive connections closed after idle_timeout;
-//   - malformed HTTP -> 400 and close.
+//   - malformed HTTP -> 400 and close;
+//   - with HttpServerOptions::tls (HTTPS): a TLS handshake not done within
+//     request_timeout -> close; plain HTTP sent to it -> 400 and close.
 // Their bodies are JSON shaped by HttpServerOptions::error_body.
 #pragma once
 
@@ -24,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/http/error_body.h"
+#include "common/tls/certificate_store.h"
 
 namespace tandem::http {
 
@@ -96,6 +99,10 @@ struct HttpServerOptions {
   int max_connections = 4096;
   // the body of the server's own error responses (see error_body.h).
   ErrorBodyFormatter error_body = defaultErrorBody;
+  // HTTPS (TLS 1.2+) with the store's certificate, re-read by its reload():
+  // each new connection handshakes with the certificate the store holds
+  // then, open ones keep theirs. null = plain HTTP.
+  tls::CertificateStorePtr tls;
 };
 
 class HttpServer;

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "common/grpc/reloadable_server_credentials.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
@@ -20,12 +21,13 @@ absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& o
   http.max_body_bytes = options.max_request_bytes;
   http.request_timeout = options.request_timeout;
   http.error_body = openai::serverErrorBody;
+  http.tls = options.tls;
   absl::StatusOr<http::HttpServerPtr> server = http::HttpServer::start(http, s->service_->handler());
   if (!server.ok()) return server.status();
   s->http_ = std::move(*server);
   if (options.grpc_at_start && options.grpc_port >= 0) {
     absl::StatusOr<GrpcServerPtr> grpc =
-        GrpcServer::start(options.host, options.grpc_port, nullptr);
+        GrpcServer::start(options.host, options.grpc_port, nullptr, {}, s->grpcCredentials());
     if (!grpc.ok()) return grpc.status();
     s->grpc_ = std::move(*grpc);
   }
@@ -46,7 +48,7 @@ absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* 
     grpc_->serve(admission_.get());
   } else if (options_.grpc_port >= 0) {
     absl::StatusOr<GrpcServerPtr> grpc =
-        GrpcServer::start(options_.host, options_.grpc_port, admission_.get());
+        GrpcServer::start(options_.host, options_.grpc_port, admission_.get(), {}, grpcCredentials());
     if (!grpc.ok()) return grpc.status();
     grpc_ = std::move(*grpc);
   }
@@ -55,6 +57,11 @@ absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* 
   housekeeping_ = std::make_unique<TimerQueue>("frontend-trim");
   housekeeping_->runEvery(std::chrono::seconds(1), [this] { trimWhileIdle(); });
   return absl::OkStatus();
+}
+
+std::shared_ptr<grpc::ServerCredentials> FrontendServer::grpcCredentials() const {
+  if (options_.tls == nullptr) return nullptr;
+  return grpc_util::reloadableServerCredentials(options_.tls);
 }
 
 void FrontendServer::trimWhileIdle() {

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/timer_queue.h"
 #include "common/http/http_server.h"
+#include "common/tls/certificate_store.h"
 #include "router/generate/admission.h"
 #include "router/generate/openai_service.h"
 #include "router/generate/served_model.h"
@@ -30,6 +31,10 @@ struct FrontendOptions {
   int http_threads = 2;
   size_t max_request_bytes = 4 << 20;
   std::chrono::milliseconds request_timeout{30000};
+  // HTTPS and gRPC over TLS with the store's certificate (re-read by its
+  // reload(), e.g. on SIGHUP; a client CA in it makes both ports require
+  // client certificates); null = plain HTTP and gRPC.
+  tls::CertificateStorePtr tls;
   // both front ends' admission: API keys, capacity, prompt limits,
   // preparing threads.
   AdmissionOptions admission;
@@ -67,6 +72,8 @@ class FrontendServer {
 
  private:
   FrontendServer() = default;
+  // the gRPC port's credentials: TLS following options_.tls, or null (plain).
+  std::shared_ptr<grpc::ServerCredentials> grpcCredentials() const;
   // once a second while serving (on housekeeping_): keeps gRPC health in
   // step with the generator's readiness and, while idle, hands freed heap
   // back to the OS (glibc keeps it otherwise), so the process returns to

@@ -10,21 +10,26 @@
 namespace tandem::router {
 namespace {
 
-// compares without an early exit, so the time taken does not tell how much
-// of a key was right.
-bool constantTimeEquals(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? a[i] : 0;
-    const unsigned char y = i < b.size() ? b[i] : 0;
-    diff |= x ^ y;
-  }
-  return diff == 0;
-}
-
 AdmissionError error(AdmissionReason reason, std::string message, std::string field = "") {
   return AdmissionError{reason, std::move(message), std::move(field)};
+}
+
+// the key of "Bearer <key>"; nullopt for any other form.
+std::optional<std::string_view> bearerKey(std::string_view authorization) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (!absl::StartsWithIgnoreCase(absl::string_view(authorization.data(), authorization.size()),
+                                  absl::string_view(kBearer.data(), kBearer.size()))) {
+    return std::nullopt;
+  }
+  return authorization.substr(kBearer.size());
+}
+
+constexpr char kKeyRequired[] = "a valid API key is required: Authorization: Bearer <key>";
+
+ApiKeyLimitsPtr keysOf(const AdmissionOptions& options) {
+  if (options.api_key_limits != nullptr) return options.api_key_limits;
+  // keys without a file cannot fail to load.
+  return *ApiKeyLimits::create(options.api_keys);
 }
 
 // the preparing threads when the options leave it to us: half the
@@ -40,6 +45,7 @@ AdmissionSlot& AdmissionSlot::operator=(AdmissionSlot&& other) noexcept {
   if (this != &other) {
     release();
     owner_ = std::exchange(other.owner_, nullptr);
+    caller_ = std::move(other.caller_);
     seqs_ = std::exchange(other.seqs_, 0);
     prompt_tokens_ = std::exchange(other.prompt_tokens_, 0);
   }
@@ -51,6 +57,7 @@ AdmissionSlot::~AdmissionSlot() { release(); }
 void AdmissionSlot::release() {
   if (owner_ != nullptr) owner_->release(*this);
   owner_ = nullptr;
+  caller_ = nullptr;
   seqs_ = 0;
   prompt_tokens_ = 0;
 }
@@ -58,6 +65,7 @@ void AdmissionSlot::release() {
 Admission::Admission(const CallContext& context, AdmissionOptions options)
     : context_(context),
       options_(std::move(options)),
+      keys_(keysOf(options_)),
       executor_(std::make_unique<CallExecutor>(
           prepareThreads(options_.prepare_threads),
           static_cast<size_t>(std::max(options_.max_queued_prepares, 0)))) {}
@@ -65,27 +73,38 @@ Admission::Admission(const CallContext& context, AdmissionOptions options)
 Admission::~Admission() { stop(); }
 
 std::optional<AdmissionError> Admission::checkCredentials(std::string_view authorization) const {
-  if (options_.api_keys.empty()) return std::nullopt;
-  constexpr std::string_view kBearer = "Bearer ";
-  bool ok = false;
-  if (absl::StartsWithIgnoreCase(absl::string_view(authorization.data(), authorization.size()),
-                                 absl::string_view(kBearer.data(), kBearer.size()))) {
-    const std::string_view key = authorization.substr(kBearer.size());
-    for (const std::string& k : options_.api_keys) ok |= constantTimeEquals(key, k);
-  }
-  if (ok) return std::nullopt;
-  return error(AdmissionReason::kUnauthenticated,
-               "a valid API key is required: Authorization: Bearer <key>");
+  if (keys_->empty()) return std::nullopt;
+  std::optional<std::string_view> key = bearerKey(authorization);
+  if (key && keys_->find(*key) != nullptr) return std::nullopt;
+  return error(AdmissionReason::kUnauthenticated, kKeyRequired);
 }
 
-std::variant<AdmissionSlot, AdmissionError> Admission::reserve() {
+std::variant<AdmissionSlot, AdmissionError> Admission::reserve(std::string_view authorization) {
   const bool draining = draining_.load();
   if (draining || !context_.generator->ready()) {
     return draining ? error(AdmissionReason::kDraining, "the server is shutting down")
                     : error(AdmissionReason::kNotReady, "the backend is not ready");
   }
+  ApiKeyCaller caller;
+  if (!keys_->empty()) {
+    std::optional<std::string_view> key = bearerKey(authorization);
+    if (!key) return error(AdmissionReason::kUnauthenticated, kKeyRequired);
+    std::variant<ApiKeyCaller, ApiKeyRefusal> admitted = keys_->admitRequest(*key);
+    if (auto* refusal = std::get_if<ApiKeyRefusal>(&admitted)) {
+      if (refusal->kind == ApiKeyRefusal::Kind::kUnknownKey) {
+        return error(AdmissionReason::kUnauthenticated, kKeyRequired);
+      }
+      context_.metrics->countRejected("api_key");
+      AdmissionError limited = error(AdmissionReason::kRateLimited, std::move(refusal->message));
+      limited.rate_limit = refusal->kind == ApiKeyRefusal::Kind::kTokenRate ? "tokens" : "requests";
+      limited.retry_after_s = refusal->retry_after_s;
+      return limited;
+    }
+    caller = std::get<ApiKeyCaller>(std::move(admitted));
+  }
   const int pending = pending_.fetch_add(1);
   AdmissionSlot slot(this);
+  slot.caller_ = std::move(caller);
   if (pending >= options_.max_pending_requests) {
     context_.metrics->countRejected("requests");
     return error(AdmissionReason::kOverloaded,
@@ -171,6 +190,12 @@ std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::admit(
                                  prompt_tokens, seqs, options_.max_admitted_prompt_tokens),
                  chat ? "messages" : "prompt");
   }
+  // the key's tokens per minute count what the request may use: its
+  // prompts and max_tokens for each of its sequences.
+  const int64_t key_tokens = prompt_tokens + seqs * int64_t{request.sampling.max_tokens};
+  if (std::optional<ApiKeyRefusal> refusal = ApiKeyLimits::checkTokens(slot.caller_, key_tokens)) {
+    return error(AdmissionReason::kRequestTooLarge, std::move(refusal->message), "max_tokens");
+  }
   std::lock_guard lock(budget_mu_);
   const bool seqs_fit = admitted_seqs_ + seqs <= options_.max_admitted_seqs;
   if (!seqs_fit ||
@@ -181,6 +206,7 @@ std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::admit(
                                  "progress); retry later",
                                  admitted_seqs_, admitted_prompt_tokens_));
   }
+  ApiKeyLimits::chargeTokens(slot.caller_, key_tokens);
   admitted_seqs_ += seqs;
   admitted_prompt_tokens_ += prompt_tokens;
   slot.seqs_ += seqs;

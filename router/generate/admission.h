@@ -1,7 +1,7 @@
 // Admission: the one path by which a generation request enters the server,
 // shared by the OpenAI HTTP front end and the tandem gRPC one (one instance
-// for both, so their limits are one budget). It checks credentials,
-// readiness and capacity, the model name, turns the prompt (text, token ids
+// for both, so their limits are one budget). It checks credentials
+// and each API key's rate limits (api_key_limits.h), readiness and capacity, the model name, turns the prompt (text, token ids
 // or chat messages) into token ids, checks the prompt against the context
 // and the server's prompt limit, and classifies the generator's refusals.
 // Every failure carries a typed AdmissionReason; each front end maps reasons
@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "common/call_executor.h"
+#include "router/generate/api_key_limits.h"
 #include "router/generate/call_context.h"
 #include "router/openai/openai_request.h"
 
@@ -40,6 +41,7 @@ namespace tandem::router {
 
 enum class AdmissionReason {
   kUnauthenticated,        // no valid API key
+  kRateLimited,            // over the API key's requests or tokens per minute: retry later
   kNotReady,               // the generator cannot take requests (yet)
   kDraining,               // the server is shutting down
   kOverloaded,             // the server's budget is spent for now (requests, sequences,
@@ -59,11 +61,19 @@ struct AdmissionError {
   // the request field at fault ("model", "prompt", "messages",
   // "max_tokens"); "" = none in particular.
   std::string field;
+  // kRateLimited: seconds to wait before trying again (≥ 1), and which
+  // limit the key hit: "requests" or "tokens" (per minute).
+  int64_t retry_after_s = 0;
+  std::string rate_limit;
 };
 
 struct AdmissionOptions {
-  // accepted keys; empty = no authentication.
+  // accepted keys, without limits; empty (and no api_key_limits) = no
+  // authentication.
   std::vector<std::string> api_keys;
+  // the keys and their rate limits (--api-key-file), shared with whoever
+  // reloads them; when set, api_keys is not read (it holds those too).
+  ApiKeyLimitsPtr api_key_limits;
   // calls in flight at once (each holding an AdmissionSlot from
   // reserve(), also while its request waits to be prepared); more are
   // kOverloaded.
@@ -115,6 +125,7 @@ class AdmissionSlot {
   void release();
 
   Admission* owner_ = nullptr;
+  ApiKeyCaller caller_;  // whose tokens admit() charges; null = no limits
   int64_t seqs_ = 0;
   int64_t prompt_tokens_ = 0;
 };
@@ -132,15 +143,20 @@ class Admission {
   const CallContext& context() const { return context_; }
   const AdmissionOptions& options() const { return options_; }
 
-  // kUnauthenticated unless api_keys is empty or `authorization` is
-  // "Bearer <one of them>" (compared in constant time).
+  // kUnauthenticated unless no key is configured or `authorization` is
+  // "Bearer <a key>" (looked up by its hash, api_key_limits.h). Charges
+  // nothing: every API call passes here, generation calls then reserve().
   std::optional<AdmissionError> checkCredentials(std::string_view authorization) const;
 
-  // a slot for one call, holding no sequences yet: kDraining after
-  // setDraining(), kNotReady while the generator is not ready, kOverloaded
-  // (counted in the metrics' rejected requests, limit "requests") when
-  // max_pending_requests calls hold slots.
-  std::variant<AdmissionSlot, AdmissionError> reserve();
+  // a slot for one generation call, holding no sequences yet: kDraining
+  // after setDraining(), kNotReady while the generator is not ready,
+  // kUnauthenticated as checkCredentials, kRateLimited (counted in the
+  // metrics' rejected requests, limit "api_key") when the caller's key
+  // (`authorization`) is over its requests or tokens per minute — a key's
+  // requests are counted here —, kOverloaded (counted, limit "requests")
+  // when max_pending_requests calls hold slots. admit() charges the key's
+  // tokens.
+  std::variant<AdmissionSlot, AdmissionError> reserve(std::string_view authorization = {});
 
   // runs `task` on one of the preparing threads, after those queued before
   // it; the front ends prepare and admit requests there, not on their I/O
@@ -161,7 +177,8 @@ class Admission {
   // prepare(), then charges `slot` (one of reserve()'s, holding nothing
   // yet) with the request's cost: prompts × n sequences and Σ prompt tokens
   // × n. Errors: prepare()'s; kRequestTooLarge when its prompt tokens alone
-  // exceed max_admitted_prompt_tokens; kOverloaded (counted, limit "seqs" or
+  // exceed max_admitted_prompt_tokens, or its tokens (prompt tokens + n ×
+  // max_tokens per prompt) exceed its API key's whole tokens per minute; kOverloaded (counted, limit "seqs" or
   // "prompt_tokens") when the cost does not fit beside what is admitted now.
   // Nothing is charged on error.
   std::variant<std::vector<TokenizedPrompt>, AdmissionError> admit(
@@ -196,6 +213,7 @@ class Admission {
 
   const CallContext context_;
   const AdmissionOptions options_;
+  const ApiKeyLimitsPtr keys_;  // never null
   std::atomic<bool> draining_{false};
   std::atomic<int> pending_{0};
   mutable std::mutex budget_mu_;

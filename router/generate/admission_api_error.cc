@@ -8,6 +8,7 @@ int httpStatus(AdmissionReason reason) {
     case AdmissionReason::kUnauthenticated: return 401;
     case AdmissionReason::kNotReady:
     case AdmissionReason::kDraining: return 503;
+    case AdmissionReason::kRateLimited:
     case AdmissionReason::kOverloaded: return 429;
     case AdmissionReason::kUnknownModel: return 404;
     case AdmissionReason::kEmptyPrompt:
@@ -27,6 +28,12 @@ openai::ApiError toApiError(const AdmissionError& error) {
   if (error.reason == AdmissionReason::kPromptTooLong ||
       error.reason == AdmissionReason::kContextLengthExceeded) {
     api.code = "context_length_exceeded";
+  }
+  if (error.reason == AdmissionReason::kRateLimited) {
+    // as OpenAI: the type names the limit hit ("requests" or "tokens").
+    api.type = error.rate_limit;
+    api.code = "rate_limit_exceeded";
+    api.retry_after_s = error.retry_after_s;
   }
   return api;
 }

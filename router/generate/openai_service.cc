@@ -1,6 +1,8 @@
 #include "router/generate/openai_service.h"
 
+#include <algorithm>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -159,7 +161,9 @@ void OpenAiService::chatCompletions(http::HttpRequest& request,
 void OpenAiService::sendError(const http::ResponseWriterPtr& writer, const openai::ApiError& error,
                               const std::string& endpoint) {
   std::vector<http::HttpHeader> headers = kJson;
-  if (error.status == 429) headers.push_back({"Retry-After", "1"});
+  if (error.status == 429) {
+    headers.push_back({"Retry-After", std::to_string(std::max<int64_t>(1, error.retry_after_s))});
+  }
   if (error.status == 401) headers.push_back({"WWW-Authenticate", "Bearer"});
   writer->respond(error.status, std::move(headers), openai::errorBody(error));
   metrics_->countRequest(endpoint, error.status);
@@ -169,7 +173,8 @@ void OpenAiService::generate(http::HttpRequest& http_request, openai::Endpoint e
                              http::ResponseWriterPtr writer) {
   const auto arrival = CompletionCall::Clock::now();
   // capacity first: an overloaded server does not parse bodies.
-  std::variant<AdmissionSlot, AdmissionError> slot = admission_->reserve();
+  std::variant<AdmissionSlot, AdmissionError> slot =
+      admission_->reserve(http_request.header("authorization"));
   if (auto* error = std::get_if<AdmissionError>(&slot)) {
     sendError(writer, toApiError(*error), endpointLabel(endpoint));
     return;

@@ -1,5 +1,7 @@
 #include "router/grpc/admission_grpc_status.h"
 
+#include <string>
+
 namespace tandem::router {
 
 grpc::Status toGrpcStatus(const AdmissionError& error) {
@@ -8,6 +10,7 @@ grpc::Status toGrpcStatus(const AdmissionError& error) {
     case AdmissionReason::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
     case AdmissionReason::kNotReady:
     case AdmissionReason::kDraining: code = grpc::StatusCode::UNAVAILABLE; break;
+    case AdmissionReason::kRateLimited:
     case AdmissionReason::kOverloaded: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
     case AdmissionReason::kUnknownModel: code = grpc::StatusCode::NOT_FOUND; break;
     case AdmissionReason::kEmptyPrompt:
@@ -18,6 +21,11 @@ grpc::Status toGrpcStatus(const AdmissionError& error) {
     case AdmissionReason::kInvalidRequest: code = grpc::StatusCode::INVALID_ARGUMENT; break;
   }
   return grpc::Status(code, error.message);
+}
+
+void addRetryAfter(const AdmissionError& error, grpc::ServerContextBase* context) {
+  if (error.retry_after_s <= 0 || context == nullptr) return;
+  context->AddTrailingMetadata("retry-after", std::to_string(error.retry_after_s));
 }
 
 }  // namespace tandem::router

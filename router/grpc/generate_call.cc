@@ -11,10 +11,12 @@ namespace tandem::router {
 using tandem::v1::GenerateResponse;
 
 grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
-    Admission& admission, const tandem::v1::GenerateRequest& request) {
+    Admission& admission, const tandem::v1::GenerateRequest& request,
+    grpc::CallbackServerContext* context, std::string_view authorization) {
   auto* reactor = new grpc_util::ServerStreamReactor<GenerateResponse>();
-  std::variant<AdmissionSlot, AdmissionError> slot = admission.reserve();
+  std::variant<AdmissionSlot, AdmissionError> slot = admission.reserve(authorization);
   if (auto* error = std::get_if<AdmissionError>(&slot)) {
+    addRetryAfter(*error, context);
     reactor->writer()->finish(toGrpcStatus(*error));
     return reactor;
   }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include "common/grpc/server_stream_writer.h"
 #include "grpcpp/grpcpp.h"
@@ -32,9 +33,13 @@ class GenerateCall final : public grpc_util::StreamObserver,
   // the admission's budget is spent, NOT_FOUND for another model,
   // INVALID_ARGUMENT for an empty or too long prompt, bad params and what
   // the generator refuses, UNAVAILABLE when it cannot take requests now;
-  // INTERNAL when the model fails). An empty model names the served one.
+  // INTERNAL when the model fails; RESOURCE_EXHAUSTED with trailing
+  // metadata `retry-after` (seconds) when the caller's API key is over its
+  // rate). An empty model names the served one. `authorization` is the
+  // call's API key metadata ("Bearer <key>"), `context` its server context.
   static grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* start(
-      Admission& admission, const tandem::v1::GenerateRequest& request);
+      Admission& admission, const tandem::v1::GenerateRequest& request,
+      grpc::CallbackServerContext* context, std::string_view authorization);
 
   GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot);
 

@@ -13,7 +13,8 @@ absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int por
 
 absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int port,
                                                 Admission* admission,
-                                                const std::vector<grpc::Service*>& extra_services) {
+                                                const std::vector<grpc::Service*>& extra_services,
+                                                std::shared_ptr<grpc::ServerCredentials> credentials) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   GrpcServerPtr s(new GrpcServer());
@@ -24,7 +25,8 @@ absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int por
   const std::string address = host.find(':') != std::string::npos
                                   ? absl::StrCat("[", host, "]:", port)
                                   : absl::StrCat(host, ":", port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
+  s->credentials_ = credentials != nullptr ? std::move(credentials) : grpc::InsecureServerCredentials();
+  builder.AddListeningPort(address, s->credentials_, &s->port_);
   builder.RegisterService(s->service_.get());
   for (grpc::Service* service : extra_services) builder.RegisterService(service);
   s->server_ = builder.BuildAndStart();

@@ -30,9 +30,12 @@ class GrpcServer {
   // tandem.v1.Inference answers UNAVAILABLE and health NOT_SERVING until
   // serve(); `extra_services` (not owned; they must outlive the server, e.g.
   // tandem.v1.Registry) are served from the start. `admission` null = no model yet.
-  static absl::StatusOr<GrpcServerPtr> start(const std::string& host, int port,
-                                             Admission* admission,
-                                             const std::vector<grpc::Service*>& extra_services);
+  // `credentials`: how the port listens (e.g. TLS,
+  // grpc_util::reloadableServerCredentials); null = plain.
+  static absl::StatusOr<GrpcServerPtr> start(
+      const std::string& host, int port, Admission* admission,
+      const std::vector<grpc::Service*>& extra_services,
+      std::shared_ptr<grpc::ServerCredentials> credentials = nullptr);
   // serves the model of admission->context() through `admission` (once):
   // Inference answers, health SERVING.
   void serve(Admission* admission);
@@ -52,6 +55,8 @@ class GrpcServer {
   GrpcServer() = default;
 
   std::unique_ptr<InferenceService> service_;
+  // declared before server_: gRPC may consult them while the server lives.
+  std::shared_ptr<grpc::ServerCredentials> credentials_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::atomic<bool> serving_{false};

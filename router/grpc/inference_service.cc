@@ -47,7 +47,7 @@ grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* InferenceService::Genera
   if (grpc::Status status = checkCaller(*context); !status.ok()) {
     return new FinishedWriter(status);
   }
-  return GenerateCall::start(*admission_, *request);
+  return GenerateCall::start(*admission_, *request, context, authorization(*context));
 }
 
 grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerContext* context,

@@ -3,6 +3,7 @@
 // HttpServerOptions::error_body, for the HTTP server's own (413, 408, ...).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,7 @@ struct ApiError {
   std::string type = "invalid_request_error";
   std::string param;  // the offending field; "" = null
   std::string code;   // "" = null
+  int64_t retry_after_s = 0;  // a 429's Retry-After, seconds; 0 = 1
 };
 
 // the JSON body of `error`.

@@ -1,0 +1,126 @@
+#include "common/tls/tls_files.h"
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace tandem::tls {
+namespace {
+
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct KeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
+
+absl::StatusOr<std::string> readFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the ", what, " file '", path, "'"));
+  std::ostringstream out;
+  out << in.rdbuf();
+  if (out.str().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("the ", what, " file '", path, "' is empty"));
+  }
+  return out.str();
+}
+
+BioPtr memoryBio(const std::string& pem) {
+  return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+// every certificate in `pem`, in order.
+std::vector<X509Ptr> readCertificates(const std::string& pem) {
+  std::vector<X509Ptr> certs;
+  BioPtr bio = memoryBio(pem);
+  while (bio != nullptr) {
+    X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
+    if (cert == nullptr) break;
+    certs.emplace_back(cert);
+  }
+  ERR_clear_error();  // the end of the input reads as an error
+  return certs;
+}
+
+std::string subjectOf(X509* cert) {
+  char buf[512];
+  X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof(buf));
+  return buf;
+}
+
+std::string serialOf(X509* cert) {
+  BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get_serialNumber(cert), nullptr);
+  if (bn == nullptr) return "";
+  char* hex = BN_bn2hex(bn);
+  std::string serial = hex != nullptr ? hex : "";
+  OPENSSL_free(hex);
+  BN_free(bn);
+  return serial;
+}
+
+}  // namespace
+
+absl::StatusOr<TlsMaterial> loadTlsMaterial(const TlsFiles& files) {
+  if (files.cert_file.empty() || files.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS needs both a certificate file and its key file (--tls-cert and --tls-key)");
+  }
+  TlsMaterial material;
+  absl::StatusOr<std::string> cert = readFile(files.cert_file, "TLS certificate");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = readFile(files.key_file, "TLS key");
+  if (!key.ok()) return key.status();
+  material.cert_pem = *std::move(cert);
+  material.key_pem = *std::move(key);
+
+  std::vector<X509Ptr> chain = readCertificates(material.cert_pem);
+  if (chain.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the TLS certificate file '", files.cert_file, "' holds no PEM certificate"));
+  }
+  BioPtr key_bio = memoryBio(material.key_pem);
+  KeyPtr private_key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr)
+                             : nullptr);
+  ERR_clear_error();
+  if (private_key == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the TLS key file '", files.key_file, "' holds no PEM private key (or it is encrypted)"));
+  }
+  if (X509_check_private_key(chain.front().get(), private_key.get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(absl::StrCat("the TLS key in '", files.key_file,
+                                                   "' does not match the certificate in '",
+                                                   files.cert_file, "'"));
+  }
+  material.subject = subjectOf(chain.front().get());
+  material.serial = serialOf(chain.front().get());
+
+  if (!files.client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = readFile(files.client_ca_file, "TLS client CA");
+    if (!ca.ok()) return ca.status();
+    if (readCertificates(*ca).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the TLS client CA file '", files.client_ca_file, "' holds no PEM certificate"));
+    }
+    material.client_ca_pem = *std::move(ca);
+  }
+  return material;
+}
+
+}  // namespace tandem::tls
