@@ -151,7 +151,8 @@ std::map<std::string, std::string> containerEnv(const json& container, const std
     if (!from.contains("configMapRef")) continue;
     const json cm = objectNamed(objects, "ConfigMap", from["configMapRef"]["name"].get<std::string>());
     if (cm.is_null()) continue;
-    for (const auto& [key, value] : cm.value("data", json::object()).items()) {
+    const json data = cm.value("data", json::object());
+    for (const auto& [key, value] : data.items()) {
       env[key] = value.get<std::string>();
     }
   }
