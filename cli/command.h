@@ -31,6 +31,8 @@ void registerPlannerRunCommand(CLI::App* planner);
 // `customize`, when set, edits the worker's options after its flags were
 // read: the seam through which a test-only binary injects faults
 // (tests/integration/fault_worker_main.cc, DESIGN.md §6). `tandem` passes none.
+// `tandem worker drain` (under the worker's command): a worker pod's preStop.
+void registerWorkerDrainCommand(CLI::App* worker);
 void registerWorkerCommand(CLI::App& app,
                            std::function<void(worker::WorkerOptions&)> customize = nullptr);
 

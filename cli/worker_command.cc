@@ -115,7 +115,12 @@ void registerWorkerCommand(CLI::App& app,
       ->capture_default_str();
   addEngineFlags(cmd, &args->engine);
   addClusterFlags(cmd, &args->cluster);
-  setAction(cmd, [args, customize = std::move(customize)] { return runWorker(*args, customize); });
+  registerWorkerDrainCommand(cmd);
+  setAction(cmd, [args, cmd, customize = std::move(customize)] {
+    // `tandem worker drain` ran its own action.
+    if (cmd->got_subcommand("drain")) return absl::OkStatus();
+    return runWorker(*args, customize);
+  });
 }
 
 }  // namespace tandem::cli

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -67,8 +69,13 @@ absl::Status Worker::start(const WorkerOptions& options) {
   describeSelf(options, advertise);
   server_->GetHealthCheckService()->SetServingStatus(true);
   if (!options.router_address.empty()) {
-    registration_ = std::make_unique<RegistrationClient>(options.router_address, context_.info,
-                                                         options.cluster_auth);
+    // under drain_mu_: /drain may already be served; a worker draining
+    // before it registered never registers.
+    std::lock_guard lock(drain_mu_);
+    if (!context_.draining.load()) {
+      registration_ = std::make_unique<RegistrationClient>(options.router_address, context_.info,
+                                                           options.cluster_auth);
+    }
   }
   return absl::OkStatus();
 }
@@ -142,8 +149,9 @@ absl::Status Worker::startServers(const WorkerOptions& options, const std::strin
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
   }
   if (options.metrics_port >= 0) {
+    DrainHooks drain{[this] { beginDrain(); }, [this] { return inFlight(); }};
     ASSIGN_OR_RETURN(http_, startMetricsHttp(options.host, options.metrics_port, &metrics_,
-                                             &draining_));
+                                             &draining_, std::move(drain)));
     metrics_url_ = absl::StrCat("http://", formatHostPort(advertise, http_->port()), "/metrics");
   }
   return absl::OkStatus();
@@ -172,6 +180,20 @@ void Worker::describeSelf(const WorkerOptions& options, const std::string& adver
 Worker::~Worker() { shutdown(std::chrono::milliseconds(0)); }
 
 int Worker::metricsPort() const { return http_ != nullptr ? http_->port() : -1; }
+
+void Worker::beginDrain() {
+  std::lock_guard lock(drain_mu_);
+  if (context_.draining.exchange(true)) return;
+  std::fprintf(stderr, "tandem worker: draining: leaving routing, finishing what runs\n");
+  draining_ = true;
+  if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
+  if (registration_ != nullptr) registration_->stop();
+}
+
+int Worker::inFlight() const {
+  const engine::EngineLoopStats stats = loop_->stats();
+  return stats.num_running + stats.num_waiting + context_.transfers_in_flight.load();
+}
 
 void Worker::shutdown(std::chrono::milliseconds grace) {
   {

@@ -52,6 +52,15 @@ class Worker {
   // null without --router.
   RegistrationClient* registration() { return registration_.get(); }
 
+  // the first step of a planned stop (the pod's preStop, POST /drain):
+  // /health turns 503, gRPC health NOT_SERVING, Stats UNAVAILABLE (so the
+  // router stops routing here within its failures_to_unhealthy polls) and
+  // the worker deregisters; calls in progress and any that still arrive
+  // are served. Idempotent; returns after the deregistration.
+  void beginDrain();
+  // requests running or waiting in the engine plus KV transfers in progress.
+  int inFlight() const;
+
   // deregisters, turns health NOT_SERVING, lets calls in progress finish
   // until `grace` has passed, cancels the rest, and stops the engine.
   // Idempotent; not from a gRPC or HTTP thread.
@@ -86,6 +95,7 @@ class Worker {
   int num_blocks_ = 0;
   int max_model_len_ = 0;
   std::string metrics_url_;  // "" without a metrics port
+  std::mutex drain_mu_;  // one beginDrain at a time
   std::mutex shutdown_mu_;
   bool stopped_ = false;  // guarded by shutdown_mu_
 };

@@ -44,6 +44,9 @@ struct WorkerContext {
   std::atomic<uint64_t> next_request_id{1};
   // remote prefills (D) and prefill jobs (P) in progress.
   std::atomic<int> transfers_in_flight{0};
+  // set when the worker begins draining (Worker::beginDrain): Stats
+  // answers UNAVAILABLE so routers stop sending new work.
+  std::atomic<bool> draining{false};
   // set when the worker starts shutting down.
   std::atomic<bool> stopping{false};
   // work to wait for before the engine and transport go away.

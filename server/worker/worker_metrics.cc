@@ -46,6 +46,9 @@ WorkerMetrics::WorkerMetrics() : registry_(std::make_shared<prometheus::Registry
   transfer_failures_ = &BuildCounter().Name("tandem:kv_transfer_failures_total")
                             .Help("remote prefills / KV transfers that failed, by reason")
                             .Register(r);
+  // present at 0 from the start, so an alert on checksum failures (deploy/
+  // prometheus) watches a series rather than its absence.
+  transfer_failures_->Add({{"reason", "checksum"}});
   prefills_ = &BuildCounter().Name("tandem:prefills_total")
                    .Help("prompts prefilled: local, remote, remote_failed (D) or served (P)")
                    .Register(r);

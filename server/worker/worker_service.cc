@@ -47,6 +47,10 @@ grpc::ServerUnaryReactor* WorkerService::Stats(grpc::CallbackServerContext* cont
   if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
     return grpc_util::rejectedUnary(context, s);
   }
+  if (context_.draining.load()) {
+    return grpc_util::rejectedUnary(
+        context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is draining"));
+  }
   const engine::EngineLoopStats stats = context_.loop->stats();
   response->set_worker_id(context_.info.worker_id());
   response->set_num_running(stats.num_running);
