@@ -1,6 +1,9 @@
 #include "server/kv_transport/ucx_connection.h"
 
+#include <unistd.h>
+
 #include "common/status.h"
+#include "server/kv_transport/endpoint.h"
 
 namespace tandem::kv_transport {
 
@@ -28,9 +31,12 @@ absl::StatusOr<std::unique_ptr<UcxConnection>> UcxConnection::create(UcxContextP
   ASSIGN_OR_RETURN(c->worker_, UcxWorker::create(std::move(context)));
   RETURN_IF_ERROR(c->worker_->setHandler(ucx::kOpened, &UcxConnection::onOpened, c.get()));
   RETURN_IF_ERROR(c->worker_->setHandler(ucx::kResult, &UcxConnection::onResult, c.get()));
-  bool detects_failure = false;
-  ASSIGN_OR_RETURN(c->ep_, c->worker_->connect(d.worker_address, &UcxConnection::onError, c.get(),
-                                               &detects_failure));
+  // a same-host D is watched through its pidfd (UCX's shared-memory
+  // transports detect no peer failure); UCX watches a remote one.
+  const bool same_host = d.boot_id == localBootId();
+  if (same_host) c->receiver_pidfd_ = openPidfd(d.pid);
+  ASSIGN_OR_RETURN(c->ep_, c->worker_->connect(d.worker_address, !same_host,
+                                               &UcxConnection::onError, c.get()));
   if (!d.rkey.empty() && ucp_ep_rkey_unpack(c->ep_, d.rkey.data(), &c->rkey_) == UCS_OK) {
     c->base_ = d.base;
     c->bytes_ = d.bytes;
@@ -42,7 +48,15 @@ absl::StatusOr<std::unique_ptr<UcxConnection>> UcxConnection::create(UcxContextP
 
 UcxConnection::~UcxConnection() {
   if (rkey_ != nullptr) ucp_rkey_destroy(rkey_);
-  if (ep_ != nullptr) worker_->close(ep_, !broken_.ok());
+  if (ep_ != nullptr) worker_->close(ep_, !health().ok());
+  if (receiver_pidfd_ >= 0) close(receiver_pidfd_);
+}
+
+absl::Status UcxConnection::health() {
+  if (broken_.ok() && pidfdExited(receiver_pidfd_)) {
+    broken_ = absl::UnavailableError("the KV receiver's process exited");
+  }
+  return broken_;
 }
 
 uint64_t UcxConnection::newStream() {

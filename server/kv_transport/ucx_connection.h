@@ -39,8 +39,9 @@ class UcxConnection {
   uint64_t base() const { return base_; }
   uint64_t bytes() const { return bytes_; }
 
-  // OK while the link works; Unavailable once UCX reported it broken.
-  absl::Status health() const { return broken_; }
+  // OK while the link works; Unavailable once UCX reported it broken or
+  // (same host) D's process exited.
+  absl::Status health();
 
   // starts a new transfer on this connection: its stream id. Answers D
   // sends for earlier ones are dropped from now on.
@@ -65,6 +66,7 @@ class UcxConnection {
   uint64_t base_ = 0;
   uint64_t bytes_ = 0;
   absl::Status broken_;
+  int receiver_pidfd_ = -1;  // same-host D
   uint64_t stream_ = 0;
   std::optional<ucx::OpenedMessage> opened_;
   std::optional<ucx::ResultMessage> result_;

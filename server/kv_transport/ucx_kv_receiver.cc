@@ -1,6 +1,5 @@
 #include "server/kv_transport/ucx_kv_receiver.h"
 
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -32,17 +31,6 @@ constexpr std::chrono::milliseconds kMaxSleep{100};
 
 std::string_view view(const void* data, size_t length) {
   return {static_cast<const char*>(data), length};
-}
-
-// a process's pidfd (Linux 5.3+), or -1.
-int openPidfd(uint32_t pid) {
-#ifdef SYS_pidfd_open
-  if (pid == 0) return -1;
-  return static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
-#else
-  (void)pid;
-  return -1;
-#endif
 }
 
 // what other threads hand the worker thread: transfers the table ended
@@ -381,13 +369,16 @@ class UcxKvReceiver::Server {
     evictIdlePeers();
     auto peer = std::make_unique<Peer>();
     peer->address = address;
-    bool detects_failure = false;
-    auto ep = worker_->connect(address, &Server::onPeerError, peer.get(), &detects_failure);
-    if (!ep.ok()) return nullptr;
-    peer->ep = *ep;
     // a same-host sender's exit is seen on its pidfd (UCX's shared-memory
-    // transports detect no peer failure).
-    if (boot_id == localBootId()) peer->pidfd = openPidfd(pid);
+    // transports detect no peer failure); UCX watches a remote one.
+    const bool same_host = boot_id == localBootId();
+    if (same_host) peer->pidfd = openPidfd(pid);
+    auto ep = worker_->connect(address, !same_host, &Server::onPeerError, peer.get());
+    if (!ep.ok()) {
+      if (peer->pidfd >= 0) ::close(peer->pidfd);
+      return nullptr;
+    }
+    peer->ep = *ep;
     Peer* raw = peer.get();
     if (it != peers_.end()) {
       closePeer(*it->second);
@@ -472,6 +463,7 @@ absl::StatusOr<std::unique_ptr<UcxKvReceiver>> UcxKvReceiver::create(
   ucx::UcxEndpoint e;
   e.worker_address = worker->address();
   e.boot_id = localBootId();
+  e.pid = static_cast<uint32_t>(getpid());
   ucp_mem_h memory = nullptr;
   if (options.rma) {
     ucp_mem_map_params_t params{};

@@ -59,7 +59,7 @@ std::string formatUcxEndpoint(const UcxEndpoint& e) {
     absl::StrAppend(&out, "rkey=", hexEncode(e.rkey), "&base=", absl::Hex(e.base), "&bytes=",
                     e.bytes, "&");
   }
-  absl::StrAppend(&out, "boot_id=", e.boot_id);
+  absl::StrAppend(&out, "boot_id=", e.boot_id, "&pid=", e.pid);
   return out;
 }
 
@@ -75,7 +75,8 @@ absl::StatusOr<UcxEndpoint> parseUcxEndpoint(std::string_view rest) {
   auto address = hexDecode(rest.substr(0, q), kMaxWorkerAddressBytes);
   if (!address || address->empty()) return bad("worker address");
   e.worker_address = *std::move(address);
-  bool have_rkey = false, have_base = false, have_bytes = false, have_boot = false, have_token = false;
+  bool have_rkey = false, have_base = false, have_bytes = false, have_boot = false, have_token = false,
+       have_pid = false;
   if (q != std::string_view::npos) {
     const std::string_view params = rest.substr(q + 1);
     for (absl::string_view param :
@@ -104,6 +105,10 @@ absl::StatusOr<UcxEndpoint> parseUcxEndpoint(std::string_view rest) {
       } else if (key == "boot_id") {
         if (!once(have_boot) || value.size() > kMaxBootIdBytes) return bad("boot_id");
         e.boot_id = std::string(value);
+      } else if (key == "pid") {
+        if (!once(have_pid) || !absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &e.pid)) {
+          return bad("pid");
+        }
       } else if (key == "token") {
         auto token = hexDecode(value, kTransferTokenBytes);
         if (!once(have_token) || !token || token->size() != kTransferTokenBytes) return bad("token");

@@ -5,7 +5,7 @@
 // that D receives straight into the destination block. Every message is
 // peer input: parsed with bounds, lengths capped.
 //
-//   endpoint  "ucx://<hex worker address>?rkey=<hex>&base=<hex>&bytes=<n>&boot_id=<id>"
+//   endpoint  "ucx://<hex worker address>?rkey=<hex>&base=<hex>&bytes=<n>&boot_id=<id>&pid=<n>"
 //             (rkey/base/bytes absent: no RMA) + "&token=<hex>" per transfer
 //             (KvReceiver::transferEndpoint), handed to P only through the
 //             authenticated Prefill RPC.
@@ -65,6 +65,7 @@ struct UcxEndpoint {
   uint64_t base = 0;           // D's storage address in D's process
   uint64_t bytes = 0;          // its size
   std::string boot_id;
+  uint32_t pid = 0;   // D's process (a same-host sender watches it exit)
   std::string token;  // binary, kTransferTokenBytes; empty when not per transfer
 };
 

@@ -1,5 +1,8 @@
 #include "server/kv_transport/ucx_worker.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -100,19 +103,18 @@ bool UcxWorker::waitUntil(const std::function<bool()>& done, Clock::time_point d
 
 void UcxWorker::signal() { ucp_worker_signal(worker_); }
 
-absl::StatusOr<ucp_ep_h> UcxWorker::connect(std::string_view address, ucp_err_handler_cb_t on_error,
-                                            void* arg, bool* detects_failure) {
+absl::StatusOr<ucp_ep_h> UcxWorker::connect(std::string_view address, bool detect_failure,
+                                            ucp_err_handler_cb_t on_error, void* arg) {
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_mode = detect_failure ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   params.err_handler.cb = on_error;
   params.err_handler.arg = arg;
   ucp_ep_h ep = nullptr;
   ucs_status_t s = ucp_ep_create(worker_, &params, &ep);
-  *detects_failure = s == UCS_OK;
-  if (s != UCS_OK) {
+  if (s != UCS_OK && detect_failure) {
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     s = ucp_ep_create(worker_, &params, &ep);
   }
@@ -131,6 +133,21 @@ void UcxWorker::close(ucp_ep_h ep, bool force) {
             Clock::now() + std::chrono::seconds(2));
   // (still closing: UCX releases the request when the close ends.)
   ucp_request_free(request);
+}
+
+int openPidfd(uint32_t pid) {
+#ifdef SYS_pidfd_open
+  if (pid == 0) return -1;
+  return static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+bool pidfdExited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  return pidfd >= 0 && poll(&p, 1, 0) > 0;
 }
 
 ucs_status_t finishRequest(ucs_status_ptr_t request) {

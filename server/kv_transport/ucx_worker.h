@@ -51,12 +51,13 @@ class UcxWorker {
   // wakes a sleep() from any thread.
   void signal();
 
-  // an endpoint to the worker at `address`. With peer failure detection
-  // (err_handler called when the peer dies or the link breaks) where the
-  // transports support it; UCX's shared-memory transports do not, so
-  // without it otherwise (`*detects_failure` says which).
-  absl::StatusOr<ucp_ep_h> connect(std::string_view address, ucp_err_handler_cb_t on_error,
-                                   void* arg, bool* detects_failure);
+  // an endpoint to the worker at `address`. With `detect_failure`, UCX's
+  // peer failure detection (err_handler called when the peer dies or the
+  // link breaks) where the transports support it, none where they do not
+  // (UCX's shared-memory transports); without, none (a same-host peer is
+  // watched through its pidfd instead).
+  absl::StatusOr<ucp_ep_h> connect(std::string_view address, bool detect_failure,
+                                   ucp_err_handler_cb_t on_error, void* arg);
 
   // calls `handler(arg, ...)` for active message `id`, each whole message
   // in one call.
@@ -91,6 +92,11 @@ class UcxWorker {
   size_t failed_sends_ = 0;
 };
 using UcxWorkerPtr = std::unique_ptr<UcxWorker>;
+
+// a process's pidfd (Linux 5.3+: readable once the process exited), or -1.
+int openPidfd(uint32_t pid);
+// whether the process behind `pidfd` exited.
+bool pidfdExited(int pidfd);
 
 // the status of a finished request (or of an immediate result) and frees it.
 ucs_status_t finishRequest(ucs_status_ptr_t request);

@@ -219,5 +219,40 @@ INSTANTIATE_TEST_SUITE_P(
                       TransportParam{"ucx_tcp_messages", "ucx", "tcp", false}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// UCX's data path does not authenticate the sender: D hands each transfer's
+// random token only through the authenticated Prefill RPC (transferEndpoint),
+// and a sender without it can neither claim nor complete the transfer.
+class UcxTransportTest : public KvTransportTest {};
+
+TEST_P(UcxTransportTest, ASenderWithoutTheTransfersTokenIsRefusedAndTheTransferStaysPending) {
+  const int n = 4;
+  std::vector<int> dst = expect("t-token", n, std::chrono::seconds(20));
+  std::vector<std::string> args = senderArgs("t-token", n, n);
+  const std::string good = args[1];
+  const size_t at = good.find("&token=");
+  ASSERT_NE(at, std::string::npos) << good;
+  // another token: D refuses the claim.
+  std::string wrong = good;
+  wrong[at + 7] = wrong[at + 7] == '0' ? '1' : '0';
+  args[1] = wrong;
+  EXPECT_EQ(waitSender(spawnSender(args), std::chrono::seconds(10)),
+            100 + static_cast<int>(absl::StatusCode::kPermissionDenied));
+  // no token at all: P does not even try.
+  args[1] = good.substr(0, at);
+  EXPECT_EQ(waitSender(spawnSender(args), std::chrono::seconds(10)),
+            100 + static_cast<int>(absl::StatusCode::kInvalidArgument));
+  // the transfer is still D's to give: the right token completes it.
+  args[1] = good;
+  EXPECT_EQ(waitSender(spawnSender(args), std::chrono::seconds(10)), 0);
+  TransferResult r = waitResult();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.blocks_received, n);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, UcxTransportTest,
+                         ::testing::Values(TransportParam{"ucx_tcp", "ucx", "tcp"},
+                                           TransportParam{"ucx_sm", "ucx", "sm,self"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 }  // namespace
 }  // namespace tandem::kv_transport
