@@ -22,6 +22,12 @@ using Clock = std::chrono::steady_clock;
 // verifies them while the next ones move (as the shm transport does).
 constexpr size_t kVerifyBatchBytes = 4 << 20;
 
+// send() returns once no more than this many of its bytes are still
+// leaving: the kernel's socket buffer keeps moving them while the caller
+// prepares the next blocks (the caller's thread drives UCX; nobody
+// progresses it between calls).
+constexpr size_t kSendWindowBytes = 8 << 20;
+
 absl::Status statusFrom(int32_t code, const std::string& message) {
   if (code == 0) return absl::OkStatus();
   // a code from the peer: only absl's own.
@@ -35,6 +41,7 @@ absl::Status statusFrom(int32_t code, const std::string& message) {
 // reads until then (a message header, a corrupted copy of a block).
 struct InFlight {
   ucs_status_ptr_t request;
+  size_t bytes;
   std::unique_ptr<std::string> header;
   std::unique_ptr<std::string> copy;
 };
@@ -92,12 +99,11 @@ class UcxSendStream final : public KvSendStream {
       bytes_sent_ += options_.block_bytes;
     }
     closeGroup();
-    // the blocks leave this process before send() returns: nobody else
-    // drives this connection's worker.
     const bool done = c_->worker().waitUntil(
         [this] {
           pump();
-          return inflight_.empty() || !final_.ok() || !c_->health().ok() || c_->hasResult();
+          return inflightBytes() <= kSendWindowBytes || !final_.ok() || !c_->health().ok() ||
+                 c_->hasResult();
         },
         deadline_);
     if (!done) return fail(absl::DeadlineExceededError("the KV transfer ran out of time"));
@@ -157,7 +163,7 @@ class UcxSendStream final : public KvSendStream {
   // writes block `b` (RMA) or sends it (no rkey).
   absl::Status put(const KvBlock& b) {
     const uint64_t checksum = blockChecksum(b.data, options_.block_bytes);
-    InFlight f{nullptr, nullptr, nullptr};
+    InFlight f{nullptr, options_.block_bytes, nullptr, nullptr};
     const void* src = b.data;
     if (options_.faults != nullptr) {
       // an injected fault spoils a copy, never the caller's block.
@@ -184,6 +190,12 @@ class UcxSendStream final : public KvSendStream {
     if (f.request != nullptr) inflight_.push_back(std::move(f));
     if (group_bytes_ >= kVerifyBatchBytes) closeGroup();
     return absl::OkStatus();
+  }
+
+  size_t inflightBytes() const {
+    size_t bytes = 0;
+    for (const InFlight& f : inflight_) bytes += f.bytes;
+    return bytes;
   }
 
   // flushes the blocks written since the last group; D hears of them once

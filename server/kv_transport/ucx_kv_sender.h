@@ -7,8 +7,9 @@
 // an rkey (D registered nothing, or this side cannot use it) blocks travel
 // as active messages instead.
 //
-// send() returns once its blocks left this process (the puts completed
-// locally): the caller's thread drives UCX, there is no progress thread.
+// The caller's thread drives UCX (there is no progress thread): send()
+// returns once at most 8 MiB of its blocks are still leaving this process,
+// finish() once all left, were flushed and D answered.
 // A connection (a UCP worker and an endpoint to D) serves one transfer at
 // a time and is kept for the next transfer to the same D.
 #pragma once
