@@ -78,6 +78,9 @@ class KvTransportTest : public ::testing::TestWithParam<TransportParam> {
     KvReceiverConfig config;
     config.transports = *parseTransportChoice(GetParam().transport);
     config.ucx.rma = GetParam().rma;
+    // these tests corrupt chosen blocks: D checks every one (shm samples by
+    // default; ShmSamplingTest covers that).
+    config.shm.verify_one_in = 1;
     auto receiver = createKvReceiver(config, {region_->data(), kBlockBytes, kNumBlocks}, region_);
     ASSERT_TRUE(receiver.ok()) << receiver.status();
     receiver_ = *std::move(receiver);
@@ -218,6 +221,54 @@ INSTANTIATE_TEST_SUITE_P(
                       TransportParam{"ucx_sm", "ucx", "sm,self"},
                       TransportParam{"ucx_tcp_messages", "ucx", "tcp", false}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// shm re-reads a random sample of the blocks, but at least one of every
+// transfer: a corrupt single-block transfer never passes.
+class ShmSamplingTest : public KvTransportTest {};
+
+TEST_P(ShmSamplingTest, ACorruptSingleBlockTransferFailsWhateverTheSample) {
+  KvReceiverConfig config;
+  config.transports = TransportChoice::kShm;
+  config.shm.verify_one_in = 1000;
+  receiver_.reset();
+  auto receiver = createKvReceiver(config, {region_->data(), kBlockBytes, kNumBlocks}, region_);
+  ASSERT_TRUE(receiver.ok()) << receiver.status();
+  receiver_ = *std::move(receiver);
+  expect("t-one", 1, std::chrono::seconds(20));
+  std::vector<std::string> args = senderArgs("t-one", 1, 1);
+  args.push_back("corrupt=0");
+  pid_t pid = spawnSender(args);
+  TransferResult r = waitResult();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss) << r.status;
+  EXPECT_EQ(r.failed_block, 0);
+  EXPECT_EQ(waitSender(pid, std::chrono::seconds(10)), static_cast<int>(absl::StatusCode::kDataLoss));
+}
+
+TEST_P(ShmSamplingTest, UnsampledBlocksStillArriveBitExact) {
+  KvReceiverConfig config;
+  config.transports = TransportChoice::kShm;
+  config.shm.verify_one_in = 1000;
+  receiver_.reset();
+  auto receiver = createKvReceiver(config, {region_->data(), kBlockBytes, kNumBlocks}, region_);
+  ASSERT_TRUE(receiver.ok()) << receiver.status();
+  receiver_ = *std::move(receiver);
+  const int n = 12;
+  std::vector<int> dst = expect("t-sampled", n, std::chrono::seconds(20));
+  pid_t pid = spawnSender(senderArgs("t-sampled", n, 5));
+  TransferResult r = waitResult();
+  EXPECT_EQ(waitSender(pid, std::chrono::seconds(10)), 0);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.blocks_received, n);
+  std::vector<char> want(kBlockBytes);
+  for (int i = 0; i < n; ++i) {
+    fillBlock(kSeed, 3 * i + 1, want.data(), kBlockBytes);
+    EXPECT_EQ(std::memcmp(block(dst[i]), want.data(), kBlockBytes), 0) << "index " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ShmSamplingTest,
+                         ::testing::Values(TransportParam{"shm", "shm", nullptr}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // UCX's data path does not authenticate the sender: D hands each transfer's
 // random token only through the authenticated Prefill RPC (transferEndpoint),
