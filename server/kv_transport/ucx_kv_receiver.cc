@@ -104,6 +104,7 @@ class UcxKvReceiver::Server {
         for (auto& [handle, status] : aborts) end(handle, status, -1);
       }
       dropFailedPeers();
+      evictIdlePeers();
       worker_->reapSends();
       worker_->progress();
       std::vector<pollfd> fds;
@@ -366,7 +367,6 @@ class UcxKvReceiver::Server {
   Peer* peerFor(const std::string& address, const std::string& boot_id, uint32_t pid) {
     auto it = peers_.find(address);
     if (it != peers_.end() && !it->second->failed) return it->second.get();
-    evictIdlePeers();
     auto peer = std::make_unique<Peer>();
     peer->address = address;
     // a same-host sender's exit is seen on its pidfd (UCX's shared-memory
@@ -381,7 +381,8 @@ class UcxKvReceiver::Server {
     peer->ep = *ep;
     Peer* raw = peer.get();
     if (it != peers_.end()) {
-      closePeer(*it->second);
+      // (closed by the loop: this runs inside a UCX callback.)
+      dead_peers_.push_back(std::move(it->second));
       it->second = std::move(peer);
     } else {
       peers_.emplace(address, std::move(peer));
@@ -389,8 +390,9 @@ class UcxKvReceiver::Server {
     return raw;
   }
 
+  // (on the loop, never inside a UCX callback: closing progresses the worker.)
   void evictIdlePeers() {
-    if (peers_.size() < kMaxIdlePeers) return;
+    if (peers_.size() <= kMaxIdlePeers) return;
     for (auto it = peers_.begin(); it != peers_.end();) {
       if (it->second->transfers == 0) {
         closePeer(*it->second);
@@ -404,11 +406,17 @@ class UcxKvReceiver::Server {
   // fails the transfers of senders that went away and forgets them.
   void dropFailedPeers() {
     for (auto it = peers_.begin(); it != peers_.end();) {
-      Peer& peer = *it->second;
-      if (!peer.failed) {
+      if (it->second->failed) {
+        dead_peers_.push_back(std::move(it->second));
+        it = peers_.erase(it);
+      } else {
         ++it;
-        continue;
       }
+    }
+    // (closing progresses the worker, whose callbacks may add to dead_peers_.)
+    std::vector<std::unique_ptr<Peer>> dead = std::exchange(dead_peers_, {});
+    for (std::unique_ptr<Peer>& p : dead) {
+      Peer& peer = *p;
       const absl::Status gone = absl::UnavailableError(
           absl::StrCat("the KV sender went away before it finished (", peer.why, ")"));
       std::vector<uint64_t> handles;
@@ -417,7 +425,6 @@ class UcxKvReceiver::Server {
       }
       for (uint64_t h : handles) end(h, gone, -1);
       closePeer(peer);
-      it = peers_.erase(it);
     }
   }
 
@@ -431,11 +438,8 @@ class UcxKvReceiver::Server {
     for (auto& [handle, t] : transfers_) handles.push_back(handle);
     for (uint64_t h : handles) end(h, absl::UnavailableError("the KV receiver shut down"), -1);
     worker_->waitUntil([this] { return worker_->reapSends(); }, Clock::now() + std::chrono::seconds(1));
-    for (auto& [address, peer] : peers_) {
-      peer->failed = true;
-      closePeer(*peer);
-    }
-    peers_.clear();
+    for (auto& [address, peer] : peers_) peer->failed = true;
+    dropFailedPeers();
     {
       std::lock_guard<std::mutex> lock(mailbox_->mu);
       mailbox_->worker = nullptr;
@@ -450,6 +454,8 @@ class UcxKvReceiver::Server {
   ucp_mem_h memory_;
   std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
   std::map<std::string, std::unique_ptr<Peer>> peers_;
+  // replaced or failed senders, closed (and their transfers failed) by the loop.
+  std::vector<std::unique_ptr<Peer>> dead_peers_;
   absl::flat_hash_map<uint64_t, Transfer> transfers_;
 
   friend class UcxKvReceiver;
