@@ -14,6 +14,10 @@
 // (UCX's shared-memory transports have none), through a pidfd on its
 // process; otherwise the transfer's deadline ends it.
 //
+// As with shm, a sender still writing when D ends a transfer (cancel,
+// deadline, a bad block) may write its destination blocks until it hears
+// of the end (its next send() or finish()).
+//
 // Security: the endpoint is handed out only through the authenticated
 // Prefill RPC, and claiming or completing a transfer takes its token. UCX
 // itself does not authenticate: whoever can reach D's UCX transports and

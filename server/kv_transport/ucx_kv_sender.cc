@@ -87,6 +87,9 @@ class UcxSendStream final : public KvSendStream {
   // KvSendStream
   absl::Status send(std::span<const KvBlock> blocks) override {
     if (finished_) return absl::FailedPreconditionError("send() after finish()");
+    // D may have ended the transfer (a bad block, its deadline, a cancel):
+    // hear of it before writing more into its storage.
+    c_->worker().progress();
     RETURN_IF_ERROR(check());
     for (const KvBlock& b : blocks) {
       if (b.index < 0 || static_cast<size_t>(b.index) >= offsets_.size() || sent_[b.index] ||
