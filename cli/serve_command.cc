@@ -207,7 +207,7 @@ void registerServeCommand(CLI::App& app) {
   cmd->add_option("--max-local-prefill-tokens",
                   "router: prompts with more uncached tokens than this are prefilled on a "
                   "prefill worker (default: the router's)");
-  cmd->add_option("--kv-transport", "workers: auto|grpc|shm (default auto)");
+  cmd->add_option("--kv-transport", "workers: auto|grpc|shm|ucx (default auto)");
   cmd->add_option("--prefill-timeout",
                   "decode workers: seconds a remote prefill may take before prefilling locally");
   cmd->add_flag("--autoscale", args->autoscale,

@@ -104,8 +104,9 @@ void registerWorkerCommand(CLI::App& app,
                   "HTTP port of /metrics and /health (0 = any free, -1 = none)")
       ->capture_default_str();
   cmd->add_option("--kv-transport", args->kv_transport,
-                  "how KV blocks move: auto (shm on the same host, else grpc), grpc, shm")
-      ->check(CLI::IsMember({"auto", "grpc", "shm"}))
+                  "how KV blocks move: auto (shm on the same host, else grpc), grpc, shm, "
+                  "ucx (UCX RMA over what UCX finds; UCX_TLS chooses; P and D alike)")
+      ->check(CLI::IsMember({"auto", "grpc", "shm", "ucx"}))
       ->capture_default_str();
   cmd->add_option("--prefill-timeout", args->prefill_timeout_s,
                   "seconds a remote prefill may take before D prefills locally")

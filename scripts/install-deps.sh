@@ -8,7 +8,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev liburing-dev prometheus-cpp-dev libxxhash-dev
   libboost-dev libssl-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
-  libicu-dev libyaml-cpp-dev libgtest-dev libgmock-dev ccache
+  libicu-dev libyaml-cpp-dev libgtest-dev libgmock-dev ccache libucx-dev
   python3 curl
 )
 # Debian's HIP toolchain (kernels' emulator tests, the hip backend); an

@@ -1,9 +1,12 @@
 // KV transfer throughput of each transport between two processes, against
 // the raw ceiling measured in the same run: a plain loopback TCP send of the
-// same bytes for gRPC, a memcpy of the same bytes for shm.
+// same bytes for gRPC and for UCX over its TCP transport, a memcpy of the
+// same bytes for shm.
 //
 // Usage: kv_transport_bench [MiB (default 64)] [repeats (default 7)] [block KiB (default 1024)]
-// (KV_BENCH_CHUNK_KIB=N sets the gRPC chunk size, default 1024.)
+// (KV_BENCH_CHUNK_KIB=N sets the gRPC chunk size, default 1024;
+// KV_BENCH_TRANSPORTS=grpc,shm,ucx the transports measured, default all.
+// ucx runs with UCX_TLS=tcp unless UCX_TLS is set.)
 //
 // This process is D (receiver, KV storage in a memfd region twice the
 // transfer); it re-executes itself as P (`--sender ...`), which owns its own
@@ -88,8 +91,16 @@ int connectTcp(int port) {
 // P: `reps` + 1 rounds (the first warms up), each the raw reference then one
 // KV transfer (ids bench-0..), so both see the same machine load. Prints
 // "raw_median kv_median ratio_median".
-int runSender(const std::string& transport, const std::string& endpoint, int tcp_port,
+int runSender(const std::string& transport, const std::string& endpoint_list, int tcp_port,
               size_t block_bytes, int blocks, int reps) {
+  // one endpoint per round: UCX's carries each transfer's token.
+  std::vector<std::string> endpoints;
+  for (size_t at = 0; at <= endpoint_list.size();) {
+    const size_t end = std::min(endpoint_list.find(';', at), endpoint_list.size());
+    endpoints.push_back(endpoint_list.substr(at, end - at));
+    at = end + 1;
+  }
+  if (static_cast<int>(endpoints.size()) != reps + 1) return 4;
   const size_t bytes = block_bytes * blocks;
   KvSenderOptions options;
   options.block_bytes = block_bytes;
@@ -105,9 +116,10 @@ int runSender(const std::string& transport, const std::string& endpoint, int tcp
   std::vector<int> src(blocks * 2);
   std::iota(src.begin(), src.end(), 0);
   std::shuffle(src.begin(), src.end(), rng);
-  const int sock = transport == "grpc" ? connectTcp(tcp_port) : -1;
-  if (transport == "grpc" && sock < 0) return 2;
-  std::vector<char> raw_data(transport == "grpc" ? bytes : 0, 1);
+  const bool tcp_reference = transport != "shm";
+  const int sock = tcp_reference ? connectTcp(tcp_port) : -1;
+  if (tcp_reference && sock < 0) return 2;
+  std::vector<char> raw_data(tcp_reference ? bytes : 0, 1);
   std::vector<char> copy_dst(transport == "shm" ? bytes : 0, 0);
   Timings t;
   std::vector<double> ratios;
@@ -116,7 +128,7 @@ int runSender(const std::string& transport, const std::string& endpoint, int tcp
         sock >= 0 ? rawTcpOnce(sock, raw_data) : rawMemcpyOnce(copy_dst, storage.data());
     if (raw < 0) return 3;
     auto t0 = Clock::now();
-    auto stream = (*sender)->open({endpoint, "bench-" + std::to_string(r)});
+    auto stream = (*sender)->open({endpoints[r], "bench-" + std::to_string(r)});
     if (!stream.ok()) {
       std::fprintf(stderr, "open: %s\n", stream.status().ToString().c_str());
       return 6;
@@ -236,11 +248,14 @@ Result kvTransfer(const std::string& transport, ShmRegionPtr region, int blocks,
     for (int i = 0; i < blocks; ++i) t.hashes.push_back(static_cast<uint64_t>(i));
     if (!(*receiver)->expect(std::move(t), [](const TransferResult&) {}).ok()) return {};
   }
-  if (transport != "grpc") {
-    return spawnSender(transport, (*receiver)->endpoint(), 0, block_bytes, blocks, reps);
+  std::string endpoints;
+  for (int r = 0; r <= reps; ++r) {
+    if (r > 0) endpoints += ';';
+    endpoints += (*receiver)->transferEndpoint("bench-" + std::to_string(r));
   }
+  if (transport == "shm") return spawnSender(transport, endpoints, 0, block_bytes, blocks, reps);
   RawTcpReader reader(block_bytes * blocks, reps + 1);
-  return spawnSender(transport, (*receiver)->endpoint(), reader.port(), block_bytes, blocks, reps);
+  return spawnSender(transport, endpoints, reader.port(), block_bytes, blocks, reps);
 }
 
 }  // namespace
@@ -262,13 +277,32 @@ int main(int argc, char** argv) {
   std::printf("%d blocks of %zu KiB = %zu MiB, median of %d rounds (after 1 warm-up),\n"
               "each round: the raw reference, then one KV transfer\n",
               blocks, block_bytes >> 10, bytes >> 20, reps);
-  const Result grpc = kvTransfer("grpc", *region, blocks, block_bytes, reps);
-  const Result shm = kvTransfer("shm", *region, blocks, block_bytes, reps);
-  std::printf("raw loopback TCP : %6.2f GB/s\n", grpc.raw);
-  std::printf("grpc KV transfer : %6.2f GB/s  (%3.0f%% of raw TCP; median per-round ratio %3.0f%%)\n",
-              grpc.kv, 100 * grpc.kv / grpc.raw, 100 * grpc.ratio);
-  std::printf("memcpy           : %6.2f GB/s\n", shm.raw);
-  std::printf("shm KV transfer  : %6.2f GB/s  (%3.0f%% of memcpy; median per-round ratio %3.0f%%)\n",
-              shm.kv, 100 * shm.kv / shm.raw, 100 * shm.ratio);
-  return grpc.kv > 0 && shm.kv > 0 ? 0 : 1;
+  const char* chosen = std::getenv("KV_BENCH_TRANSPORTS");
+  const std::string transports = chosen != nullptr ? chosen : "grpc,shm,ucx";
+  auto wanted = [&](const char* t) { return transports.find(t) != std::string::npos; };
+  bool ok = true;
+  if (wanted("grpc")) {
+    const Result grpc = kvTransfer("grpc", *region, blocks, block_bytes, reps);
+    std::printf("raw loopback TCP : %6.2f GB/s\n", grpc.raw);
+    std::printf("grpc KV transfer : %6.2f GB/s  (%3.0f%% of raw TCP; median per-round ratio %3.0f%%)\n",
+                grpc.kv, 100 * grpc.kv / grpc.raw, 100 * grpc.ratio);
+    ok = ok && grpc.kv > 0;
+  }
+  if (wanted("shm")) {
+    const Result shm = kvTransfer("shm", *region, blocks, block_bytes, reps);
+    std::printf("memcpy           : %6.2f GB/s\n", shm.raw);
+    std::printf("shm KV transfer  : %6.2f GB/s  (%3.0f%% of memcpy; median per-round ratio %3.0f%%)\n",
+                shm.kv, 100 * shm.kv / shm.raw, 100 * shm.ratio);
+    ok = ok && shm.kv > 0;
+  }
+  if (wanted("ucx")) {
+    // D and P (which inherits it) use UCX's TCP transport unless told otherwise.
+    setenv("UCX_TLS", "tcp", 0);
+    const Result ucx = kvTransfer("ucx", *region, blocks, block_bytes, reps);
+    std::printf("raw loopback TCP : %6.2f GB/s\n", ucx.raw);
+    std::printf("ucx KV transfer  : %6.2f GB/s  (%3.0f%% of raw TCP; median per-round ratio %3.0f%%; UCX_TLS=%s)\n",
+                ucx.kv, 100 * ucx.kv / ucx.raw, 100 * ucx.ratio, std::getenv("UCX_TLS"));
+    ok = ok && ucx.kv > 0;
+  }
+  return ok ? 0 : 1;
 }

@@ -14,15 +14,25 @@ namespace tandem::kv_transport {
 namespace {
 constexpr absl::string_view kGrpcScheme = "grpc://";
 constexpr absl::string_view kShmScheme = "shm://";
+constexpr absl::string_view kUcxScheme = "ucx://";
 constexpr absl::string_view kBootIdParam = "?boot_id=";
 }  // namespace
 
 std::string_view transportName(TransportKind kind) {
-  return kind == TransportKind::kShm ? "shm" : "grpc";
+  switch (kind) {
+    case TransportKind::kShm:
+      return "shm";
+    case TransportKind::kUcx:
+      return "ucx";
+    case TransportKind::kGrpc:
+      break;
+  }
+  return "grpc";
 }
 
 std::string formatEndpoint(const Endpoint& e) {
   if (e.kind == TransportKind::kGrpc) return absl::StrCat(kGrpcScheme, e.address);
+  if (e.kind == TransportKind::kUcx) return absl::StrCat(kUcxScheme, e.address);
   return absl::StrCat(kShmScheme, e.address, kBootIdParam, e.boot_id);
 }
 
@@ -40,6 +50,9 @@ absl::StatusOr<std::vector<Endpoint>> parseEndpoints(std::string_view list) {
       size_t q = item.find(kBootIdParam);
       e.address = std::string(item.substr(0, q));
       if (q != absl::string_view::npos) e.boot_id = std::string(item.substr(q + kBootIdParam.size()));
+    } else if (absl::ConsumePrefix(&item, kUcxScheme)) {
+      e.kind = TransportKind::kUcx;
+      e.address = std::string(item);
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown KV endpoint scheme in '", item, "'"));
     }

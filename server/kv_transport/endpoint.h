@@ -1,5 +1,6 @@
-// Receiver endpoints as strings P can be handed: "grpc://host:port" and
-// "shm://<unix socket name>?boot_id=<id>", several joined with ','. The shm
+// Receiver endpoints as strings P can be handed: "grpc://host:port",
+// "shm://<unix socket name>?boot_id=<id>" and "ucx://<worker address>?…"
+// (ucx_protocol.h), several joined with ','. The shm
 // endpoint carries its host's boot id so a sender can tell whether it runs
 // on the same host (and kernel) and may use shared memory.
 #pragma once
@@ -12,19 +13,20 @@
 
 namespace tandem::kv_transport {
 
-enum class TransportKind { kGrpc, kShm };
+enum class TransportKind { kGrpc, kShm, kUcx };
 
 std::string_view transportName(TransportKind kind);
 
 struct Endpoint {
   TransportKind kind = TransportKind::kGrpc;
-  // grpc: "host:port" ("[v6]:port"); shm: the abstract unix socket name.
+  // grpc: "host:port" ("[v6]:port"); shm: the abstract unix socket name;
+  // ucx: everything after "ucx://" (parseUcxEndpoint reads it).
   std::string address;
   // shm: the receiver host's boot id (see localBootId()).
   std::string boot_id;
 };
 
-// "grpc://…" or "shm://…"; the inverse of parseEndpoints for one endpoint.
+// "grpc://…", "shm://…" or "ucx://…"; the inverse of parseEndpoints for one endpoint.
 std::string formatEndpoint(const Endpoint& endpoint);
 
 // parses a ','-separated list. InvalidArgument for an unknown scheme, an

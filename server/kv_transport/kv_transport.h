@@ -18,9 +18,11 @@
 // DataLoss naming the block, so D re-requests or recomputes and never uses it.
 //
 // Implementations: gRPC streaming (any two hosts), shared memory (same host:
-// P copies straight into D's memfd-backed KV storage). RDMA (UCX) and HIP IPC
-// fit the same two interfaces: a sender that writes into remote/peer device
-// memory and a receiver that exports its storage under an endpoint string.
+// P copies straight into D's memfd-backed KV storage), UCX (P writes into
+// D's registered storage with RMA over whatever UCX picked: shared memory,
+// TCP, RDMA). HIP IPC fits the same two interfaces: a sender that writes
+// into peer device memory and a receiver that exports its storage under an
+// endpoint string.
 #pragma once
 
 #include <chrono>
@@ -112,7 +114,7 @@ struct KvSenderOptions {
 class KvSender {
  public:
   virtual ~KvSender() = default;
-  // the transport's name: "grpc", "shm", "auto".
+  // the transport's name: "grpc", "shm", "ucx", "auto".
   virtual std::string_view name() const = 0;
   // starts a transfer to `target`. InvalidArgument for an endpoint this
   // transport cannot use; errors D reports at once (NotFound for an unknown
@@ -145,7 +147,7 @@ struct TransferResult {
   int failed_block = -1;
   int blocks_received = 0;
   uint64_t bytes_received = 0;
-  std::string transport;  // which transport carried it ("grpc", "shm"), if any
+  std::string transport;  // which transport carried it ("grpc", "shm", "ucx"), if any
 };
 // called exactly once per expected transfer, on a transport thread; keep it
 // short. It may call back into the receiver (expect, cancel).
@@ -160,6 +162,15 @@ class KvReceiver {
 
   // what P needs to reach this receiver (see TransferTarget::endpoint).
   virtual std::string endpoint() const = 0;
+
+  // what P needs for pending transfer `transfer_id`: endpoint(), where a
+  // transport whose data path cannot authenticate P by itself (ucx) adds a
+  // per-transfer random token P must present. D hands it to P only through
+  // an authenticated channel (the Prefill RPC, cluster secret / mTLS).
+  virtual std::string transferEndpoint(const std::string& transfer_id) const {
+    (void)transfer_id;
+    return endpoint();
+  }
 
   // announces a transfer before P pushes it; `done` fires once when it
   // completes, fails, times out or is cancelled. InvalidArgument when ids are

@@ -11,4 +11,13 @@ std::string MultiKvReceiver::endpoint() const {
   return out;
 }
 
+std::string MultiKvReceiver::transferEndpoint(const std::string& transfer_id) const {
+  std::string out;
+  for (const KvReceiverPtr& r : receivers_) {
+    if (!out.empty()) out += ',';
+    out += r->transferEndpoint(transfer_id);
+  }
+  return out;
+}
+
 }  // namespace tandem::kv_transport

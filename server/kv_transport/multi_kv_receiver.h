@@ -21,6 +21,7 @@ class MultiKvReceiver : public KvReceiver {
 
   // KvReceiver: every transport's endpoint, ','-separated.
   std::string endpoint() const override;
+  std::string transferEndpoint(const std::string& transfer_id) const override;
   absl::Status expect(ExpectedTransfer transfer, TransferDoneFn done) override {
     return table_->expect(std::move(transfer), std::move(done));
   }

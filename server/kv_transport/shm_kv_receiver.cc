@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -46,6 +47,10 @@ struct Connection {
   int fd = -1;
   shm::FrameBuffer in;
   ActiveTransferPtr active;
+  // which blocks D re-reads: index i when (i + salt) % one_in == 0, and
+  // index salt % n; the salt is drawn when the transfer is claimed, so P
+  // cannot know the sample while copying.
+  uint64_t salt = 0;
 };
 
 void sendResult(int fd, const absl::Status& status, int failed_block) {
@@ -64,11 +69,13 @@ int failedBlockOf(const absl::Status& s, int index) {
 class Server {
  public:
   Server(std::shared_ptr<ShmKvReceiver::Loop> loop, ShmRegionPtr region,
-         std::shared_ptr<TransferTable> table, std::vector<uint32_t> allowed_peer_uids)
+         std::shared_ptr<TransferTable> table, std::vector<uint32_t> allowed_peer_uids,
+         int verify_one_in)
       : loop_(std::move(loop)),
         region_(std::move(region)),
         table_(std::move(table)),
-        allowed_peer_uids_(std::move(allowed_peer_uids)) {}
+        allowed_peer_uids_(std::move(allowed_peer_uids)),
+        verify_one_in_(std::max(1, verify_one_in)) {}
 
   void run() {
     std::vector<pollfd> fds;
@@ -182,6 +189,7 @@ class Server {
         });
         if (!claimed.ok()) return refuse(c, claimed.status());
         c.active = *std::move(claimed);
+        c.salt = randomU64();
         shm::Writer w;
         w.i32(0).u64(region_->bytes()).u64(region_->id());
         w.u32(static_cast<uint32_t>(c.active->numBlocks()));
@@ -201,8 +209,14 @@ class Server {
           }
           absl::Status s = c.active->beginBlock(index, hash);
           if (s.ok()) {
-            // verify the bytes as D will read them, in D's own storage.
-            uint64_t stored = blockChecksum(storage.block(c.active->dstBlock(index)), storage.block_bytes);
+            // verify the sampled blocks' bytes as D will read them, in D's
+            // own storage; take P's word for the others.
+            const uint64_t n = static_cast<uint64_t>(c.active->numBlocks());
+            const uint64_t i = static_cast<uint64_t>(index);
+            const bool sampled = (i + c.salt) % static_cast<uint64_t>(verify_one_in_) == 0 || i == c.salt % n;
+            const uint64_t stored =
+                sampled ? blockChecksum(storage.block(c.active->dstBlock(index)), storage.block_bytes)
+                        : checksum;
             s = c.active->endBlock(index, checksum, stored);
           }
           if (!s.ok()) {
@@ -247,6 +261,7 @@ class Server {
   ShmRegionPtr region_;
   std::shared_ptr<TransferTable> table_;
   const std::vector<uint32_t> allowed_peer_uids_;
+  const int verify_one_in_;
   std::map<uint64_t, Connection> conns_;
   uint64_t next_id_ = 1;
 };
@@ -275,7 +290,8 @@ absl::StatusOr<std::unique_ptr<ShmKvReceiver>> ShmKvReceiver::create(
   if (r->loop_->wake_fd < 0) return absl::InternalError("eventfd failed");
   r->endpoint_ = formatEndpoint({TransportKind::kShm, name, localBootId()});
   r->thread_ = std::thread([server = std::make_shared<Server>(r->loop_, r->region_, r->table_,
-                                                             options.allowed_peer_uids)] {
+                                                             options.allowed_peer_uids,
+                                                             options.verify_one_in)] {
     server->run();
   });
   return r;

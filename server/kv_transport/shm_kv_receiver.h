@@ -2,8 +2,9 @@
 // region (ShmRegion) that D's engine uses as its KV storage. A sender
 // connects to D's unix socket, claims a transfer, receives the region's fd
 // and the destination block ids, copies blocks straight into them and then
-// names the blocks it wrote; D verifies each block's checksum on its own
-// bytes while P copies the next ones. Only senders running as D's own uid
+// names the blocks it wrote (with their checksums); D checks every block's
+// prefix hash and re-reads a random sample of them (verify_one_in) to check
+// their checksums on its own bytes while P copies the next ones. Only senders running as D's own uid
 // (or an allowed one) are served: the socket is abstract, so the peer's
 // credentials (SO_PEERCRED) are checked right after accept.
 //
@@ -34,6 +35,11 @@ struct ShmKvReceiverOptions {
   // uids besides this process's own whose senders are served; a connection
   // from any other uid (SO_PEERCRED) is closed at once.
   std::vector<uint32_t> allowed_peer_uids;
+  // D re-reads and checks the checksum of one block in this many (and at
+  // least one block of every transfer), chosen at random per transfer after
+  // P copied them; 1 = every block. The others are taken on P's checksum of
+  // its source. Why sampling is enough on one host: DESIGN.md (KV transport).
+  int verify_one_in = 8;
 };
 
 class ShmKvReceiver : public KvReceiver {

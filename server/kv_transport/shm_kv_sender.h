@@ -2,8 +2,8 @@
 // receiver and copies each block straight into its destination block with
 // non-temporal stores, checksumming each 64 KiB slice of the source right
 // after copying it (block_copy.h), so the source is read from memory once;
-// D is told every ~4 MiB and verifies those blocks while the next ones are
-// copied. The only copy is the block copy itself.
+// D is told every ~16 MiB and checks a sample of those blocks while the
+// next ones are copied. The only copy is the block copy itself.
 #pragma once
 
 #include <memory>

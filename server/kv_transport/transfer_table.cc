@@ -1,11 +1,13 @@
 #include "server/kv_transport/transfer_table.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "server/kv_transport/shm_region.h"
 
 namespace tandem::kv_transport {
 
@@ -15,6 +17,7 @@ namespace {
 
 struct Entry {
   ExpectedTransfer spec;
+  std::string token;
   TransferDoneFn done;
   Clock::time_point deadline;
   TimerQueue::TimerId expiry = TimerQueue::kNoTimer;  // fails it at `deadline`
@@ -28,7 +31,23 @@ struct Entry {
   absl::Status final_status;
 };
 
+std::string randomToken() {
+  std::string t(kTransferTokenBytes, '\0');
+  for (size_t i = 0; i < t.size(); i += 8) {
+    const uint64_t v = randomU64();
+    std::memcpy(t.data() + i, &v, std::min<size_t>(8, t.size() - i));
+  }
+  return t;
+}
+
 }  // namespace
+
+bool tokensEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
 
 struct TransferTable::State {
   KvStorage storage;
@@ -109,6 +128,7 @@ absl::Status TransferTable::expect(ExpectedTransfer transfer, TransferDoneFn don
   auto e = std::make_shared<Entry>();
   e->deadline = Clock::now() + transfer.timeout;
   e->received.assign(transfer.dst_block_ids.size(), 0);
+  e->token = randomToken();
   e->spec = std::move(transfer);
   e->done = std::move(done);
   {
@@ -149,13 +169,18 @@ absl::Status TransferTable::cancel(const std::string& transfer_id) {
 }
 
 absl::StatusOr<ActiveTransferPtr> TransferTable::claim(const std::string& transfer_id,
-                                                       std::string transport, AbortFn on_abort) {
+                                                       std::string transport, AbortFn on_abort,
+                                                       std::optional<std::string_view> token) {
   std::lock_guard<std::mutex> lock(state_->mu);
   auto it = state_->pending.find(transfer_id);
   if (it == state_->pending.end()) {
     return absl::NotFoundError(absl::StrCat("transfer ", transfer_id, " is not expected here"));
   }
   Entry& e = *it->second;
+  if (token.has_value() && !tokensEqual(*token, e.token)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("wrong token for transfer ", transfer_id));
+  }
   if (e.claimed) {
     return absl::FailedPreconditionError(
         absl::StrCat("transfer ", transfer_id, " is already being pushed over ", e.transport));
@@ -164,6 +189,12 @@ absl::StatusOr<ActiveTransferPtr> TransferTable::claim(const std::string& transf
   e.transport = std::move(transport);
   e.on_abort = std::move(on_abort);
   return std::make_shared<ActiveTransfer>(state_, it->second);
+}
+
+std::string TransferTable::token(const std::string& transfer_id) const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->pending.find(transfer_id);
+  return it == state_->pending.end() ? std::string() : it->second->token;
 }
 
 size_t TransferTable::pending() const {
@@ -266,6 +297,8 @@ absl::Status ActiveTransfer::finish() {
 void ActiveTransfer::fail(const absl::Status& status) {
   state_->complete(std::static_pointer_cast<Entry>(entry_), status, -1, false);
 }
+
+const std::string& ActiveTransfer::token() const { return entryOf(entry_).token; }
 
 absl::Status ActiveTransfer::status() const {
   std::lock_guard<std::mutex> lock(state_->mu);

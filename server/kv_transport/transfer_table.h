@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -29,6 +31,14 @@ struct KvStorage {
     return static_cast<char*>(data) + static_cast<size_t>(id) * block_bytes;
   }
 };
+
+// bytes of the random token each expected transfer gets (see
+// TransferTable::token).
+inline constexpr size_t kTransferTokenBytes = 16;
+
+// whether two tokens are equal (and not empty), in time independent of
+// where they differ.
+bool tokensEqual(std::string_view a, std::string_view b);
 
 // called when a claimed transfer ends for a reason outside its transport
 // (timeout, cancel, shutdown), so the transport cuts its sender off.
@@ -54,11 +64,20 @@ class TransferTable {
 
   // a sender starts pushing `transfer_id` over `transport`. NotFound when no
   // such transfer is pending (unknown, or already ended); FailedPrecondition
-  // when another sender already claimed it. `on_abort` is called at most
-  // once, outside any lock, if the transfer ends other than through the
-  // returned handle.
+  // when another sender already claimed it; PermissionDenied when `token`
+  // is given and is not the transfer's (the transfer stays pending). A
+  // transport whose peers are not authenticated otherwise passes the token
+  // the sender presented. `on_abort` is called at most once, outside any
+  // lock, if the transfer ends other than through the returned handle.
   absl::StatusOr<ActiveTransferPtr> claim(const std::string& transfer_id, std::string transport,
-                                          AbortFn on_abort);
+                                          AbortFn on_abort,
+                                          std::optional<std::string_view> token = std::nullopt);
+
+  // the random token (kTransferTokenBytes) made for pending transfer
+  // `transfer_id` at expect(), or "" when it is not pending. D hands it to
+  // P only through an authenticated channel (the endpoint of the Prefill
+  // RPC, KvReceiver::transferEndpoint).
+  std::string token(const std::string& transfer_id) const;
 
   // transfers pending (expected or in flight).
   size_t pending() const;
@@ -102,6 +121,9 @@ class ActiveTransfer {
 
   // OK while the transfer runs or after it succeeded; its error once failed.
   absl::Status status() const;
+
+  // the transfer's token (TransferTable::token).
+  const std::string& token() const;
 
  private:
   std::shared_ptr<TransferTable::State> state_;

@@ -51,7 +51,8 @@ struct WorkerOptions {
   grpc_util::ClusterAuthPtr cluster_auth = grpc_util::ClusterAuth::none();
   // /metrics and /health over HTTP: 0 = any free port, -1 = none.
   int metrics_port = 0;
-  // P: how to push blocks; D: which receivers to serve (auto = both).
+  // P: how to push blocks; D: which receivers to serve (auto = grpc and
+  // shm; ucx = UCX alone).
   kv_transport::TransportChoice kv_transport = kv_transport::TransportChoice::kAuto;
   // D: how long a remote prefill (the Prefill call and the transfer) may take.
   std::chrono::milliseconds prefill_timeout{10000};

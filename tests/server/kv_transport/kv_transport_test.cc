@@ -1,6 +1,8 @@
-// Both KV transports end to end between two real processes: D (this test)
+// Every KV transport end to end between two real processes: D (this test)
 // announces transfers and owns the KV storage, P (kv_sender_child, spawned)
-// pushes deterministic blocks over real loopback gRPC or real shared memory.
+// pushes deterministic blocks over real loopback gRPC, real shared memory,
+// or real UCX (RMA over its TCP transport and over its shared-memory ones,
+// and blocks as active messages where D registered no memory).
 #include "server/kv_transport/kv_transport.h"
 
 #include <signal.h>
@@ -58,14 +60,27 @@ int waitSender(pid_t pid, std::chrono::milliseconds limit) {
   return -1;
 }
 
-class KvTransportTest : public ::testing::TestWithParam<const char*> {
+struct TransportParam {
+  const char* name;       // the test's name
+  const char* transport;  // --kv-transport
+  const char* ucx_tls;    // UCX_TLS for both processes (ucx only)
+  bool rma = true;        // ucx: D registers its storage
+};
+
+class KvTransportTest : public ::testing::TestWithParam<TransportParam> {
  protected:
   void SetUp() override {
+    // UCX reads it when the receiver starts; the sender child inherits it.
+    if (GetParam().ucx_tls != nullptr) setenv("UCX_TLS", GetParam().ucx_tls, 1);
     auto region = ShmRegion::create(kBlockBytes * kNumBlocks);
     ASSERT_TRUE(region.ok()) << region.status();
     region_ = *region;
     KvReceiverConfig config;
-    config.transports = *parseTransportChoice(GetParam());
+    config.transports = *parseTransportChoice(GetParam().transport);
+    config.ucx.rma = GetParam().rma;
+    // these tests corrupt chosen blocks: D checks every one (shm samples by
+    // default; ShmSamplingTest covers that).
+    config.shm.verify_one_in = 1;
     auto receiver = createKvReceiver(config, {region_->data(), kBlockBytes, kNumBlocks}, region_);
     ASSERT_TRUE(receiver.ok()) << receiver.status();
     receiver_ = *std::move(receiver);
@@ -96,7 +111,8 @@ class KvTransportTest : public ::testing::TestWithParam<const char*> {
     for (int i = 0; i < n; ++i) src[i] = 3 * i + 1;
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng_);
-    return {GetParam(), receiver_->endpoint(), id, std::to_string(kBlockBytes), std::to_string(kSeed),
+    return {GetParam().transport, receiver_->transferEndpoint(id), id, std::to_string(kBlockBytes),
+            std::to_string(kSeed),
             joinInts(src), joinInts(order), std::to_string(batch), "chunk=16384"};
   }
 
@@ -121,7 +137,7 @@ TEST_P(KvTransportTest, MovesScatteredBlocksBitExactInSeveralBatches) {
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.blocks_received, n);
   EXPECT_EQ(r.bytes_received, n * kBlockBytes);
-  EXPECT_EQ(r.transport, GetParam());
+  EXPECT_EQ(r.transport, GetParam().transport);
   std::vector<char> want(kBlockBytes);
   for (int i = 0; i < n; ++i) {
     fillBlock(kSeed, 3 * i + 1, want.data(), kBlockBytes);
@@ -175,9 +191,11 @@ TEST_P(KvTransportTest, StalledSenderFailsAtTheDeadline) {
 
 TEST_P(KvTransportTest, UnknownTransferIdIsRefused) {
   expect("t-known", 4, std::chrono::seconds(20));
-  pid_t pid = spawnSender(senderArgs("t-unknown", 4, 4));
+  std::vector<std::string> args = senderArgs("t-unknown", 4, 4);
+  args[1] = receiver_->transferEndpoint("t-known");  // (ucx: a valid token)
+  pid_t pid = spawnSender(args);
   int code = waitSender(pid, std::chrono::seconds(10));
-  // shm refuses at open(), gRPC at the first answer: NotFound either way.
+  // shm and ucx refuse at open(), gRPC at the first answer: NotFound either way.
   EXPECT_TRUE(code == static_cast<int>(absl::StatusCode::kNotFound) ||
               code == 100 + static_cast<int>(absl::StatusCode::kNotFound))
       << code;
@@ -196,8 +214,96 @@ TEST_P(KvTransportTest, FinishingWithBlocksMissingFails) {
             static_cast<int>(absl::StatusCode::kFailedPrecondition));
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, KvTransportTest, ::testing::Values("grpc", "shm"),
-                         [](const auto& info) { return std::string(info.param); });
+INSTANTIATE_TEST_SUITE_P(
+    Transports, KvTransportTest,
+    ::testing::Values(TransportParam{"grpc", "grpc", nullptr}, TransportParam{"shm", "shm", nullptr},
+                      TransportParam{"ucx_tcp", "ucx", "tcp"},
+                      TransportParam{"ucx_sm", "ucx", "sm,self"},
+                      TransportParam{"ucx_tcp_messages", "ucx", "tcp", false}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// shm re-reads a random sample of the blocks, but at least one of every
+// transfer: a corrupt single-block transfer never passes.
+class ShmSamplingTest : public KvTransportTest {};
+
+TEST_P(ShmSamplingTest, ACorruptSingleBlockTransferFailsWhateverTheSample) {
+  KvReceiverConfig config;
+  config.transports = TransportChoice::kShm;
+  config.shm.verify_one_in = 1000;
+  receiver_.reset();
+  auto receiver = createKvReceiver(config, {region_->data(), kBlockBytes, kNumBlocks}, region_);
+  ASSERT_TRUE(receiver.ok()) << receiver.status();
+  receiver_ = *std::move(receiver);
+  expect("t-one", 1, std::chrono::seconds(20));
+  std::vector<std::string> args = senderArgs("t-one", 1, 1);
+  args.push_back("corrupt=0");
+  pid_t pid = spawnSender(args);
+  TransferResult r = waitResult();
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss) << r.status;
+  EXPECT_EQ(r.failed_block, 0);
+  EXPECT_EQ(waitSender(pid, std::chrono::seconds(10)), static_cast<int>(absl::StatusCode::kDataLoss));
+}
+
+TEST_P(ShmSamplingTest, UnsampledBlocksStillArriveBitExact) {
+  KvReceiverConfig config;
+  config.transports = TransportChoice::kShm;
+  config.shm.verify_one_in = 1000;
+  receiver_.reset();
+  auto receiver = createKvReceiver(config, {region_->data(), kBlockBytes, kNumBlocks}, region_);
+  ASSERT_TRUE(receiver.ok()) << receiver.status();
+  receiver_ = *std::move(receiver);
+  const int n = 12;
+  std::vector<int> dst = expect("t-sampled", n, std::chrono::seconds(20));
+  pid_t pid = spawnSender(senderArgs("t-sampled", n, 5));
+  TransferResult r = waitResult();
+  EXPECT_EQ(waitSender(pid, std::chrono::seconds(10)), 0);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.blocks_received, n);
+  std::vector<char> want(kBlockBytes);
+  for (int i = 0; i < n; ++i) {
+    fillBlock(kSeed, 3 * i + 1, want.data(), kBlockBytes);
+    EXPECT_EQ(std::memcmp(block(dst[i]), want.data(), kBlockBytes), 0) << "index " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ShmSamplingTest,
+                         ::testing::Values(TransportParam{"shm", "shm", nullptr}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// UCX's data path does not authenticate the sender: D hands each transfer's
+// random token only through the authenticated Prefill RPC (transferEndpoint),
+// and a sender without it can neither claim nor complete the transfer.
+class UcxTransportTest : public KvTransportTest {};
+
+TEST_P(UcxTransportTest, ASenderWithoutTheTransfersTokenIsRefusedAndTheTransferStaysPending) {
+  const int n = 4;
+  std::vector<int> dst = expect("t-token", n, std::chrono::seconds(20));
+  std::vector<std::string> args = senderArgs("t-token", n, n);
+  const std::string good = args[1];
+  const size_t at = good.find("&token=");
+  ASSERT_NE(at, std::string::npos) << good;
+  // another token: D refuses the claim.
+  std::string wrong = good;
+  wrong[at + 7] = wrong[at + 7] == '0' ? '1' : '0';
+  args[1] = wrong;
+  EXPECT_EQ(waitSender(spawnSender(args), std::chrono::seconds(10)),
+            100 + static_cast<int>(absl::StatusCode::kPermissionDenied));
+  // no token at all: P does not even try.
+  args[1] = good.substr(0, at);
+  EXPECT_EQ(waitSender(spawnSender(args), std::chrono::seconds(10)),
+            100 + static_cast<int>(absl::StatusCode::kInvalidArgument));
+  // the transfer is still D's to give: the right token completes it.
+  args[1] = good;
+  EXPECT_EQ(waitSender(spawnSender(args), std::chrono::seconds(10)), 0);
+  TransferResult r = waitResult();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.blocks_received, n);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, UcxTransportTest,
+                         ::testing::Values(TransportParam{"ucx_tcp", "ucx", "tcp"},
+                                           TransportParam{"ucx_sm", "ucx", "sm,self"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace tandem::kv_transport

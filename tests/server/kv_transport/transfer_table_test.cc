@@ -44,6 +44,30 @@ TEST_F(TransferTableTest, UnknownAndDoublyClaimedTransfersAreRefused) {
   EXPECT_EQ(table_.claim("a", "shm", nullptr).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(TransferTableTest, AClaimWithTheWrongTokenIsRefusedAndLeavesTheTransferPending) {
+  ASSERT_TRUE(table_.expect(transfer("a", {1}), [](const TransferResult&) {}).ok());
+  const std::string token = table_.token("a");
+  ASSERT_EQ(token.size(), kTransferTokenBytes);
+  EXPECT_EQ(table_.token("nope"), "");
+  ASSERT_TRUE(table_.expect(transfer("b", {2}), [](const TransferResult&) {}).ok());
+  EXPECT_NE(table_.token("b"), token);  // one per transfer
+  std::string wrong = token;
+  wrong[3] ^= 1;
+  EXPECT_EQ(table_.claim("a", "ucx", nullptr, wrong).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(table_.claim("a", "ucx", nullptr, std::string()).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  auto t = table_.claim("a", "ucx", nullptr, token);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->token(), token);
+}
+
+TEST(TokensEqualTest, ComparesWholeNonEmptyTokens) {
+  EXPECT_TRUE(tokensEqual("abc", "abc"));
+  EXPECT_FALSE(tokensEqual("abc", "abd"));
+  EXPECT_FALSE(tokensEqual("abc", "ab"));
+  EXPECT_FALSE(tokensEqual("", ""));
+}
+
 TEST_F(TransferTableTest, VerifiedBlocksCompleteTheTransferOnce) {
   std::vector<TransferResult> results;
   ASSERT_TRUE(table_.expect(transfer("a", {5, 2}), [&](const TransferResult& r) {
