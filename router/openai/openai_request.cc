@@ -124,6 +124,30 @@ void readSeed(FieldReader& reader, generation::SamplingParams& sampling) {
   }
 }
 
+// "logit_bias": {"<token id>": bias}; the ranges are SamplingParams'
+// (validate), whether an id is in the vocabulary the generator's.
+void readLogitBias(FieldReader& reader, generation::SamplingParams& sampling) {
+  const Json* bias = reader.readObject("logit_bias");
+  if (bias == nullptr) return;
+  for (const auto& [key, value] : bias->items()) {
+    int64_t id = -1;
+    const bool numeric = !key.empty() && key.size() <= 10 &&
+                         key.find_first_not_of("0123456789") == std::string::npos;
+    if (numeric) id = std::stoll(key);
+    if (!numeric || id > kInt32Max) {
+      reader.fail("logit_bias", absl::StrCat("logit_bias keys must be token ids, got \"", key,
+                                             "\""));
+      return;
+    }
+    if (!value.is_number()) {
+      reader.fail("logit_bias", absl::StrCat("logit_bias values must be numbers, got ",
+                                             value.dump(), " for token ", id));
+      return;
+    }
+    sampling.logit_bias.emplace_back(static_cast<int32_t>(id), toFloat(value.get<double>()));
+  }
+}
+
 // the fields SamplingParams holds, range-checked by its validate().
 void readSampling(FieldReader& reader, GenerationRequest& request) {
   generation::SamplingParams& sampling = request.sampling;
@@ -140,6 +164,7 @@ void readSampling(FieldReader& reader, GenerationRequest& request) {
     sampling.top_k = static_cast<int>(*top_k);
   }
   readSeed(reader, sampling);
+  readLogitBias(reader, sampling);
   if (std::optional<bool> ignore_eos = reader.readBool("ignore_eos")) sampling.ignore_eos = *ignore_eos;
   if (const Json* ids = reader.readArray("stop_token_ids")) {
     for (const Json& item : *ids) {
@@ -215,9 +240,6 @@ void refuseUnsupported(FieldReader& reader, const GenerationRequest& request) {
                                        "' is not supported; only 'text' is"));
     }
     reader.absorb(nested);
-  }
-  if (const Json* bias = reader.readObject("logit_bias"); bias && !bias->empty()) {
-    reader.fail("logit_bias", "logit_bias is not supported by this server");
   }
   if (std::optional<int64_t> best_of = reader.readInt("best_of", 1, kInt32Max)) {
     if (*best_of < request.n) {
