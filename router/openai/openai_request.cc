@@ -12,48 +12,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// deeper bodies are refused before they are built: copying or printing a
-// JSON value recurses once per level, and no real request (tool schemas
-// included) nests anywhere near this.
-constexpr int kMaxJsonDepth = 128;
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
-
-// the body as JSON, or the 400 to answer. nlohmann reports parse errors by
-// exception; it is caught here so none leaves this module.
-std::variant<Json, openai::ApiError> parseBody(std::string_view body) {
-  bool too_deep = false;
-  Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t event,
-                                                     Json&) {
-    if ((event == Json::parse_event_t::object_start ||
-         event == Json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth) {
-      too_deep = true;
-      return false;  // drop the subtree: it is never built
-    }
-    return true;
-  };
-  Json json;
-  try {
-    json = Json::parse(body.begin(), body.end(), limit_depth);
-  } catch (const Json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at ..."; the
-    // bracketed id means nothing to a client.
-    std::string_view what = e.what();
-    size_t id_end = what.find("] ");
-    if (id_end != std::string_view::npos) what.remove_prefix(id_end + 2);
-    return openai::errorFor(400, absl::StrCat("invalid JSON: ", std::string(what)));
-  }
-  if (too_deep) {
-    return openai::errorFor(400, absl::StrCat("the request body nests deeper than ", kMaxJsonDepth,
-                                            " levels"));
-  }
-  if (!json.is_object()) {
-    return openai::errorFor(400, absl::StrCat("the request body must be a JSON object, got ",
-                                            json.type_name()));
-  }
-  return json;
-}
 
 // a JSON number as the float a field holds; out-of-range values become
 // infinities (a plain cast would be undefined) so validate() rejects them.
@@ -267,7 +227,7 @@ std::string validationParam(const std::string& message, const GenerationRequest&
 }  // namespace
 
 ParseResult parseGenerationRequest(std::string_view body, Endpoint endpoint) {
-  std::variant<Json, openai::ApiError> parsed = parseBody(body);
+  std::variant<Json, openai::ApiError> parsed = parseJsonObject(body);
   if (auto* error = std::get_if<openai::ApiError>(&parsed)) return std::move(*error);
   Json json = std::get<Json>(std::move(parsed));
 
