@@ -167,21 +167,26 @@ test('streamed chat puts usage in a last chunk when asked', async () => {
 });
 
 test('logit_bias +100 on one token makes greedy output that token, -100 bans it', async () => {
-  const t = await request(server, 'POST', '/tokenize', { model: MODEL, prompt: ' dog', add_special_tokens: false });
+  const t = await request(server, 'POST', '/tokenize', {
+    model: MODEL, prompt: 'Lily', add_special_tokens: false, return_token_strs: true });
   assert.equal(t.json.tokens.length, 1, JSON.stringify(t.json));
-  const dog = t.json.tokens[0];
+  const [lily] = t.json.tokens;
+  const [text] = t.json.token_strs;  // " Lily": SentencePiece's word start
   const forced = await client.completions.create({
-    model: MODEL, prompt: 'Once upon a time', max_tokens: 4, temperature: 0, logit_bias: { [dog]: 100 },
+    model: MODEL, prompt: 'Once upon a time', max_tokens: 4, temperature: 0, logit_bias: { [lily]: 100 },
   });
-  assert.equal(forced.choices[0].text, ' dog dog dog dog');
+  assert.equal(forced.choices[0].text, text.repeat(4));
   const plain = await client.completions.create({
-    model: MODEL, prompt: 'Once upon a time', max_tokens: 1, temperature: 0, logprobs: 0,
+    model: MODEL, prompt: 'Once upon a time', max_tokens: 1, temperature: 0,
   });
-  const first = await request(server, 'POST', '/tokenize', {
-    model: MODEL, prompt: plain.choices[0].text, add_special_tokens: false });
+  // the greedy token's id: the last of the prompt with it appended.
+  const prompt = await request(server, 'POST', '/tokenize', { model: MODEL, prompt: 'Once upon a time' });
+  const longer = await request(server, 'POST', '/tokenize', {
+    model: MODEL, prompt: 'Once upon a time' + plain.choices[0].text });
+  assert.equal(longer.json.count, prompt.json.count + 1);
   const banned = await client.completions.create({
     model: MODEL, prompt: 'Once upon a time', max_tokens: 1, temperature: 0,
-    logit_bias: { [first.json.tokens[0]]: -100 },
+    logit_bias: { [longer.json.tokens.at(-1)]: -100 },
   });
   assert.notEqual(banned.choices[0].text, plain.choices[0].text);
   await assert.rejects(

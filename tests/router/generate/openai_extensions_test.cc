@@ -190,7 +190,7 @@ TEST_F(OpenAiExtensionsTest, StreamedChatEndsWithAUsageChunkWhenAsked) {
 }
 
 TEST_F(OpenAiExtensionsTest, AnswersAResponse) {
-  serving_.generator.setDefaultScript({.tokens = tokens(" there was a cat"), .finish = FinishReason::kStop});
+  serving_.generator.setDefaultScript({.tokens = tokens("there was a cat"), .finish = FinishReason::kStop});
   RawResponse r = post("/v1/responses",
                        R"({"model":"stories260K","input":"Once upon a time","instructions":"x",)"
                        R"("max_output_tokens":30,"store":false})");
@@ -200,7 +200,7 @@ TEST_F(OpenAiExtensionsTest, AnswersAResponse) {
   EXPECT_TRUE(body["id"].get<std::string>().starts_with("resp_"));
   EXPECT_EQ(body["status"], "completed");
   EXPECT_EQ(body["output"][0]["content"][0]["text"], " there was a cat");
-  EXPECT_EQ(body["usage"]["output_tokens"], tokens(" there was a cat").size());
+  EXPECT_EQ(body["usage"]["output_tokens"], tokens("there was a cat").size());
   // the plain template joins the instructions and the input with a newline.
   EXPECT_EQ(body["usage"]["input_tokens"],
             serving_.model->tokenizer().encode("x\nOnce upon a time", true).size());
@@ -210,7 +210,7 @@ TEST_F(OpenAiExtensionsTest, AnswersAResponse) {
 }
 
 TEST_F(OpenAiExtensionsTest, StreamsAResponseAsTypedEvents) {
-  serving_.generator.setDefaultScript({.tokens = tokens(" there was a cat"), .finish = FinishReason::kLength});
+  serving_.generator.setDefaultScript({.tokens = tokens("there was a cat"), .finish = FinishReason::kLength});
   RawResponse r = post("/v1/responses", R"({"model":"stories260K","input":"Once","stream":true})");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.header("Content-Type"), "text/event-stream");
