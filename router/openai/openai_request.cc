@@ -89,6 +89,12 @@ void readSeed(FieldReader& reader, generation::SamplingParams& sampling) {
 void readLogitBias(FieldReader& reader, generation::SamplingParams& sampling) {
   const Json* bias = reader.readObject("logit_bias");
   if (bias == nullptr) return;
+  if (bias->size() > static_cast<size_t>(generation::SamplingParams::kMaxLogitBias)) {
+    reader.fail("logit_bias", absl::StrCat("logit_bias may hold at most ",
+                                           generation::SamplingParams::kMaxLogitBias,
+                                           " entries, got ", bias->size()));
+    return;
+  }
   for (const auto& [key, value] : bias->items()) {
     int64_t id = -1;
     const bool numeric = !key.empty() && key.size() <= 10 &&

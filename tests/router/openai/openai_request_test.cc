@@ -83,6 +83,19 @@ TEST(ParseCompletionsTest, AcceptsEveryPromptForm) {
   EXPECT_TRUE(batches.prompts[1].is_tokens);
 }
 
+TEST(ParseLogitBiasTest, RefusesMoreEntriesThanTheLimitBeforeReadingThem) {
+  std::string bias;
+  for (int i = 0; i <= generation::SamplingParams::kMaxLogitBias; ++i) {
+    bias += (i ? "," : "") + std::string("\"") + std::to_string(i) + "\":1";
+  }
+  ParseResult result = parseGenerationRequest(completions(R"("logit_bias":{)" + bias + "}"),
+                                              Endpoint::kCompletions);
+  ASSERT_TRUE(std::holds_alternative<openai::ApiError>(result));
+  EXPECT_EQ(std::get<openai::ApiError>(result).param, "logit_bias");
+  EXPECT_EQ(std::get<openai::ApiError>(result).message,
+            "logit_bias may hold at most 1024 entries, got 1025");
+}
+
 TEST(ParseLogitBiasTest, ReadsTokenIdKeysWithTheirBiasOnBothEndpoints) {
   GenerationRequest cmpl = parseOk(completions(R"("logit_bias":{"50256":-100,"7":2.5,"0":100})"));
   EXPECT_EQ(cmpl.sampling.logit_bias,
