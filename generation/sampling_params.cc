@@ -49,6 +49,20 @@ absl::Status SamplingParams::validate() const {
           absl::StrFormat("stop_token_ids must be >= 0, got %d", id));
     }
   }
+  if (logit_bias.size() > static_cast<size_t>(kMaxLogitBias)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "logit_bias may hold at most %d entries, got %d", kMaxLogitBias, logit_bias.size()));
+  }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("logit_bias token ids must be >= 0, got %d", id));
+    }
+    if (!(bias >= -kMaxBias && bias <= kMaxBias)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "logit_bias values must be in [-100, 100], got %g for token %d", bias, id));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,6 +16,9 @@ namespace tandem::generation {
 struct SamplingParams {
   // most top logprobs one token can carry (the OpenAI limit).
   static constexpr int kMaxLogprobs = 20;
+  // most logit_bias entries one request may carry, and the bias's bound.
+  static constexpr int kMaxLogitBias = 1024;
+  static constexpr float kMaxBias = 100.0f;
   // temperatures below this sample greedily (dividing by them would overflow).
   static constexpr float kGreedyTemperature = 1e-5f;
 
@@ -54,6 +58,11 @@ struct SamplingParams {
   // compiles JSON schemas into it (and refuses what it cannot express); the
   // engine masks each step's logits to the tokens that keep the text valid.
   std::string grammar;
+  // OpenAI's logit_bias: (token id, bias) pairs added to the logits before
+  // sampling; bias in [-kMaxBias, kMaxBias] (-100 bans a token, +100 all
+  // but forces it), at most kMaxLogitBias entries. Ids must be in the
+  // vocabulary (the engine checks; the sampler ignores any outside it).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   bool isGreedy() const { return temperature < kGreedyTemperature || top_k == 1; }
 

@@ -21,6 +21,10 @@ absl::StatusOr<generation::SamplingParams> fromProto(const tandem::v1::SamplingP
     if (p.logprobs() < 0) return absl::InvalidArgumentError("logprobs must be >= 0");
     s.logprobs = p.logprobs();
   }
+  if (p.logit_bias_size() > generation::SamplingParams::kMaxLogitBias) {
+    return absl::InvalidArgumentError("logit_bias holds too many entries");
+  }
+  for (const tandem::v1::TokenBias& b : p.logit_bias()) s.logit_bias.emplace_back(b.token_id(), b.bias());
   absl::Status status = s.validate();
   if (!status.ok()) return status;
   return s;
@@ -43,6 +47,11 @@ tandem::v1::SamplingParams toProto(const generation::SamplingParams& s,
   p.set_ignore_eos(s.ignore_eos);
   p.set_top_logprobs(s.logprobs.value_or(0));
   if (s.logprobs) p.set_logprobs(*s.logprobs);
+  for (const auto& [id, bias] : s.logit_bias) {
+    tandem::v1::TokenBias* b = p.add_logit_bias();
+    b->set_token_id(id);
+    b->set_bias(bias);
+  }
   return p;
 }
 

@@ -70,6 +70,13 @@ absl::StatusOr<generation::RequestId> RemoteGenerator::submit(std::vector<int32_
           absl::StrFormat("token id %d is outside the vocabulary (size %d)", t, vocab_size));
     }
   }
+  // as the engine checks them: refused here, before any worker is asked.
+  for (const auto& [t, bias] : params.logit_bias) {
+    if (vocab_size > 0 && t >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "logit_bias token id %d is outside the vocabulary [0, %d)", t, vocab_size));
+    }
+  }
   if (!fits) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "prompt (%d tokens) plus max_tokens (%d) does not fit in any decode worker's kv cache; "

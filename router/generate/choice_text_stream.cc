@@ -7,8 +7,11 @@ namespace tandem::router {
 
 ChoiceTextStream::ChoiceTextStream(const tokenizer::Tokenizer& tokenizer,
                                    std::vector<std::string> stop, bool include_stop,
-                                   bool skip_special)
-    : decoder_(tokenizer, skip_special, /*continuation=*/true), include_stop_(include_stop) {
+                                   bool skip_special, std::vector<int32_t> keep_special)
+    : tokenizer_(tokenizer),
+      decoder_(tokenizer, skip_special, /*continuation=*/true),
+      keep_special_(skip_special ? std::move(keep_special) : std::vector<int32_t>()),
+      include_stop_(include_stop) {
   for (std::string& s : stop) {
     if (s.empty()) continue;
     longest_stop_ = std::max(longest_stop_, s.size());
@@ -18,7 +21,13 @@ ChoiceTextStream::ChoiceTextStream(const tokenizer::Tokenizer& tokenizer,
 
 std::string ChoiceTextStream::push(int32_t token) {
   if (stopped_) return "";
-  held_ += decoder_.push(token);
+  if (std::find(keep_special_.begin(), keep_special_.end(), token) != keep_special_.end()) {
+    // a kept special token is whole text of its own.
+    held_ += decoder_.finish();
+    held_ += tokenizer_.tokenBytes(token);
+  } else {
+    held_ += decoder_.push(token);
+  }
   return release();
 }
 

@@ -18,8 +18,11 @@ class ChoiceTextStream {
  public:
   // `tokenizer` must outlive the stream. empty stop strings are ignored.
   // the tokens continue a prompt: a leading space of the first is kept.
+  // `keep_special`: special tokens written out even when skip_special (a
+  // tool-call parser reads them: <|python_tag|>, [TOOL_CALLS]).
   ChoiceTextStream(const tokenizer::Tokenizer& tokenizer, std::vector<std::string> stop,
-                   bool include_stop, bool skip_special);
+                   bool include_stop, bool skip_special,
+                   std::vector<int32_t> keep_special = {});
 
   // appends one generated token; returns the text that can be sent now
   // (maybe empty). after a stop string matched, returns "" for every token.
@@ -36,7 +39,9 @@ class ChoiceTextStream {
   // moves what is certainly not part of a stop string out of held_.
   std::string release();
 
+  const tokenizer::Tokenizer& tokenizer_;
   tokenizer::StreamDecoder decoder_;
+  std::vector<int32_t> keep_special_;
   std::vector<std::string> stop_;
   bool include_stop_;
   size_t longest_stop_ = 0;

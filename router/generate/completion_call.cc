@@ -76,10 +76,9 @@ CompletionCall::CompletionCall(const CallContext& context, AdmissionSlot slot,
 void CompletionCall::submitAll(const Admission& admission) {
   std::lock_guard lock(mu_);
   if (answered_) return;  // the client left before anything started
-  const tokenizer::Tokenizer& tok = context_.model->tokenizer();
   for (size_t p = 0; p < prompts_.size(); ++p) {
     for (int j = 0; j < request_.n; ++j) {
-      auto choice = std::make_unique<Choice>(tok, request_);
+      auto choice = std::make_unique<Choice>(*context_.model, request_);
       choice->index = static_cast<int>(choices_.size());
       choice->prompt_index = static_cast<int>(p);
       choice->result.index = choice->index;
@@ -157,18 +156,28 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
     finish = finishName(output.finish_reason);
     delta += choice.text.finish();
   }
+  std::vector<openai::ToolCallDelta> calls;
+  if (choice.tools != nullptr) {
+    openai::ParsedText parsed = choice.tools->push(delta);
+    if (!finish.empty()) parsed.append(choice.tools->finish());
+    delta = std::move(parsed.content);
+    calls = std::move(parsed.calls);
+    // the model ended its turn to have its calls run (OpenAI's reason).
+    if (finish == "stop" && choice.tools->numCalls() > 0) finish = "tool_calls";
+  }
   if (!finish.empty()) {
     choice.done = true;
     choice.result.finish_reason = finish;
     ++num_done_;
   }
   if (request_.stream) {
-    if (!delta.empty() || !logprobs.empty() || !finish.empty()) {
-      sendDelta(choice, std::move(delta), std::move(logprobs), finish);
+    if (!delta.empty() || !logprobs.empty() || !finish.empty() || !calls.empty()) {
+      sendDelta(choice, std::move(delta), std::move(logprobs), finish, std::move(calls));
     }
     if (cutOffSlowClient()) return;
   } else {
     choice.result.text += delta;
+    openai::accumulateToolCalls(calls, choice.result.tool_calls);
     for (auto& e : logprobs) choice.result.logprobs.push_back(std::move(e));
   }
   if (num_done_ == static_cast<int>(choices_.size())) complete();
@@ -192,7 +201,8 @@ void CompletionCall::appendToken(Choice& choice, const generation::TokenOutput& 
 
 void CompletionCall::sendDelta(Choice& choice, std::string delta,
                               std::vector<openai::TokenLogprobEntry> logprobs,
-                              const std::string& finish) {
+                              const std::string& finish,
+                              std::vector<openai::ToolCallDelta> calls) {
   openai::ChoiceDelta d;
   d.index = choice.index;
   d.first = !choice.sent_first;
@@ -207,6 +217,7 @@ void CompletionCall::sendDelta(Choice& choice, std::string delta,
   d.finish_reason = finish;
   d.logprobs_text_offset = static_cast<int>(choice.sent_bytes + echoed);
   d.stop_reason = choice.result.stop_reason;
+  d.tool_calls = std::move(calls);
   choice.sent_bytes += d.text.size();
   writer_->write(sseEvent(openai::renderChunk(meta_, request_, d)));
 }

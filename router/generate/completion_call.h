@@ -38,12 +38,16 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
 
  private:
   struct Choice {
-    Choice(const tokenizer::Tokenizer& tok, const openai::GenerationRequest& r)
-        : text(tok, r.stop, r.include_stop_str_in_output, r.skip_special_tokens) {}
+    Choice(const ServedModel& model, const openai::GenerationRequest& r)
+        : text(model.tokenizer(), r.stop, r.include_stop_str_in_output, r.skip_special_tokens,
+               r.parsesToolCalls() ? model.toolCallMarkerIds() : std::vector<int32_t>()) {
+      if (r.parsesToolCalls()) tools = openai::makeToolCallParser(model.toolCallFamily());
+    }
     int index = 0;
     int prompt_index = 0;
     generation::RequestId generator_id = 0;
     ChoiceTextStream text;
+    openai::ToolCallParserPtr tools;  // chat with tools: the text's tool calls
     openai::ChoiceResult result;  // whole text and logprobs (non-streaming)
     CallMetrics::ChoiceTiming timing;  // and its completion tokens
     int cached_tokens = 0;
@@ -65,7 +69,8 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   void appendToken(Choice& choice, const generation::TokenOutput& output, std::string& delta,
                    std::vector<openai::TokenLogprobEntry>& logprobs);
   void sendDelta(Choice& choice, std::string delta,
-                 std::vector<openai::TokenLogprobEntry> logprobs, const std::string& finish);
+                 std::vector<openai::TokenLogprobEntry> logprobs, const std::string& finish,
+                 std::vector<openai::ToolCallDelta> calls);
   void complete();
   // the client went away: cancel everything, answer nothing.
   void clientGone();

@@ -8,7 +8,10 @@
 
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
+#include "router/generate/responses_call.h"
+#include "router/generate/tokenize_handler.h"
 #include "router/openai/openai_response.h"
+#include "router/openai/responses_request.h"
 
 namespace tandem::router {
 namespace {
@@ -52,6 +55,9 @@ const std::vector<OpenAiService::Route>& OpenAiService::routes() {
       {Method::kGet, "/v1/models/", true, true, &OpenAiService::getModel},
       {Method::kPost, "/v1/completions", false, true, &OpenAiService::completions},
       {Method::kPost, "/v1/chat/completions", false, true, &OpenAiService::chatCompletions},
+      {Method::kPost, "/v1/responses", false, true, &OpenAiService::responses},
+      {Method::kPost, "/tokenize", false, true, &OpenAiService::tokenize},
+      {Method::kPost, "/detokenize", false, true, &OpenAiService::detokenize},
   };
   return kRoutes;
 }
@@ -147,6 +153,7 @@ void OpenAiService::getModel(http::HttpRequest& request, http::ResponseWriterPtr
   nlohmann::json list = nlohmann::json::parse(
       openai::renderModelList({{model.name(), 0, model.maxModelLen(), model.path()}}));
   writer->respond(200, kJson, list["data"][0].dump());
+  metrics_->countRequest("models", 200);
 }
 
 void OpenAiService::completions(http::HttpRequest& request, http::ResponseWriterPtr writer) {
@@ -169,24 +176,96 @@ void OpenAiService::sendError(const http::ResponseWriterPtr& writer, const opena
   metrics_->countRequest(endpoint, error.status);
 }
 
-void OpenAiService::generate(http::HttpRequest& http_request, openai::Endpoint endpoint,
-                             http::ResponseWriterPtr writer) {
+void OpenAiService::offloadPrepare(http::HttpRequest& http_request, const std::string& label,
+                                   http::ResponseWriterPtr writer, Prepare prepare) {
   const auto arrival = CompletionCall::Clock::now();
   // capacity first: an overloaded server does not parse bodies.
   std::variant<AdmissionSlot, AdmissionError> slot =
       admission_->reserve(http_request.header("authorization"));
   if (auto* error = std::get_if<AdmissionError>(&slot)) {
-    sendError(writer, toApiError(*error), endpointLabel(endpoint));
+    sendError(writer, toApiError(*error), label);
     return;
   }
   // parsing, rendering and tokenizing are the body's size in CPU: they run
   // on a preparing thread, so the I/O threads go on serving.
   std::optional<AdmissionError> refused = admission_->offload(
-      [this, body = std::move(http_request.body), endpoint, writer,
+      [body = std::move(http_request.body), writer, prepare = std::move(prepare),
        slot = std::move(std::get<AdmissionSlot>(slot)), arrival]() mutable {
-        prepareAndStart(body, endpoint, std::move(slot), std::move(writer), arrival);
+        prepare(body, std::move(slot), std::move(writer), arrival);
       });
-  if (refused) sendError(writer, toApiError(*refused), endpointLabel(endpoint));
+  if (refused) sendError(writer, toApiError(*refused), label);
+}
+
+void OpenAiService::generate(http::HttpRequest& http_request, openai::Endpoint endpoint,
+                             http::ResponseWriterPtr writer) {
+  offloadPrepare(http_request, endpointLabel(endpoint), std::move(writer),
+                 [this, endpoint](const std::string& body, AdmissionSlot slot,
+                                  http::ResponseWriterPtr w, CompletionCall::Clock::time_point at) {
+                   prepareAndStart(body, endpoint, std::move(slot), std::move(w), at);
+                 });
+}
+
+void OpenAiService::responses(http::HttpRequest& request, http::ResponseWriterPtr writer) {
+  offloadPrepare(request, "responses", std::move(writer),
+                 [this](const std::string& body, AdmissionSlot slot, http::ResponseWriterPtr w,
+                        CompletionCall::Clock::time_point at) {
+                   prepareResponse(body, std::move(slot), std::move(w), at);
+                 });
+}
+
+void OpenAiService::prepareResponse(const std::string& body, AdmissionSlot slot,
+                                    http::ResponseWriterPtr writer,
+                                    CompletionCall::Clock::time_point arrival) {
+  if (writer->closed()) {
+    metrics_->countRequest("responses", 499);
+    return;
+  }
+  openai::ResponsesParseResult parsed = openai::parseResponsesRequest(body);
+  if (auto* error = std::get_if<openai::ApiError>(&parsed)) {
+    sendError(writer, *error, "responses");
+    return;
+  }
+  openai::ResponsesRequest request = std::move(std::get<openai::ResponsesRequest>(parsed));
+  auto prompts = admission_->admit(slot, request.chat);
+  if (auto* error = std::get_if<AdmissionError>(&prompts)) {
+    openai::ApiError api = toApiError(*error);
+    // the admission names chat's fields; the client sent Responses ones.
+    if (api.param == "messages") api.param = "input";
+    if (api.param == "max_tokens") api.param = "max_output_tokens";
+    sendError(writer, api, "responses");
+    return;
+  }
+  ResponsesCall::start(*admission_, std::move(slot), std::move(request),
+                       std::move(std::get<std::vector<TokenizedPrompt>>(prompts)),
+                       std::move(writer), arrival);
+}
+
+void OpenAiService::tokenize(http::HttpRequest& request, http::ResponseWriterPtr writer) {
+  offloadPrepare(request, "tokenize", std::move(writer),
+                 [this](const std::string& body, AdmissionSlot, http::ResponseWriterPtr w,
+                        CompletionCall::Clock::time_point) {
+                   auto answer = answerTokenize(*context_.model, body);
+                   if (auto* error = std::get_if<openai::ApiError>(&answer)) {
+                     sendError(w, *error, "tokenize");
+                     return;
+                   }
+                   w->respond(200, kJson, std::get<std::string>(answer));
+                   metrics_->countRequest("tokenize", 200);
+                 });
+}
+
+void OpenAiService::detokenize(http::HttpRequest& request, http::ResponseWriterPtr writer) {
+  offloadPrepare(request, "detokenize", std::move(writer),
+                 [this](const std::string& body, AdmissionSlot, http::ResponseWriterPtr w,
+                        CompletionCall::Clock::time_point) {
+                   auto answer = answerDetokenize(*context_.model, body);
+                   if (auto* error = std::get_if<openai::ApiError>(&answer)) {
+                     sendError(w, *error, "detokenize");
+                     return;
+                   }
+                   w->respond(200, kJson, std::get<std::string>(answer));
+                   metrics_->countRequest("detokenize", 200);
+                 });
 }
 
 void OpenAiService::prepareAndStart(const std::string& body, openai::Endpoint endpoint,

@@ -1,5 +1,6 @@
-// The router's HTTP API: OpenAI's /v1/completions, /v1/chat/completions and
-// /v1/models, plus /health (503 until the generator is ready), /live,
+// The router's HTTP API: OpenAI's /v1/completions, /v1/chat/completions,
+// /v1/responses and /v1/models (and /v1/models/{id}), vLLM's /tokenize and
+// /detokenize, plus /health (503 until the generator is ready), /live,
 // /metrics (Prometheus) and /version, dispatched by a route table (method +
 // path → handler): an unknown path is a 404, a known path with another
 // method a 405. Generation requests pass the Admission the server shares
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "common/http/http_server.h"
 #include "router/generate/admission.h"
 #include "router/generate/call_context.h"
@@ -55,6 +57,23 @@ class OpenAiService {
   void getModel(http::HttpRequest& request, http::ResponseWriterPtr writer);
   void completions(http::HttpRequest& request, http::ResponseWriterPtr writer);
   void chatCompletions(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void responses(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void tokenize(http::HttpRequest& request, http::ResponseWriterPtr writer);
+  void detokenize(http::HttpRequest& request, http::ResponseWriterPtr writer);
+
+  // what a preparing thread does with a request's body, holding its slot.
+  using Prepare = absl::AnyInvocable<void(const std::string& body, AdmissionSlot slot,
+                                          http::ResponseWriterPtr writer,
+                                          CompletionCall::Clock::time_point arrival)>;
+  // on the I/O thread: reserves a slot (capacity first: an overloaded
+  // server does not parse bodies) and runs `prepare` on a preparing thread;
+  // refusals are answered and counted under `label`.
+  void offloadPrepare(http::HttpRequest& request, const std::string& label,
+                      http::ResponseWriterPtr writer, Prepare prepare);
+  // on a preparing thread: parses a Responses request, admits its chat
+  // request and starts a ResponsesCall.
+  void prepareResponse(const std::string& body, AdmissionSlot slot,
+                       http::ResponseWriterPtr writer, CompletionCall::Clock::time_point arrival);
 
   // on the I/O thread: reserves a slot and hands the body to a preparing
   // thread.

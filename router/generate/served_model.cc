@@ -63,6 +63,13 @@ absl::StatusOr<ServedModelPtr> ServedModel::load(const std::string& path, std::s
       return own.status();
     }
   }
+  if (!m->fallback_template_) {
+    m->tool_call_family_ = openai::detectToolCallFamily(m->template_->source());
+  }
+  for (const std::string& marker : openai::toolCallMarkerTokens(m->tool_call_family_)) {
+    std::optional<int32_t> id = m->tokenizer_->tokenToId(marker);
+    if (id && m->tokenizer_->isSpecial(*id)) m->tool_call_marker_ids_.push_back(*id);
+  }
   // an HF dir's template already knows its tokens; give the others ours.
   if (m->fallback_template_ || endsWith(path, ".gguf") || !chat_template_file.empty()) {
     m->template_->setSpecialTokens(tokenText(*m->tokenizer_, m->tokenizer_->bosId()),

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "router/openai/openai_request.h"
+#include "router/openai/tool_call_family.h"
 #include "text/chat/chat_template.h"
 #include "text/tokenizer/tokenizer.h"
 
@@ -36,6 +37,13 @@ class ServedModel {
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
   // true when the model brought no chat template and the plain one is used.
   bool usesFallbackTemplate() const { return fallback_template_; }
+  // how the model writes tool calls, told from its chat template (plain
+  // JSON for the fallback template).
+  openai::ToolCallFamily toolCallFamily() const { return tool_call_family_; }
+  // the family's marker tokens that are special tokens (<|python_tag|>,
+  // [TOOL_CALLS]): kept in the text a tool-call parser reads even when
+  // special tokens are skipped.
+  const std::vector<int32_t>& toolCallMarkerIds() const { return tool_call_marker_ids_; }
   // replaces the tokenizer with one of the same vocabulary (a test wraps
   // the real one, e.g. to hold encode() until it says so). Before serving.
   void setTokenizer(tokenizer::TokenizerPtr tokenizer) { tokenizer_ = std::move(tokenizer); }
@@ -58,6 +66,8 @@ class ServedModel {
   tokenizer::TokenizerPtr tokenizer_;
   chat::ChatTemplatePtr template_;
   bool fallback_template_ = false;
+  openai::ToolCallFamily tool_call_family_ = openai::ToolCallFamily::kJson;
+  std::vector<int32_t> tool_call_marker_ids_;
 };
 
 }  // namespace tandem::router

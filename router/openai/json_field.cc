@@ -10,6 +10,41 @@ namespace tandem::openai {
 
 using Json = nlohmann::ordered_json;
 
+std::variant<Json, ApiError> parseJsonObject(std::string_view body) {
+  bool too_deep = false;
+  Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t event,
+                                                     Json&) {
+    if ((event == Json::parse_event_t::object_start ||
+         event == Json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth) {
+      too_deep = true;
+      return false;  // drop the subtree: it is never built
+    }
+    return true;
+  };
+  Json json;
+  try {
+    json = Json::parse(body.begin(), body.end(), limit_depth);
+  } catch (const Json::parse_error& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at ..."; the
+    // bracketed id means nothing to a client. nlohmann reports parse errors
+    // by exception; it is caught here so none leaves this module.
+    std::string_view what = e.what();
+    size_t id_end = what.find("] ");
+    if (id_end != std::string_view::npos) what.remove_prefix(id_end + 2);
+    return errorFor(400, absl::StrCat("invalid JSON: ", std::string(what)));
+  }
+  if (too_deep) {
+    return errorFor(400, absl::StrCat("the request body nests deeper than ", kMaxJsonDepth,
+                                      " levels"));
+  }
+  if (!json.is_object()) {
+    return errorFor(400, absl::StrCat("the request body must be a JSON object, got ",
+                                      json.type_name()));
+  }
+  return json;
+}
+
 std::optional<int64_t> asInteger(const Json& value) {
   if (value.is_number_unsigned()) {
     uint64_t u = value.get<uint64_t>();

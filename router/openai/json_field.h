@@ -9,11 +9,22 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "nlohmann/json.hpp"
 #include "router/openai/api_error.h"
 
 namespace tandem::openai {
+
+// deeper request bodies are refused before they are built: copying or
+// printing a JSON value recurses once per level, and no real request (tool
+// schemas included) nests anywhere near this.
+inline constexpr int kMaxJsonDepth = 128;
+
+// a request body as a JSON object (key order kept), or the 400 to answer:
+// invalid JSON (nlohmann's message without its internal id), nesting deeper
+// than kMaxJsonDepth, or a value that is not an object.
+std::variant<nlohmann::ordered_json, ApiError> parseJsonObject(std::string_view body);
 
 // `value` as an integer when it is one: a JSON integer, or a float with no
 // fractional part (what pydantic's lax mode accepts), within int64 range.

@@ -12,48 +12,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// deeper bodies are refused before they are built: copying or printing a
-// JSON value recurses once per level, and no real request (tool schemas
-// included) nests anywhere near this.
-constexpr int kMaxJsonDepth = 128;
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
-
-// the body as JSON, or the 400 to answer. nlohmann reports parse errors by
-// exception; it is caught here so none leaves this module.
-std::variant<Json, openai::ApiError> parseBody(std::string_view body) {
-  bool too_deep = false;
-  Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t event,
-                                                     Json&) {
-    if ((event == Json::parse_event_t::object_start ||
-         event == Json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth) {
-      too_deep = true;
-      return false;  // drop the subtree: it is never built
-    }
-    return true;
-  };
-  Json json;
-  try {
-    json = Json::parse(body.begin(), body.end(), limit_depth);
-  } catch (const Json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at ..."; the
-    // bracketed id means nothing to a client.
-    std::string_view what = e.what();
-    size_t id_end = what.find("] ");
-    if (id_end != std::string_view::npos) what.remove_prefix(id_end + 2);
-    return openai::errorFor(400, absl::StrCat("invalid JSON: ", std::string(what)));
-  }
-  if (too_deep) {
-    return openai::errorFor(400, absl::StrCat("the request body nests deeper than ", kMaxJsonDepth,
-                                            " levels"));
-  }
-  if (!json.is_object()) {
-    return openai::errorFor(400, absl::StrCat("the request body must be a JSON object, got ",
-                                            json.type_name()));
-  }
-  return json;
-}
 
 // a JSON number as the float a field holds; out-of-range values become
 // infinities (a plain cast would be undefined) so validate() rejects them.
@@ -124,6 +84,36 @@ void readSeed(FieldReader& reader, generation::SamplingParams& sampling) {
   }
 }
 
+// "logit_bias": {"<token id>": bias}; the ranges are SamplingParams'
+// (validate), whether an id is in the vocabulary the generator's.
+void readLogitBias(FieldReader& reader, generation::SamplingParams& sampling) {
+  const Json* bias = reader.readObject("logit_bias");
+  if (bias == nullptr) return;
+  if (bias->size() > static_cast<size_t>(generation::SamplingParams::kMaxLogitBias)) {
+    reader.fail("logit_bias", absl::StrCat("logit_bias may hold at most ",
+                                           generation::SamplingParams::kMaxLogitBias,
+                                           " entries, got ", bias->size()));
+    return;
+  }
+  for (const auto& [key, value] : bias->items()) {
+    int64_t id = -1;
+    const bool numeric = !key.empty() && key.size() <= 10 &&
+                         key.find_first_not_of("0123456789") == std::string::npos;
+    if (numeric) id = std::stoll(key);
+    if (!numeric || id > kInt32Max) {
+      reader.fail("logit_bias", absl::StrCat("logit_bias keys must be token ids, got \"", key,
+                                             "\""));
+      return;
+    }
+    if (!value.is_number()) {
+      reader.fail("logit_bias", absl::StrCat("logit_bias values must be numbers, got ",
+                                             value.dump(), " for token ", id));
+      return;
+    }
+    sampling.logit_bias.emplace_back(static_cast<int32_t>(id), toFloat(value.get<double>()));
+  }
+}
+
 // the fields SamplingParams holds, range-checked by its validate().
 void readSampling(FieldReader& reader, GenerationRequest& request) {
   generation::SamplingParams& sampling = request.sampling;
@@ -140,6 +130,7 @@ void readSampling(FieldReader& reader, GenerationRequest& request) {
     sampling.top_k = static_cast<int>(*top_k);
   }
   readSeed(reader, sampling);
+  readLogitBias(reader, sampling);
   if (std::optional<bool> ignore_eos = reader.readBool("ignore_eos")) sampling.ignore_eos = *ignore_eos;
   if (const Json* ids = reader.readArray("stop_token_ids")) {
     for (const Json& item : *ids) {
@@ -216,9 +207,6 @@ void refuseUnsupported(FieldReader& reader, const GenerationRequest& request) {
     }
     reader.absorb(nested);
   }
-  if (const Json* bias = reader.readObject("logit_bias"); bias && !bias->empty()) {
-    reader.fail("logit_bias", "logit_bias is not supported by this server");
-  }
   if (std::optional<int64_t> best_of = reader.readInt("best_of", 1, kInt32Max)) {
     if (*best_of < request.n) {
       reader.fail("best_of", absl::StrCat("best_of must be at least n (", request.n, "), got ",
@@ -245,7 +233,7 @@ std::string validationParam(const std::string& message, const GenerationRequest&
 }  // namespace
 
 ParseResult parseGenerationRequest(std::string_view body, Endpoint endpoint) {
-  std::variant<Json, openai::ApiError> parsed = parseBody(body);
+  std::variant<Json, openai::ApiError> parsed = parseJsonObject(body);
   if (auto* error = std::get_if<openai::ApiError>(&parsed)) return std::move(*error);
   Json json = std::get<Json>(std::move(parsed));
 

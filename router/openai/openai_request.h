@@ -2,7 +2,8 @@
 // POST /v1/chat/completions into one GenerationRequest, with OpenAI's
 // semantics (and the vLLM extensions users rely on: top_k, min_p,
 // repetition_penalty, ignore_eos, stop_token_ids, skip_special_tokens,
-// include_stop_str_in_output, chat_template_kwargs).
+// include_stop_str_in_output, chat_template_kwargs), logit_bias, and on
+// chat the tools with tool_choice.
 //
 // Unknown fields are ignored; a known field of the wrong type or out of
 // range is a 400 naming the field in `param`. Nothing here tokenizes: prompt
@@ -19,6 +20,7 @@
 #include "generation/sampling_params.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/api_error.h"
+#include "router/openai/tool_choice.h"
 
 namespace tandem::openai {
 
@@ -51,6 +53,9 @@ struct GenerationRequest {
   // continue_final_message (false).
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;
+  // "tool_choice"; kNone (and tools left null) when the request has no
+  // tools or says "none".
+  ToolChoice tool_choice;
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   bool add_generation_prompt = true;
   bool continue_final_message = false;
@@ -84,6 +89,13 @@ struct GenerationRequest {
   std::string user;
   bool skip_special_tokens = true;
   bool include_stop_str_in_output = false;
+
+  // a chat request whose output is parsed for tool calls: it offers tools
+  // and tool_choice is not "none".
+  bool parsesToolCalls() const {
+    return endpoint == Endpoint::kChatCompletions && tool_choice.parsesCalls() &&
+           tools.is_array() && !tools.empty();
+  }
 };
 
 // the request, or the error to answer with (status 400 with param set).

@@ -98,6 +98,37 @@ Json usageJson(const Usage& usage) {
   return json;
 }
 
+Json toolCallsJson(const std::vector<ToolCall>& calls) {
+  Json json = Json::array();
+  for (const ToolCall& call : calls) {
+    Json item;
+    item["id"] = call.id;
+    item["type"] = "function";
+    item["function"]["name"] = call.name;
+    item["function"]["arguments"] = call.arguments;
+    json.push_back(std::move(item));
+  }
+  return json;
+}
+
+// OpenAI's streamed tool-call pieces: the first of a call has its id, type
+// and name (and the arguments so far), later ones only more arguments.
+Json toolCallDeltasJson(const std::vector<ToolCallDelta>& deltas) {
+  Json json = Json::array();
+  for (const ToolCallDelta& delta : deltas) {
+    Json item;
+    item["index"] = delta.index;
+    if (!delta.id.empty()) {
+      item["id"] = delta.id;
+      item["type"] = "function";
+      item["function"]["name"] = delta.name;
+    }
+    item["function"]["arguments"] = delta.arguments;
+    json.push_back(std::move(item));
+  }
+  return json;
+}
+
 // the fields every response and chunk starts with.
 Json envelope(const ResponseMeta& meta, bool chunk) {
   Json json;
@@ -125,7 +156,9 @@ std::string renderResponse(const ResponseMeta& meta, const GenerationRequest& re
       choice["text"] = result.text;
     } else {
       choice["message"]["role"] = "assistant";
-      choice["message"]["content"] = result.text;
+      const bool calls = !result.tool_calls.empty();
+      choice["message"]["content"] = calls && result.text.empty() ? Json() : Json(result.text);
+      if (calls) choice["message"]["tool_calls"] = toolCallsJson(result.tool_calls);
     }
     choice["logprobs"] = request.want_logprobs
                              ? logprobsJson(meta.endpoint, result.logprobs,
@@ -148,14 +181,16 @@ std::string renderChunk(const ResponseMeta& meta, const GenerationRequest& reque
   bool finished = !delta.finish_reason.empty();
   if (meta.endpoint == Endpoint::kCompletions) {
     choice["text"] = delta.text;
-  } else if (delta.first) {
-    choice["delta"]["role"] = "assistant";
-    choice["delta"]["content"] = delta.text;
-  } else if (finished && delta.text.empty()) {
-    // the closing chunk of a choice carries no text: OpenAI sends "delta": {}
-    choice["delta"] = Json::object();
   } else {
-    choice["delta"]["content"] = delta.text;
+    Json message = Json::object();
+    const bool calls = !delta.tool_calls.empty();
+    if (delta.first) message["role"] = "assistant";
+    // the closing chunk of a choice carries no text: OpenAI sends "delta": {}
+    if (!delta.text.empty() || (delta.first && !calls) || (!finished && !calls)) {
+      message["content"] = delta.text;
+    }
+    if (calls) message["tool_calls"] = toolCallDeltasJson(delta.tool_calls);
+    choice["delta"] = std::move(message);
   }
   // a chunk without tokens (the role chunk, a bare finish) has null logprobs
   choice["logprobs"] = request.want_logprobs && !delta.logprobs.empty()

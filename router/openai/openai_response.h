@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "router/openai/openai_request.h"
+#include "router/openai/tool_call_parser.h"
 
 namespace tandem::openai {
 
@@ -45,9 +46,12 @@ struct ChoiceResult {
   // rendered as is: with echo, the caller has put the prompt in front.
   std::string text;
   std::vector<TokenLogprobEntry> logprobs;  // used when the request wanted logprobs
-  std::string finish_reason;                // "stop" | "length" | "abort"
+  std::string finish_reason;  // "stop" | "length" | "tool_calls" | "abort"
   // the stop string or token id that ended it (vLLM's "stop_reason"); "" = null
   std::string stop_reason;
+  // chat: the tool calls parsed from the output; with calls and no text,
+  // "content" is null.
+  std::vector<ToolCall> tool_calls;
   // completions logprobs: where the first token of `logprobs` starts in
   // `text`, in bytes (the length of an echoed prompt; 0 without echo). Each
   // later token's "text_offset" adds the byte length of the ones before it.
@@ -67,6 +71,8 @@ struct ChoiceDelta {
   // completions logprobs: bytes of this choice's text sent in earlier chunks
   // (echo included), where this delta's first token starts.
   int logprobs_text_offset = 0;
+  // chat: pieces of tool calls ("delta": {"tool_calls": [...]}).
+  std::vector<ToolCallDelta> tool_calls;
 };
 
 // In every render function meta.endpoint picks the shape (text vs message

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "router/openai/tool_request.h"
 
 namespace tandem::openai {
 namespace {
@@ -147,14 +148,11 @@ void checkMessages(FieldReader& reader) {
 // the chat template's inputs besides the messages (the JSON ones are
 // checked here and moved into the request by takeTemplateInputs).
 void readTemplateFields(FieldReader& reader, GenerationRequest& request) {
-  if (const Json* tools = reader.readArray("tools")) {
-    for (size_t i = 0; i < tools->size(); ++i) {
-      if (!(*tools)[i].is_object()) {
-        reader.fail("tools", absl::StrCat("tools[", i, "] must be an object"));
-        return;
-      }
-    }
-  }
+  const Json* tools = reader.find("tools");
+  checkTools(tools != nullptr ? *tools : Json(), reader);
+  if (reader.failed()) return;
+  request.tool_choice = readToolChoice(reader.find("tool_choice"), tools != nullptr ? *tools : Json(),
+                                       reader);
   reader.readObject("chat_template_kwargs");
   std::optional<bool> add_generation_prompt = reader.readBool("add_generation_prompt");
   std::optional<bool> continue_final_message = reader.readBool("continue_final_message");
@@ -175,7 +173,11 @@ void readTemplateFields(FieldReader& reader, GenerationRequest& request) {
 // conversations can be long, and nothing reads the body afterwards.
 void takeTemplateInputs(Json& body, GenerationRequest& request) {
   request.messages = std::move(body["messages"]);
-  if (auto tools = body.find("tools"); tools != body.end() && tools->is_array()) {
+  parseToolCallArguments(request.messages);
+  // tool_choice "none": the tools are not shown to the model (as vLLM does),
+  // so it does not try to call them.
+  if (auto tools = body.find("tools");
+      tools != body.end() && tools->is_array() && request.tool_choice.parsesCalls()) {
     request.tools = std::move(*tools);
   }
   if (auto kwargs = body.find("chat_template_kwargs"); kwargs != body.end() && kwargs->is_object()) {

@@ -21,14 +21,15 @@ void readPrompts(FieldReader& reader, GenerationRequest& request);
 // {"type":"text","text":string} parts. Errors have param "messages".
 void checkMessages(FieldReader& reader);
 
-// checks "tools" (an array of objects) and "chat_template_kwargs" (an
-// object), and reads add_generation_prompt and continue_final_message
-// (both true is a 400).
+// checks "tools" (function tools) and reads "tool_choice" (tool_request.h),
+// checks "chat_template_kwargs" (an object), and reads
+// add_generation_prompt and continue_final_message (both true is a 400).
 void readTemplateFields(FieldReader& reader, GenerationRequest& request);
 
-// moves messages, tools and chat_template_kwargs from `body` into
-// `request`. Call once the checks above have passed and nothing reads
-// `body` any more.
+// moves messages, tools (unless tool_choice is none) and
+// chat_template_kwargs from `body` into `request`, with the messages'
+// tool-call arguments parsed for the template (parseToolCallArguments).
+// Call once the checks above have passed and nothing reads `body` any more.
 void takeTemplateInputs(nlohmann::ordered_json& body, GenerationRequest& request);
 
 }  // namespace tandem::openai

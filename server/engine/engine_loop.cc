@@ -42,6 +42,12 @@ absl::Status EngineLoop::checkSubmission(const std::vector<int32_t>& prompt,
           "prompt token id %d is outside the vocabulary [0, %d)", token, vocab_size_));
     }
   }
+  for (const auto& [token, bias] : params.logit_bias) {
+    if (token < 0 || token >= vocab_size_) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "logit_bias token id %d is outside the vocabulary [0, %d)", token, vocab_size_));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -32,6 +32,11 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
   TANDEM_CHECK(!logits.empty());
   work_.assign(logits.begin(), logits.end());
   applyPenalties(work_, params, history);
+  // logit_bias (OpenAI: added to the logits before sampling); ids outside
+  // the vocabulary were refused at submission and are ignored here.
+  for (const auto& [token, bias] : params.logit_bias) {
+    if (token >= 0 && token < static_cast<int32_t>(work_.size())) work_[token] += bias;
+  }
 
   SampleResult result;
   result.token = params.isGreedy() ? argmax() : draw(params, rng);

@@ -1,7 +1,7 @@
 // Turns one row of logits into one token under a request's SamplingParams.
 //
 // Order of operations (as vLLM v1): repetition penalty (prompt + output),
-// presence/frequency penalties (output), then greedy argmax, or temperature,
+// presence/frequency penalties (output), logit_bias, then greedy argmax, or temperature,
 // min_p, top_k, top_p and a draw from the request's SamplerRng. Logprobs are
 // taken from the raw logits, before any of these (vLLM's default
 // "raw_logprobs"), so they describe the model, not the sampling settings.

@@ -76,3 +76,21 @@ TEST_F(SamplingParamsTest, AcceptsTheEdgesOfEachRange) {
 
 }  // namespace
 }  // namespace tandem::generation
+
+namespace tandem::generation {
+namespace {
+
+TEST(SamplingParamsLogitBiasTest, RefusesBiasesOutOfRangeNegativeIdsAndTooManyEntries) {
+  SamplingParams p;
+  p.logit_bias = {{5, 100.0f}, {6, -100.0f}};
+  EXPECT_TRUE(p.validate().ok());
+  p.logit_bias = {{5, 100.5f}};
+  EXPECT_EQ(p.validate().message(), "logit_bias values must be in [-100, 100], got 100.5 for token 5");
+  p.logit_bias = {{-1, 1.0f}};
+  EXPECT_EQ(p.validate().message(), "logit_bias token ids must be >= 0, got -1");
+  p.logit_bias.assign(SamplingParams::kMaxLogitBias + 1, {1, 1.0f});
+  EXPECT_EQ(p.validate().message(), "logit_bias may hold at most 1024 entries, got 1025");
+}
+
+}  // namespace
+}  // namespace tandem::generation

@@ -285,6 +285,14 @@ TEST_F(RemoteGeneratorTest, RejectsRequestsTheModelCannotTake) {
       generator_->submit({1, 32000}, params, [](const generation::TokenOutput&) {}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(
       generator_->submit({}, params, [](const generation::TokenOutput&) {}).status()));
+  generation::SamplingParams biased;
+  biased.logit_bias = {{3, 1.0f}, {32000, 5.0f}};
+  absl::StatusOr<generation::RequestId> refused =
+      generator_->submit({1, 2}, biased, [](const generation::TokenOutput&) {});
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status()));
+  EXPECT_NE(refused.status().message().find("logit_bias token id 32000 is outside the vocabulary"),
+            std::string::npos)
+      << refused.status();
   EXPECT_TRUE(d1_.generateRequests().empty());
   EXPECT_EQ(out.numFinals(), 0);
 }

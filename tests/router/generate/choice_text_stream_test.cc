@@ -125,5 +125,26 @@ TEST_F(ChoiceTextStreamTest, NeverSplitsAUtf8Character) {
   EXPECT_EQ(text + stream.finish(), " a \xE2\x82\xAC b");
 }
 
+TEST_F(ChoiceTextStreamTest, KeepsTheSpecialTokensItIsToldToEvenWhenSkippingSpecialOnes) {
+  // </s> (id 2) stands in for a tool-call marker such as [TOOL_CALLS].
+  const int32_t marker = 2;
+  ASSERT_TRUE(tok_->isSpecial(marker));
+  ASSERT_EQ(tok_->tokenBytes(marker), "</s>");
+  const std::vector<int32_t> ids = {completion_[0], marker, completion_[1]};
+  ChoiceTextStream skipping(*tok_, {}, false, /*skip_special=*/true);
+  ChoiceTextStream keeping(*tok_, {}, false, /*skip_special=*/true, {marker});
+  std::string skipped, kept;
+  for (int32_t id : ids) {
+    skipped += skipping.push(id);
+    kept += keeping.push(id);
+  }
+  skipped += skipping.finish();
+  kept += keeping.finish();
+  const std::string first = tok_->tokenBytes(completion_[0]);
+  const std::string second = tok_->tokenBytes(completion_[1]);
+  EXPECT_EQ(skipped, first + second);
+  EXPECT_EQ(kept, first + "</s>" + second);
+}
+
 }  // namespace
 }  // namespace tandem::router

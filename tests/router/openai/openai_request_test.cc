@@ -83,6 +83,27 @@ TEST(ParseCompletionsTest, AcceptsEveryPromptForm) {
   EXPECT_TRUE(batches.prompts[1].is_tokens);
 }
 
+TEST(ParseLogitBiasTest, RefusesMoreEntriesThanTheLimitBeforeReadingThem) {
+  std::string bias;
+  for (int i = 0; i <= generation::SamplingParams::kMaxLogitBias; ++i) {
+    bias += (i ? "," : "") + std::string("\"") + std::to_string(i) + "\":1";
+  }
+  ParseResult result = parseGenerationRequest(completions(R"("logit_bias":{)" + bias + "}"),
+                                              Endpoint::kCompletions);
+  ASSERT_TRUE(std::holds_alternative<openai::ApiError>(result));
+  EXPECT_EQ(std::get<openai::ApiError>(result).param, "logit_bias");
+  EXPECT_EQ(std::get<openai::ApiError>(result).message,
+            "logit_bias may hold at most 1024 entries, got 1025");
+}
+
+TEST(ParseLogitBiasTest, ReadsTokenIdKeysWithTheirBiasOnBothEndpoints) {
+  GenerationRequest cmpl = parseOk(completions(R"("logit_bias":{"50256":-100,"7":2.5,"0":100})"));
+  EXPECT_EQ(cmpl.sampling.logit_bias,
+            (std::vector<std::pair<int32_t, float>>{{50256, -100.0f}, {7, 2.5f}, {0, 100.0f}}));
+  GenerationRequest chat_request = parseChatOk(chat(R"("logit_bias":{"3":1})"));
+  EXPECT_EQ(chat_request.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{3, 1.0f}}));
+}
+
 TEST(ParseCompletionsTest, ReadsEveryFieldItKnows) {
   GenerationRequest request = parseOk(completions(
       R"("max_tokens":7,"temperature":0,"top_p":0.5,"top_k":40,"min_p":0.1,)"
@@ -395,13 +416,27 @@ INSTANTIATE_TEST_SUITE_P(
                   "response_format.type must be a string"},
         Rejection{kChat, chat(R"("response_format":"text")"), "response_format",
                   "must be an object"},
-        Rejection{kCmpl, completions(R"("logit_bias":{"50256":-100})"), "logit_bias",
-                  "logit_bias is not supported"},
         Rejection{kChat, chat(R"("logit_bias":[1])"), "logit_bias", "must be an object"},
         Rejection{kCmpl, completions(R"("best_of":2)"), "best_of",
                   "best_of greater than n is not supported"},
         Rejection{kCmpl, completions(R"("n":3,"best_of":2)"), "best_of",
                   "best_of must be at least n (3), got 2"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    LogitBias, RejectionTest,
+    ::testing::Values(
+        Rejection{kCmpl, completions(R"("logit_bias":{"x1":1})"), "logit_bias",
+                  "logit_bias keys must be token ids, got \"x1\""},
+        Rejection{kCmpl, completions(R"("logit_bias":{"-1":1})"), "logit_bias",
+                  "logit_bias keys must be token ids"},
+        Rejection{kChat, chat(R"("logit_bias":{"99999999999":1})"), "logit_bias",
+                  "logit_bias keys must be token ids"},
+        Rejection{kChat, chat(R"("logit_bias":{"5":"up"})"), "logit_bias",
+                  "logit_bias values must be numbers, got \"up\" for token 5"},
+        Rejection{kCmpl, completions(R"("logit_bias":{"5":101})"), "logit_bias",
+                  "logit_bias values must be in [-100, 100], got 101 for token 5"},
+        Rejection{kChat, chat(R"("logit_bias":{"5":-1e300})"), "logit_bias",
+                  "logit_bias values must be in [-100, 100], got -inf"}));
 
 TEST(ParseRequestTest, ReportsTheFirstProblemInReadingOrder) {
   ParseResult result = parseGenerationRequest(

@@ -86,6 +86,11 @@ TEST_F(EngineLoopTest, RefusesBadRequestsAtOnceWithoutCallingBack) {
   EXPECT_EQ(loop_->submit(4, {1, 2}, bad, cb).code(), absl::StatusCode::kInvalidArgument);
   std::vector<int32_t> too_long(loop_->maxModelLen(), 1);
   EXPECT_EQ(loop_->submit(5, too_long, greedy(4), cb).code(), absl::StatusCode::kInvalidArgument);
+  SamplingParams biased = greedy(4);
+  biased.logit_bias = {{loop_->vocabSize(), 1.0f}};
+  absl::Status refused = loop_->submit(6, {1, 2}, biased, cb);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(), "logit_bias token id 512 is outside the vocabulary [0, 512)");
   EXPECT_FALSE(called);
 }
 

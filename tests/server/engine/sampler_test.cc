@@ -225,5 +225,29 @@ TEST_F(SamplerTest, NoLogprobsRequestedMeansNoTopList) {
   EXPECT_TRUE(sampler_.sample(std::vector<float>{1.0f, 2.0f}, p, {}, rng).top_logprobs.empty());
 }
 
+TEST_F(SamplerTest, LogitBiasIsAddedBeforeGreedyAndSampledDraws) {
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  SamplerRng rng(5);
+  const std::vector<float> logits = {3.0f, 1.0f, 2.0f, 0.5f};
+  EXPECT_EQ(sampleOne(logits, greedy, rng), 0);
+  greedy.logit_bias = {{3, 100.0f}};
+  EXPECT_EQ(sampleOne(logits, greedy, rng), 3);
+  // -100 on the best token hands greedy the next one.
+  greedy.logit_bias = {{0, -100.0f}};
+  EXPECT_EQ(sampleOne(logits, greedy, rng), 2);
+  // sampled: +100 leaves the other tokens e^-97 of the mass.
+  SamplingParams sampled;
+  sampled.logit_bias = {{1, 100.0f}};
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    SamplerRng r(seed);
+    EXPECT_EQ(sampleOne(logits, sampled, r), 1);
+  }
+  // the logprobs still describe the model's raw logits.
+  const SampleResult raw = sampler_.sample(logits, greedy, history_, rng);
+  EXPECT_EQ(raw.token, 2);
+  EXPECT_LT(raw.logprob, 0.0f);
+}
+
 }  // namespace
 }  // namespace tandem::engine

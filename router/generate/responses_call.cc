@@ -1,0 +1,172 @@
+#include "router/generate/responses_call.h"
+
+#include <cstdio>
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "router/generate/admission_api_error.h"
+#include "router/openai/api_error.h"
+
+namespace tandem::router {
+namespace {
+
+constexpr char kEndpoint[] = "responses";
+
+const std::vector<http::HttpHeader> kSseHeaders = {
+    {"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
+const std::vector<http::HttpHeader> kJsonHeaders = {{"Content-Type", "application/json"}};
+
+std::string newResponseId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrFormat("resp_%016x%016x", rng(), rng());
+}
+
+int64_t nowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void ResponsesCall::start(const Admission& admission, AdmissionSlot slot,
+                          openai::ResponsesRequest request, std::vector<TokenizedPrompt> prompts,
+                          http::ResponseWriterPtr writer, Clock::time_point arrival) {
+  std::shared_ptr<ResponsesCall> call(new ResponsesCall(admission.context(), std::move(slot),
+                                                        std::move(request), std::move(prompts),
+                                                        writer, arrival));
+  std::weak_ptr<ResponsesCall> weak = call;
+  writer->onClose([weak] {
+    if (auto c = weak.lock()) c->clientGone();
+  });
+  call->submit(admission);
+}
+
+ResponsesCall::ResponsesCall(const CallContext& context, AdmissionSlot slot,
+                             openai::ResponsesRequest request, std::vector<TokenizedPrompt> prompts,
+                             http::ResponseWriterPtr writer, Clock::time_point arrival)
+    : context_(context),
+      slot_(std::move(slot)),
+      request_(std::move(request)),
+      prompts_(std::move(prompts)),
+      writer_(std::move(writer)),
+      metrics_(context.metrics, arrival),
+      timing_(metrics_.startChoice()),
+      text_(context.model->tokenizer(), request_.chat.stop, request_.chat.include_stop_str_in_output,
+            request_.chat.skip_special_tokens,
+            request_.chat.parsesToolCalls() ? context.model->toolCallMarkerIds()
+                                            : std::vector<int32_t>()),
+      tools_(request_.chat.parsesToolCalls()
+                 ? openai::makeToolCallParser(context.model->toolCallFamily())
+                 : nullptr),
+      output_(request_, newResponseId(), nowSeconds(), context.model->name(),
+              request_.chat.stream) {}
+
+void ResponsesCall::submit(const Admission& admission) {
+  std::lock_guard lock(mu_);
+  if (answered_) return;  // the client left before anything started
+  auto self = shared_from_this();
+  absl::StatusOr<generation::RequestId> id = context_.generator->submit(
+      prompts_[0].tokens, request_.chat.sampling,
+      [self](const generation::TokenOutput& out) { self->onOutput(out); });
+  if (!id.ok()) {
+    answered_ = true;
+    const openai::ApiError error =
+        toApiError(admission.submitRefused(id.status(), prompts_[0].tokens.size()));
+    metrics_.end(kEndpoint, error.status);
+    std::vector<http::HttpHeader> headers = kJsonHeaders;
+    if (error.status == 429) headers.push_back({"Retry-After", "1"});
+    writer_->respond(error.status, std::move(headers), openai::errorBody(error));
+    return;
+  }
+  generator_id_ = *id;
+  if (request_.chat.stream) {
+    writer_->startStream(200, kSseHeaders);
+    send(output_.start());
+  }
+}
+
+void ResponsesCall::onOutput(const generation::TokenOutput& output) {
+  std::lock_guard lock(mu_);
+  if (answered_) return;
+  if (output.finish_reason == generation::FinishReason::kError) {
+    answered_ = true;
+    context_.generator->cancel(generator_id_);
+    metrics_.end(kEndpoint, 500);
+    const std::string message = "the model failed while generating";
+    if (request_.chat.stream) {
+      writer_->write(output_.fail(message));
+      writer_->finish();
+    } else {
+      writer_->respond(500, kJsonHeaders, openai::errorBody(openai::errorFor(500, message)));
+    }
+    return;
+  }
+  std::string delta;
+  if (output.token >= 0) {
+    metrics_.tokenArrived(timing_);
+    cached_tokens_ = output.num_cached_tokens;
+    delta = text_.push(output.token);
+  }
+  bool finished = false;
+  bool length = false;
+  if (text_.stopped()) {
+    // a stop string ended it: the engine may still be generating.
+    context_.generator->cancel(generator_id_);
+    finished = true;
+  } else if (output.finished()) {
+    finished = true;
+    length = output.finish_reason == generation::FinishReason::kLength;
+    delta += text_.finish();
+  }
+  openai::ParsedText parsed;
+  if (tools_ != nullptr) {
+    parsed = tools_->push(delta);
+    if (finished) parsed.append(tools_->finish());
+  } else {
+    parsed.content = std::move(delta);
+  }
+  std::string events = output_.add(parsed);
+  if (!finished) {
+    if (request_.chat.stream && !events.empty()) send(events);
+    return;
+  }
+  answered_ = true;
+  const int prompt_tokens = static_cast<int>(prompts_[0].tokens.size());
+  metrics_.completed(prompt_tokens, timing_.tokens, cached_tokens_);
+  events += output_.finish(length, {prompt_tokens, timing_.tokens, cached_tokens_});
+  if (request_.chat.stream) {
+    if (send(events)) return;
+    metrics_.end(kEndpoint, 200);
+    writer_->finish();
+  } else {
+    metrics_.end(kEndpoint, 200);
+    writer_->respond(200, kJsonHeaders, output_.body());
+  }
+}
+
+bool ResponsesCall::send(const std::string& events) {
+  writer_->write(events);
+  const size_t backlog = writer_->pendingBytes();
+  if (backlog <= context_.max_stream_backlog_bytes) return false;
+  // the client stopped reading: what is queued would only grow.
+  answered_ = true;
+  context_.generator->cancel(generator_id_);
+  metrics_.end(kEndpoint, 499);
+  if (context_.metrics != nullptr) context_.metrics->countSlowClient();
+  std::fprintf(stderr, "tandem router: responses call: the client left %zu bytes unread; "
+                       "cancelled and closed\n", backlog);
+  writer_->abort();
+  return true;
+}
+
+void ResponsesCall::clientGone() {
+  std::lock_guard lock(mu_);
+  if (answered_) return;
+  answered_ = true;
+  context_.generator->cancel(generator_id_);
+  // 499: nginx's "client closed request".
+  metrics_.end(kEndpoint, 499);
+}
+
+}  // namespace tandem::router
