@@ -54,6 +54,12 @@ struct SamplingParams {
   // compiles JSON schemas into it (and refuses what it cannot express); the
   // engine masks each step's logits to the tokens that keep the text valid.
   std::string grammar;
+  // with a grammar: the last this many prompt tokens were generated under it
+  // already (a request migrated to another worker resubmits prompt ‖ the
+  // tokens delivered so far), so the engine advances the grammar over them
+  // before sampling. never set by clients (the router sets it); >= 0 and at
+  // most the prompt's length.
+  int grammar_replay_tokens = 0;
 
   bool isGreedy() const { return temperature < kGreedyTemperature || top_k == 1; }
 

@@ -21,6 +21,7 @@ absl::StatusOr<generation::SamplingParams> fromProto(const tandem::v1::SamplingP
     if (p.logprobs() < 0) return absl::InvalidArgumentError("logprobs must be >= 0");
     s.logprobs = p.logprobs();
   }
+  s.grammar = p.grammar();
   absl::Status status = s.validate();
   if (!status.ok()) return status;
   return s;
@@ -43,6 +44,7 @@ tandem::v1::SamplingParams toProto(const generation::SamplingParams& s,
   p.set_ignore_eos(s.ignore_eos);
   p.set_top_logprobs(s.logprobs.value_or(0));
   if (s.logprobs) p.set_logprobs(*s.logprobs);
+  p.set_grammar(s.grammar);
   return p;
 }
 

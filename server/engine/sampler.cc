@@ -28,10 +28,12 @@ double logSumExp(std::span<const float> logits) {
 }  // namespace
 
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
-                             const TokenHistory& history, SamplerRng& rng) {
+                             const TokenHistory& history, SamplerRng& rng,
+                             const grammar::TokenMask* allowed) {
   TANDEM_CHECK(!logits.empty());
   work_.assign(logits.begin(), logits.end());
   applyPenalties(work_, params, history);
+  if (allowed != nullptr) applyMask(work_, *allowed);
 
   SampleResult result;
   result.token = params.isGreedy() ? argmax() : draw(params, rng);
@@ -77,6 +79,27 @@ void Sampler::applyPenalties(std::span<float> logits, const SamplingParams& para
       }
     }
   }
+}
+
+void Sampler::applyMask(std::span<float> logits, const grammar::TokenMask& allowed) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const std::vector<uint64_t>& words = allowed.words();
+  const size_t n = std::min(logits.size(), static_cast<size_t>(allowed.numTokens()));
+  // 64 tokens a word: whole words allowed or refused cost one test.
+  size_t i = 0;
+  for (size_t w = 0; i < n; ++w, i += 64) {
+    const uint64_t bits = words[w];
+    const size_t end = std::min(i + 64, n);
+    if (bits == ~uint64_t{0} && end - i == 64) continue;
+    if (bits == 0) {
+      std::fill(logits.begin() + i, logits.begin() + end, kNegInf);
+      continue;
+    }
+    for (size_t t = i; t < end; ++t) {
+      if (((bits >> (t - i)) & 1) == 0) logits[t] = kNegInf;
+    }
+  }
+  if (logits.size() > n) std::fill(logits.begin() + n, logits.end(), kNegInf);
 }
 
 int32_t Sampler::argmax() const {

@@ -42,7 +42,7 @@ class GbnfSyntax {
       skipSpace(true);
       rule.body = parseAlternatives(false);
       if (!ok()) break;
-      if (!atEnd() && peek() != '\n' && peek() != '\r') {
+      if (!atEnd() && peek() != '\n' && peek() != '\r' && !startsRule()) {
         fail(absl::StrFormat("unexpected '%c'", peek()));
         break;
       }
