@@ -1,6 +1,7 @@
 #include "server/engine/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -95,9 +96,19 @@ void Sampler::applyMask(std::span<float> logits, const grammar::TokenMask& allow
       std::fill(logits.begin() + i, logits.begin() + end, kNegInf);
       continue;
     }
-    for (size_t t = i; t < end; ++t) {
-      if (((bits >> (t - i)) & 1) == 0) logits[t] = kNegInf;
+    // a mixed word: touch only the fewer of its refused or allowed tokens.
+    const uint64_t in_range = end - i == 64 ? ~uint64_t{0} : (uint64_t{1} << (end - i)) - 1;
+    uint64_t refused = ~bits & in_range;
+    if (std::popcount(refused) <= 32) {
+      for (; refused != 0; refused &= refused - 1) logits[i + std::countr_zero(refused)] = kNegInf;
+      continue;
     }
+    float kept[64];
+    int n_kept = 0;
+    for (uint64_t b = bits & in_range; b != 0; b &= b - 1) kept[n_kept++] = logits[i + std::countr_zero(b)];
+    std::fill(logits.begin() + i, logits.begin() + end, kNegInf);
+    n_kept = 0;
+    for (uint64_t b = bits & in_range; b != 0; b &= b - 1) logits[i + std::countr_zero(b)] = kept[n_kept++];
   }
   if (logits.size() > n) std::fill(logits.begin() + n, logits.end(), kNegInf);
 }
