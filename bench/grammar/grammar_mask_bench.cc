@@ -4,7 +4,7 @@
 // warm-up and cold, against the decode step of a model on the same CPU in
 // the same run.
 //
-//   grammar_mask_bench MODEL THREADS REPEATS TOKENIZER_DIR...
+//   grammar_mask_bench MODEL THREADS REPEATS WALKS TOKENIZER_DIR...
 //
 // MODEL: the model whose decode step is the yardstick (bench/grammar_mask.sh
 // makes a stories110M-shape one). Each TOKENIZER_DIR holds tokenizer.json.
@@ -140,18 +140,19 @@ double decodeStepMicros(const std::string& model, int threads, int repeats) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: %s MODEL THREADS REPEATS TOKENIZER_DIR...\n", argv[0]);
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s MODEL THREADS REPEATS WALKS TOKENIZER_DIR...\n", argv[0]);
     return 2;
   }
   const std::string model = argv[1];
   const int threads = std::stoi(argv[2]);
   const int repeats = std::stoi(argv[3]);
+  const int num_walks = std::stoi(argv[4]);
   const double decode_us = decodeStepMicros(model, threads, repeats);
   std::printf("decode step (batch 1, %d threads): %.0f us\n", threads, decode_us);
   std::printf("%-10s %-12s %7s %6s %13s %14s %10s %8s %9s\n", "vocab", "grammar", "tokens",
               "states", "cold us/tok", "warm us/tok", "min..max", "% step", "bytes");
-  for (int i = 4; i < argc; ++i) {
+  for (int i = 5; i < argc; ++i) {
     auto tok = tandem::tokenizer::Tokenizer::fromHfDir(argv[i]);
     if (!tok.ok()) {
       std::fprintf(stderr, "%s: %s\n", argv[i], std::string(tok.status().message()).c_str());
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
     };
     for (const auto& [label, grammar] : grammars) {
       double cold = 0;
-      const std::vector<Walk> walks = randomWalks(cache, grammar, 40, eos, &cold);
+      const std::vector<Walk> walks = randomWalks(cache, grammar, num_walks, eos, &cold);
       int64_t tokens = 0;
       for (const Walk& w : walks) tokens += static_cast<int64_t>(w.tokens.size());
       std::vector<double> warm;
