@@ -63,6 +63,12 @@ struct SamplingParams {
   // but forces it), at most kMaxLogitBias entries. Ids must be in the
   // vocabulary (the engine checks; the sampler ignores any outside it).
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // with a grammar: the last this many prompt tokens were generated under it
+  // already (a request migrated to another worker resubmits prompt ‖ the
+  // tokens delivered so far), so the engine advances the grammar over them
+  // before sampling. never set by clients (the router sets it); >= 0 and at
+  // most the prompt's length.
+  int grammar_replay_tokens = 0;
 
   bool isGreedy() const { return temperature < kGreedyTemperature || top_k == 1; }
 

@@ -25,6 +25,7 @@ absl::StatusOr<generation::SamplingParams> fromProto(const tandem::v1::SamplingP
     return absl::InvalidArgumentError("logit_bias holds too many entries");
   }
   for (const tandem::v1::TokenBias& b : p.logit_bias()) s.logit_bias.emplace_back(b.token_id(), b.bias());
+  s.grammar = p.grammar();
   absl::Status status = s.validate();
   if (!status.ok()) return status;
   return s;
@@ -52,6 +53,7 @@ tandem::v1::SamplingParams toProto(const generation::SamplingParams& s,
     b->set_token_id(id);
     b->set_bias(bias);
   }
+  p.set_grammar(s.grammar);
   return p;
 }
 

@@ -12,6 +12,8 @@
 namespace tandem::rpc {
 
 // the engine's parameters, validated (InvalidArgument names the field).
+// the grammar is carried as text, not compiled (the engine compiles it;
+// grammar_replay_tokens travels in the worker messages, not here).
 absl::StatusOr<generation::SamplingParams> fromProto(const tandem::v1::SamplingParams& proto);
 
 // the parameters as a message (every field set).

@@ -71,6 +71,11 @@ bool RemoteGenerateCall::startCall(tandem::v1::Worker::Stub* stub, const std::st
   generation::SamplingParams params = params_;
   params.max_tokens = remainingTokens();
   *wire.mutable_params() = rpc::toProto(params, {});
+  // the tokens delivered so far were generated under the grammar: the
+  // worker replays them to rebuild its matcher (DESIGN.md, structured output).
+  if (!params.grammar.empty()) {
+    wire.set_grammar_replay_tokens(static_cast<int32_t>(tokens.size() - prompt_.size()));
+  }
   wire.set_prefill_address(prefill_address);
   auto* call = new GenerateAttempt(shared_from_this(), std::move(wire));
   {

@@ -5,6 +5,7 @@
 #include "proto/convert/finish_reason_proto.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "router/grpc/admission_grpc_status.h"
+#include "router/grpc/response_format_proto.h"
 
 namespace tandem::router {
 
@@ -59,6 +60,14 @@ void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateReques
   parsed.prompts.push_back(std::move(prompt));
   // invalid params are reported after the model and the prompt.
   absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
+  if (params.ok()) {
+    absl::StatusOr<std::string> grammar = requestGrammar(request);
+    if (grammar.ok()) {
+      params->grammar = std::move(*grammar);
+    } else {
+      params = grammar.status();
+    }
+  }
   if (params.ok()) parsed.sampling = *params;
   parsed.max_tokens_set = request.params().has_max_tokens();
   auto prepared = admission.admit(slot_, parsed);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "router/openai/json_field.h"
 #include "router/openai/request_inputs.h"
+#include "router/openai/response_format.h"
 
 namespace tandem::openai {
 namespace {
@@ -196,17 +197,6 @@ void refuseUnsupported(FieldReader& reader, const GenerationRequest& request) {
   if (std::optional<std::string> suffix = reader.readString("suffix"); suffix && !suffix->empty()) {
     reader.fail("suffix", "suffix is not supported");
   }
-  if (const Json* format = reader.readObject("response_format")) {
-    FieldReader nested(*format, "response_format.");
-    std::optional<std::string> type = nested.readString("type");
-    if (!nested.failed() && !type) {
-      nested.fail("type", "response_format.type is required");
-    } else if (type && *type != "text") {
-      nested.fail("type", absl::StrCat("response_format of type '", *type,
-                                       "' is not supported; only 'text' is"));
-    }
-    reader.absorb(nested);
-  }
   if (std::optional<int64_t> best_of = reader.readInt("best_of", 1, kInt32Max)) {
     if (*best_of < request.n) {
       reader.fail("best_of", absl::StrCat("best_of must be at least n (", request.n, "), got ",
@@ -263,6 +253,7 @@ ParseResult parseGenerationRequest(std::string_view body, Endpoint endpoint) {
   request.skip_special_tokens = reader.readBool("skip_special_tokens").value_or(true);
   request.include_stop_str_in_output =
       reader.readBool("include_stop_str_in_output").value_or(false);
+  readStructuredOutput(reader, request);
   refuseUnsupported(reader, request);
   if (reader.failed()) return reader.error();
 

@@ -2,8 +2,9 @@
 // POST /v1/chat/completions into one GenerationRequest, with OpenAI's
 // semantics (and the vLLM extensions users rely on: top_k, min_p,
 // repetition_penalty, ignore_eos, stop_token_ids, skip_special_tokens,
-// include_stop_str_in_output, chat_template_kwargs), logit_bias, and on
-// chat the tools with tool_choice.
+// include_stop_str_in_output, chat_template_kwargs), logit_bias, on chat the
+// tools with tool_choice, and structured output (response_format, tandem's
+// `grammar`: router/openai/response_format.h).
 //
 // Unknown fields are ignored; a known field of the wrong type or out of
 // range is a 400 naming the field in `param`. Nothing here tokenizes: prompt

@@ -11,20 +11,59 @@ Engine::Engine(const EngineConfig& config, StepModel& model)
       kv_(config.num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, kv_) {}
 
+absl::Status Engine::checkRequest(int64_t prompt_len, const SamplingParams& params) const {
+  RETURN_IF_ERROR(scheduler_.checkRequest(prompt_len, params));
+  if (params.grammar.empty()) return absl::OkStatus();
+  if (grammars_ == nullptr) {
+    return absl::InvalidArgumentError(
+        "structured output (response_format or grammar) needs the model's tokenizer, which "
+        "this worker could not load");
+  }
+  return grammars_->get(params.grammar).status();
+}
+
+absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> Engine::makeMatcher(
+    std::span<const int32_t> prompt, const SamplingParams& params) const {
+  if (params.grammar.empty()) return nullptr;
+  if (grammars_ == nullptr) return checkRequest(static_cast<int64_t>(prompt.size()), params);
+  ASSIGN_OR_RETURN(std::shared_ptr<grammar::GrammarAutomaton> automaton,
+                   grammars_->get(params.grammar));
+  auto matcher = std::make_unique<grammar::TokenMatcher>(std::move(automaton));
+  const size_t replay = std::min<size_t>(params.grammar_replay_tokens, prompt.size());
+  if (!matcher->acceptAll(prompt.last(replay))) {
+    return absl::InvalidArgumentError(
+        "the output tokens to resume from do not follow the request's grammar");
+  }
+  return matcher;
+}
+
 absl::Status Engine::addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
                                 bool hold_blocks_on_finish) {
-  return scheduler_.addRequest(id, std::move(prompt), std::move(params), hold_blocks_on_finish);
+  ASSIGN_OR_RETURN(std::unique_ptr<grammar::TokenMatcher> matcher, makeMatcher(prompt, params));
+  RETURN_IF_ERROR(
+      scheduler_.addRequest(id, std::move(prompt), std::move(params), hold_blocks_on_finish));
+  scheduler_.findRequest(id)->grammar = std::move(matcher);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int> Engine::admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
                                             SamplingParams params) {
-  return scheduler_.admitAwaitingKv(id, std::move(prompt), std::move(params));
+  ASSIGN_OR_RETURN(std::unique_ptr<grammar::TokenMatcher> matcher, makeMatcher(prompt, params));
+  ASSIGN_OR_RETURN(const int cached,
+                   scheduler_.admitAwaitingKv(id, std::move(prompt), std::move(params)));
+  scheduler_.findRequest(id)->grammar = std::move(matcher);
+  return cached;
 }
 
 absl::StatusOr<TokenOutput> Engine::completeRemotePrefill(SeqId id, const TokenOutput& first) {
   Request* req = scheduler_.findRequest(id);
   if (req == nullptr || req->state != RequestState::kAwaitingKv) {
     return absl::NotFoundError("no request awaiting kv under this id");
+  }
+  // the prefill worker sampled under the same grammar; a token it refuses
+  // means the two disagree: the caller prefills locally instead.
+  if (req->grammar != nullptr && !req->grammar->accept(first.token)) {
+    return absl::InvalidArgumentError("the remote first token does not follow the grammar");
   }
   // keep the generator where an aggregated run's would be after sampling
   // the first token (Sampler::sample draws once unless greedy).
@@ -84,8 +123,14 @@ std::vector<TokenOutput> Engine::runStep() {
     Request* req = scheduler_.findRequest(chunk.seq_id);
     TANDEM_CHECK(req != nullptr);
     const std::span<const float> logits(logits_.data() + row * vocab, vocab);
+    const grammar::TokenMask* allowed =
+        req->grammar != nullptr ? &req->grammar->allowedTokens() : nullptr;
     samples.push_back(sampler_.sample(logits, req->params, {req->prompt(), req->output()},
-                                      req->rng));
+                                      req->rng, allowed));
+    // the mask allowed it (it always allows a token: end-of-sequence when
+    // the vocabulary can spell nothing else), so the grammar advances here,
+    // before onStepResult's stop checks read it.
+    if (req->grammar != nullptr) (void)req->grammar->accept(samples.back().token);
     tokens.push_back(samples.back().token);
     ++row;
   }

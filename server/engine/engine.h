@@ -17,6 +17,7 @@
 #include "server/engine/sampler.h"
 #include "server/engine/scheduler.h"
 #include "server/engine/step_model.h"
+#include "text/grammar/grammar_cache.h"
 
 namespace tandem::engine {
 
@@ -33,7 +34,18 @@ class Engine {
   // `model` is not owned and must outlive the engine.
   Engine(const EngineConfig& config, StepModel& model);
 
-  // see Scheduler::addRequest.
+  // structured output: requests with a grammar compile it in `cache`
+  // (against the model's vocabulary). unset: such requests are refused.
+  // set before the first request.
+  void setGrammarCache(std::shared_ptr<grammar::GrammarCache> cache) {
+    grammars_ = std::move(cache);
+  }
+
+  // see Scheduler::addRequest. a request with a grammar gets its own
+  // matcher, advanced over the last params.grammar_replay_tokens prompt
+  // tokens (InvalidArgument when the grammar refuses them); each step masks
+  // its logits to the tokens the grammar allows, and it finishes (kStop) once
+  // its text is a complete sentence nothing may extend.
   absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
                           bool hold_blocks_on_finish = false);
 
@@ -47,17 +59,18 @@ class Engine {
   // reason). a non-greedy sample draws exactly once from the request's
   // generator (Sampler::sample), so the generator is advanced by one draw
   // here: a seeded request then samples the same tokens as an aggregated
-  // run would. NotFound when `id` is not awaiting KV.
+  // run would. NotFound when `id` is not awaiting KV; InvalidArgument (and
+  // nothing changes) when the request's grammar refuses the token.
   absl::StatusOr<TokenOutput> completeRemotePrefill(SeqId id, const TokenOutput& first);
   // see Scheduler::failRemotePrefill.
   absl::Status failRemotePrefill(SeqId id) { return scheduler_.failRemotePrefill(id); }
   // see Scheduler::releaseHeld.
   bool releaseHeld(SeqId id) { return scheduler_.releaseHeld(id); }
   bool isHeld(SeqId id) const { return scheduler_.isHeld(id); }
-  // see Scheduler::checkRequest (thread-safe).
-  absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const {
-    return scheduler_.checkRequest(prompt_len, params);
-  }
+  // see Scheduler::checkRequest; also compiles params.grammar (its syntax
+  // errors are InvalidArgument; refused when no grammar cache is set).
+  // thread-safe.
+  absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const;
   // see Scheduler::abort.
   absl::Status abort(SeqId id);
   bool hasUnfinished() const { return scheduler_.hasUnfinished(); }
@@ -89,6 +102,10 @@ class Engine {
 
  private:
   std::vector<TokenOutput> runStep();
+  // the matcher of a request with a grammar (null without one), advanced
+  // over its replayed prompt tokens.
+  absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> makeMatcher(
+      std::span<const int32_t> prompt, const SamplingParams& params) const;
   std::vector<TokenOutput> failStep(const Batch& batch);
 
   StepModel& model_;
@@ -96,6 +113,7 @@ class Engine {
   kvcache::KvTierChain* tiers_ = nullptr;
   Scheduler scheduler_;
   Sampler sampler_;
+  std::shared_ptr<grammar::GrammarCache> grammars_;
   // reused across steps.
   std::vector<float> logits_;
   bool stalled_ = false;

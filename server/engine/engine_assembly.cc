@@ -10,6 +10,8 @@
 #include "server/engine/disk_tier_opener.h"
 #include "server/engine/runner_block_io.h"
 #include "server/model/weights_identity.h"
+#include "text/grammar/token_vocabulary.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace tandem::engine {
 namespace {
@@ -114,6 +116,13 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   ec.scheduler.max_model_len = le->max_model_len_;
   ec.scheduler.eos_token_ids.assign(cfg.eos_token_ids.begin(), cfg.eos_token_ids.end());
   le->engine_ = std::make_unique<Engine>(ec, *le->runner_);
+  // structured output needs each token's bytes: without a tokenizer (a
+  // weights-only model) requests with a grammar are refused.
+  if (absl::StatusOr<tokenizer::TokenizerPtr> tok = tokenizer::Tokenizer::load(model_path);
+      tok.ok()) {
+    le->engine_->setGrammarCache(std::make_shared<grammar::GrammarCache>(
+        grammar::TokenVocabulary::fromTokenizer(**tok, ec.scheduler.eos_token_ids)));
+  }
   // the CPU backend's KV storage is host memory: tiers copy it directly.
   le->block_io_ = std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, true);
   ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, *le->weights_, layout, *le->block_io_));

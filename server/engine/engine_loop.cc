@@ -127,7 +127,12 @@ void EngineLoop::completeRemotePrefill(SeqId id, TokenOutput first) {
       return;
     }
     absl::StatusOr<TokenOutput> out = engine_->engine().completeRemotePrefill(id, first);
-    if (out.ok()) deliver(*out);
+    if (out.ok()) {
+      deliver(*out);
+    } else if (absl::IsInvalidArgument(out.status())) {
+      // the grammar refused P's token: prefill and sample here instead.
+      (void)engine_->engine().failRemotePrefill(id);
+    }
   });
 }
 

@@ -118,8 +118,8 @@ class EngineLoop {
   // full prompt blocks to the prefix cache, delivers `first` to its callback
   // as its first output (finishing it when it is a stop token or max_tokens
   // is 1) and decodes on. unknown ids, and ids no longer awaiting KV, are
-  // ignored. a first token outside the vocabulary is treated as
-  // failRemotePrefill(id).
+  // ignored. a first token outside the vocabulary, or one the request's
+  // grammar refuses, is treated as failRemotePrefill(id).
   void completeRemotePrefill(SeqId id, TokenOutput first);
   // the remote prefill failed: the blocks written from outside are dropped
   // unused and the request prefills locally (its prefix-cache hits stay).

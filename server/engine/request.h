@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "server/engine/batch.h"
 #include "server/engine/generation_types.h"
 #include "server/engine/sampler_rng.h"
+#include "text/grammar/token_matcher.h"
 
 namespace tandem::engine {
 
@@ -41,6 +43,11 @@ struct Request {
   SamplingParams params;
   // the request's own generator, seeded from params.seed when set.
   SamplerRng rng;
+  // structured output: where the output stands in params.grammar (null when
+  // there is none). it has accepted every output token so far, so it
+  // survives preemption (the tokens stay) and is rebuilt, not moved, when a
+  // request migrates (grammar_replay_tokens).
+  std::unique_ptr<grammar::TokenMatcher> grammar;
 
   RequestState state = RequestState::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;

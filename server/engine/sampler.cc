@@ -1,6 +1,7 @@
 #include "server/engine/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -28,7 +29,8 @@ double logSumExp(std::span<const float> logits) {
 }  // namespace
 
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
-                             const TokenHistory& history, SamplerRng& rng) {
+                             const TokenHistory& history, SamplerRng& rng,
+                             const grammar::TokenMask* allowed) {
   TANDEM_CHECK(!logits.empty());
   work_.assign(logits.begin(), logits.end());
   applyPenalties(work_, params, history);
@@ -37,6 +39,7 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
   for (const auto& [token, bias] : params.logit_bias) {
     if (token >= 0 && token < static_cast<int32_t>(work_.size())) work_[token] += bias;
   }
+  if (allowed != nullptr) applyMask(work_, *allowed);
 
   SampleResult result;
   result.token = params.isGreedy() ? argmax() : draw(params, rng);
@@ -82,6 +85,37 @@ void Sampler::applyPenalties(std::span<float> logits, const SamplingParams& para
       }
     }
   }
+}
+
+void Sampler::applyMask(std::span<float> logits, const grammar::TokenMask& allowed) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const std::vector<uint64_t>& words = allowed.words();
+  const size_t n = std::min(logits.size(), static_cast<size_t>(allowed.numTokens()));
+  // 64 tokens a word: whole words allowed or refused cost one test.
+  size_t i = 0;
+  for (size_t w = 0; i < n; ++w, i += 64) {
+    const uint64_t bits = words[w];
+    const size_t end = std::min(i + 64, n);
+    if (bits == ~uint64_t{0} && end - i == 64) continue;
+    if (bits == 0) {
+      std::fill(logits.begin() + i, logits.begin() + end, kNegInf);
+      continue;
+    }
+    // a mixed word: touch only the fewer of its refused or allowed tokens.
+    const uint64_t in_range = end - i == 64 ? ~uint64_t{0} : (uint64_t{1} << (end - i)) - 1;
+    uint64_t refused = ~bits & in_range;
+    if (std::popcount(refused) <= 32) {
+      for (; refused != 0; refused &= refused - 1) logits[i + std::countr_zero(refused)] = kNegInf;
+      continue;
+    }
+    float kept[64];
+    int n_kept = 0;
+    for (uint64_t b = bits & in_range; b != 0; b &= b - 1) kept[n_kept++] = logits[i + std::countr_zero(b)];
+    std::fill(logits.begin() + i, logits.begin() + end, kNegInf);
+    n_kept = 0;
+    for (uint64_t b = bits & in_range; b != 0; b &= b - 1) logits[i + std::countr_zero(b)] = kept[n_kept++];
+  }
+  if (logits.size() > n) std::fill(logits.begin() + n, logits.end(), kNegInf);
 }
 
 int32_t Sampler::argmax() const {

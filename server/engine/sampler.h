@@ -1,7 +1,8 @@
 // Turns one row of logits into one token under a request's SamplingParams.
 //
 // Order of operations (as vLLM v1): repetition penalty (prompt + output),
-// presence/frequency penalties (output), logit_bias, then greedy argmax, or temperature,
+// presence/frequency penalties (output), logit_bias, the grammar's token mask
+// (tokens outside it get -inf), then greedy argmax, or temperature,
 // min_p, top_k, top_p and a draw from the request's SamplerRng. Logprobs are
 // taken from the raw logits, before any of these (vLLM's default
 // "raw_logprobs"), so they describe the model, not the sampling settings.
@@ -13,6 +14,7 @@
 
 #include "server/engine/generation_types.h"
 #include "server/engine/sampler_rng.h"
+#include "text/grammar/token_mask.h"
 
 namespace tandem::engine {
 
@@ -38,8 +40,14 @@ class Sampler {
   // `params` must be valid (SamplingParams::validate). a greedy request does
   // not consume randomness; any other consumes exactly one draw of `rng`, so
   // a request's tokens depend only on its seed and its logits.
+  // `allowed` (when not null) is the structured-output mask: only its
+  // tokens can be sampled (ids past its size never); it must allow one.
   SampleResult sample(std::span<const float> logits, const SamplingParams& params,
-                      const TokenHistory& history, SamplerRng& rng);
+                      const TokenHistory& history, SamplerRng& rng,
+                      const grammar::TokenMask* allowed = nullptr);
+
+  // sets every logit outside `allowed` to -inf, in place.
+  static void applyMask(std::span<float> logits, const grammar::TokenMask& allowed);
 
   // applies the repetition, presence and frequency penalties of `params` to
   // `logits` in place (the first step of sample()).

@@ -28,6 +28,11 @@ int64_t Scheduler::numPrefillTokensQueued() const {
 absl::Status Scheduler::checkRequest(int64_t prompt_len, const SamplingParams& params) const {
   RETURN_IF_ERROR(params.validate());
   if (prompt_len == 0) return absl::InvalidArgumentError("the prompt is empty");
+  if (params.grammar_replay_tokens > prompt_len) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "grammar_replay_tokens (%d) exceeds the prompt's %d tokens", params.grammar_replay_tokens,
+        prompt_len));
+  }
   if (prompt_len >= config_.max_model_len) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "the prompt has %d tokens but the model's context length is %d, leaving no "
@@ -342,6 +347,8 @@ FinishReason Scheduler::checkStop(const Request& req, int32_t token) const {
   };
   if (!req.params.ignore_eos && contains(config_.eos_token_ids)) return FinishReason::kStop;
   if (contains(req.params.stop_token_ids)) return FinishReason::kStop;
+  // the grammar's sentence is complete and nothing may follow it.
+  if (req.grammar != nullptr && req.grammar->isTerminated()) return FinishReason::kStop;
   if (req.numOutputTokens() >= req.params.max_tokens) return FinishReason::kLength;
   if (req.numTokens() >= config_.max_model_len) return FinishReason::kLength;
   return FinishReason::kNone;

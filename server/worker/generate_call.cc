@@ -38,6 +38,9 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
     writer_->finish(grpc_util::toGrpcStatus(params.status()));
     return;
   }
+  // a migrated request's delivered tokens (the prompt's tail) go through
+  // its grammar again (the engine checks the count against the prompt).
+  params->grammar_replay_tokens = request.grammar_replay_tokens();
   logprobs_ = params->logprobs.has_value();
   std::vector<int32_t> prompt(request.token_ids().begin(), request.token_ids().end());
   id_ = context_.newRequestId();
@@ -54,6 +57,7 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
       remote.request_id = request.request_id();
       remote.prompt = prompt;
       remote.params = request.params();
+      remote.grammar_replay_tokens = request.grammar_replay_tokens();
       remote.allocation = std::move(*allocation);
       remote.prefill_address = request.prefill_address();
       lock.unlock();

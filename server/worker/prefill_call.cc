@@ -83,6 +83,7 @@ grpc::Status PrefillCall::validate(generation::SamplingParams* params) const {
   if (!parsed.ok()) return grpc_util::toGrpcStatus(parsed.status(), "params");
   *params = std::move(*parsed);
   params->max_tokens = 1;
+  params->grammar_replay_tokens = request_.grammar_replay_tokens();
   return grpc::Status::OK;
 }
 

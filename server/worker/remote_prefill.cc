@@ -53,6 +53,7 @@ std::shared_ptr<RemotePrefill> RemotePrefill::start(WorkerContext& context, Requ
   req.mutable_token_ids()->Assign(request.prompt.begin(), request.prompt.end());
   req.set_skip_blocks(skip);
   *req.mutable_params() = request.params;
+  req.set_grammar_replay_tokens(request.grammar_replay_tokens);
   req.set_kv_endpoint(context.receiver->transferEndpoint(self->transfer_id_));
   req.set_transfer_id(self->transfer_id_);
   self->rpc_context_.set_deadline(std::chrono::system_clock::now() +

@@ -35,6 +35,8 @@ class RemotePrefill : public std::enable_shared_from_this<RemotePrefill> {
     std::string request_id;
     std::span<const int32_t> prompt;
     tandem::v1::SamplingParams params;
+    // see WorkerGenerateRequest.grammar_replay_tokens.
+    int grammar_replay_tokens = 0;
     engine::EngineLoop::KvAllocation allocation;
     std::string prefill_address;
   };

@@ -4,10 +4,12 @@
 # binaries, so the scripts cannot rot unnoticed. Fails when a script fails or
 # a bench script is not covered here. Downloads nothing.
 #
-#   tests/bench/scripts_smoke_test.sh TANDEM_BINARY MODEL_RUNNER_BENCH KV_DISK_BENCH KV_ONBOARD_BENCH
+#   tests/bench/scripts_smoke_test.sh TANDEM_BINARY MODEL_RUNNER_BENCH KV_DISK_BENCH KV_ONBOARD_BENCH \
+#     GRAMMAR_MASK_BENCH TOKENIZERS_DIR
 set -euo pipefail
-if [[ $# -ne 4 ]]; then sed -n '2,7p' "$0" >&2; exit 2; fi
+if [[ $# -ne 6 ]]; then sed -n '2,8p' "$0" >&2; exit 2; fi
 tandem=$(realpath "$1") runner_bench=$(realpath "$2") kv_disk_bench=$(realpath "$3") kv_onboard_bench=$(realpath "$4")
+grammar_bench=$(realpath "$5") tokenizers=$(realpath "$6")
 root=$(cd "$(dirname "$0")/../.." && pwd)
 model=$root/models/stories260K/gguf/stories260K.gguf
 work=$(mktemp -d)
@@ -15,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
 mkdir -p "$no_llama"
 
-covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh)
+covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh)
 for script in "$root"/bench/*.sh; do
   name=$(basename "$script")
   [[ " ${covered[*]} " == *" $name "* ]] || { echo "FAIL: bench/$name has no smoke run here" >&2; exit 1; }
@@ -52,6 +54,7 @@ run kv_tiers "G2 / off:" bash "$root/bench/kv_tiers.sh" "$tandem"
 run kv_onboard "| prefix tokens |" env DISK_DIR="$work/kv-onboard-g3" bash "$root/bench/kv_onboard.sh" "$kv_onboard_bench" "$tandem"
 run router_sim "decision latency: p50" bash "$root/bench/router_sim.sh" "$tandem"
 run router_live "kv cached ratio" bash "$root/bench/router_live.sh" "$tandem"
+run grammar_mask "qwen3      json_object" bash "$root/bench/grammar_mask.sh" "$grammar_bench" "$tandem" "$tokenizers"
 
 if ((${#failed[@]})); then
   echo "failed: ${failed[*]}"

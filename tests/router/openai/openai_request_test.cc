@@ -408,8 +408,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Rejection{kCmpl, completions(R"("suffix":"end")"), "suffix", "suffix is not supported"},
         Rejection{kCmpl, completions(R"("suffix":3)"), "suffix", "must be a string"},
-        Rejection{kChat, chat(R"("response_format":{"type":"json_object"})"),
-                  "response_format.type", "response_format of type 'json_object' is not supported"},
+        Rejection{kChat, chat(R"("response_format":{"type":"xml"})"), "response_format.type",
+                  "response_format.type must be 'text', 'json_object' or 'json_schema', got 'xml'"},
         Rejection{kChat, chat(R"("response_format":{})"), "response_format.type",
                   "response_format.type is required"},
         Rejection{kChat, chat(R"("response_format":{"type":1})"), "response_format.type",

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -247,6 +248,43 @@ TEST_F(SamplerTest, LogitBiasIsAddedBeforeGreedyAndSampledDraws) {
   const SampleResult raw = sampler_.sample(logits, greedy, history_, rng);
   EXPECT_EQ(raw.token, 2);
   EXPECT_LT(raw.logprob, 0.0f);
+}
+
+}  // namespace
+}  // namespace tandem::engine
+
+namespace tandem::engine {
+namespace {
+
+TEST(SamplerMaskTest, OnlyAllowedTokensAreSampledAtAnyTemperature) {
+  Sampler sampler;
+  std::vector<float> logits(200);
+  for (int i = 0; i < 200; ++i) logits[i] = static_cast<float>(i % 17);
+  grammar::TokenMask mask(150);  // ids 150..199 lie past the mask: never allowed
+  for (int id : {3, 64, 65, 127, 149}) mask.set(id);
+  SamplerRng rng(1);
+  SamplingParams params;
+  for (float t : {0.0f, 0.7f, 1.0f, 2.0f}) {
+    params.temperature = t;
+    for (int i = 0; i < 200; ++i) {
+      const int32_t token = sampler.sample(logits, params, {}, rng, &mask).token;
+      EXPECT_TRUE(mask.test(token)) << token;
+    }
+  }
+  // greedy picks the best allowed token, not the best token.
+  params.temperature = 0.0f;
+  EXPECT_EQ(sampler.sample(logits, params, {}, rng, &mask).token, 65);  // 65 % 17 = 14
+}
+
+TEST(SamplerMaskTest, ApplyMaskKeepsAllowedLogitsAndRefusesTheRest) {
+  std::vector<float> logits(130, 1.0f);
+  grammar::TokenMask mask(130);
+  for (int id = 0; id < 64; ++id) mask.set(id);  // a whole word allowed
+  mask.set(100);
+  Sampler::applyMask(logits, mask);
+  for (int id = 0; id < 130; ++id) {
+    EXPECT_EQ(logits[id], mask.test(id) ? 1.0f : -std::numeric_limits<float>::infinity()) << id;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+#include "text/grammar/token_matcher.h"
+
+#include "common/status.h"
+
+namespace tandem::grammar {
+
+TokenMatcher::TokenMatcher(std::shared_ptr<GrammarAutomaton> automaton)
+    : automaton_(std::move(automaton)),
+      epoch_(automaton_->epoch()),
+      state_(automaton_->initialState()) {}
+
+void TokenMatcher::sync() {
+  automaton_->trim();
+  if (epoch_ == automaton_->epoch()) return;
+  epoch_ = automaton_->epoch();
+  state_ = automaton_->initialState();
+  for (int32_t token : tokens_) {
+    state_ = automaton_->stepToken(state_, token);
+    // the same grammar accepted these tokens before.
+    TANDEM_CHECK(state_ != GrammarAutomaton::kDead);
+  }
+}
+
+const TokenMask& TokenMatcher::allowedTokens() {
+  sync();
+  if (ended_) return automaton_->endedMask();
+  return automaton_->mask(state_);
+}
+
+bool TokenMatcher::accept(int32_t token) {
+  sync();
+  const TokenVocabulary& vocab = automaton_->vocabulary();
+  if (vocab.isEos(token)) {
+    if (!ended_ && !automaton_->mask(state_).test(token)) return false;
+    ended_ = true;
+    return true;
+  }
+  if (ended_) return false;
+  const int32_t next = automaton_->stepToken(state_, token);
+  if (next == GrammarAutomaton::kDead) return false;
+  state_ = next;
+  tokens_.push_back(token);
+  return true;
+}
+
+bool TokenMatcher::acceptAll(std::span<const int32_t> tokens) {
+  for (int32_t token : tokens) {
+    if (!accept(token)) return false;
+  }
+  return true;
+}
+
+bool TokenMatcher::isComplete() {
+  sync();
+  return ended_ || automaton_->accepting(state_);
+}
+
+bool TokenMatcher::isTerminated() {
+  sync();
+  return ended_ || (automaton_->accepting(state_) && !automaton_->canContinue(state_));
+}
+
+}  // namespace tandem::grammar
