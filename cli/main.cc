@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   tandem::cli::registerBenchCommand(app);
   tandem::cli::registerRouterCommand(app);
   tandem::cli::registerWorkerCommand(app);
+  tandem::cli::registerPlannerCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -8,10 +8,13 @@
 
 namespace tandem::planner {
 
-std::unique_ptr<LoadPredictor> makePredictor(std::string_view name) {
+std::unique_ptr<LoadPredictor> makePredictor(std::string_view name, const PredictorOptions& options) {
   if (name == "constant") return std::make_unique<ConstantPredictor>();
-  if (name == "moving-average") return std::make_unique<MovingAveragePredictor>();
-  if (name == "holt-winters") return std::make_unique<HoltWintersPredictor>();
+  if (name == "moving-average") return std::make_unique<MovingAveragePredictor>(options.window);
+  if (name == "holt-winters") {
+    return std::make_unique<HoltWintersPredictor>(
+        HoltWintersOptions{.season_length = options.season_length, .horizon = options.horizon});
+  }
   return nullptr;
 }
 

@@ -11,8 +11,14 @@
 
 namespace tandem::planner {
 
+struct PredictorOptions {
+  int window = 6;         // moving-average: intervals averaged
+  int horizon = 1;        // holt-winters: intervals ahead (new workers' cold start / interval)
+  int season_length = 0;  // holt-winters: intervals in a season; 0 = none
+};
+
 // the predictor named `name`, or null for a name not in predictorNames().
-std::unique_ptr<LoadPredictor> makePredictor(std::string_view name);
+std::unique_ptr<LoadPredictor> makePredictor(std::string_view name, const PredictorOptions& options = {});
 
 // the names makePredictor knows, for a flag's check.
 const std::vector<std::string>& predictorNames();

@@ -49,13 +49,17 @@ RoleCounts SlaPolicy::size(double rate, double isl, double osl, double cached_fr
 
 void SlaPolicy::learn(const LoadSample& o, const RoleCounts& current) {
   if (o.request_rate <= 0 || o.mean_input_tokens <= 0) return;
-  if (o.ttft_p95_ms > 0 && current.prefill > 0) {
+  if (o.ttft_mean_ms > 0 && current.prefill > 0) {
+    // the mean TTFT the queue model predicts at the workers there were.
     const double service = prefillServiceS(o.mean_input_tokens, o.cached_fraction);
-    const double wait = waitQuantileS(current.prefill, o.request_rate, service, 0.95);
+    const double offered = o.request_rate * service;
+    if (offered < current.prefill) {
+      const double wait = erlangC(current.prefill, offered) / (current.prefill / service - o.request_rate);
+      ttft_correction_ = smooth(ttft_correction_, (o.ttft_mean_ms / 1000) / (service + wait));
+    }
     // an overloaded pool predicts no finite TTFT: nothing to learn from it.
-    if (std::isfinite(wait)) ttft_correction_ = smooth(ttft_correction_, (o.ttft_p95_ms / 1000) / (service + wait));
   }
-  if (o.itl_p50_ms > 0 && current.decode > 0) {
+  if (o.itl_mean_ms > 0 && current.decode > 0) {
     const double context = o.mean_input_tokens + o.mean_output_tokens / 2;
     // the batch per worker that rate x OSL x ITL(batch) gives (fixed point).
     double batch = 1;
@@ -63,7 +67,7 @@ void SlaPolicy::learn(const LoadSample& o, const RoleCounts& current) {
       batch = std::max(1.0, o.request_rate * o.mean_output_tokens *
                                 profile_.decodeItlMs(batch, context) / 1000 / current.decode);
     }
-    itl_correction_ = smooth(itl_correction_, o.itl_p50_ms / profile_.decodeItlMs(batch, context));
+    itl_correction_ = smooth(itl_correction_, o.itl_mean_ms / profile_.decodeItlMs(batch, context));
   }
 }
 

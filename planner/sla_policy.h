@@ -10,9 +10,11 @@
 //    decode context, times the learned ITL correction) stays within 90% of
 //    the ITL SLO and whose KV fits the worker; the decode workers are the
 //    requests in decode (Little: rate x OSL x ITL) over that batch.
-// The corrections are observed / predicted latency (TTFT p95 against the
-// queue model's p95 at the workers there were; ITL p50 against the profile
-// at the batch there was), smoothed and bounded to [0.5, 5]. Up at once;
+// The corrections are observed / predicted mean latency (TTFT against the
+// queue model's mean at the workers there were; ITL against the profile at
+// the batch there was), smoothed and bounded to [0.5, 5]; means, because
+// the TTFT quantiles of heavy-tailed prompt lengths say more about the
+// longest prompts than about the queue. Up at once;
 // down only after scale_down_after intervals in a row wanted fewer, by at
 // most a fifth of the role at a time (never below what the sizing needs).
 #pragma once

@@ -109,8 +109,8 @@ TEST(SlaPolicyTest, SlowerThanPredictedTtftAddsPrefillWorkers) {
   const RoleCounts before = sla.size(20, 8000, 20, 0);
   // the prefill pool at that size answers at twice the p95 the model says.
   LoadSample slow = traffic(20, 8000, 20);
-  slow.ttft_p95_ms = 2 * 1000 * 0.8;  // the service alone is 0.8 s
-  slow.itl_p50_ms = 10.2;             // decode as predicted
+  slow.ttft_mean_ms = 2 * 1000 * 0.85;  // the service alone is 0.8 s, the mean wait ~0.05 s
+  slow.itl_mean_ms = 10.2;              // decode as predicted
   for (int i = 0; i < 10; ++i) sla.decide(inputs(slow, before));
   EXPECT_GT(sla.ttftCorrection(), 1.5);
   EXPECT_NEAR(sla.itlCorrection(), 1, 0.05);
@@ -121,7 +121,7 @@ TEST(SlaPolicyTest, SlowerThanPredictedItlAddsDecodeWorkers) {
   SlaPolicy sla(config());
   const RoleCounts before = sla.size(20, 200, 1000, 0);
   LoadSample slow = traffic(20, 200, 1000);
-  slow.itl_p50_ms = 80;  // the profile says ~45 ms at the batch there is
+  slow.itl_mean_ms = 80;  // the profile says ~45 ms at the batch there is
   for (int i = 0; i < 10; ++i) sla.decide(inputs(slow, before));
   EXPECT_GT(sla.itlCorrection(), 1.4);
   EXPECT_GT(sla.size(20, 200, 1000, 0).decode, before.decode);
