@@ -10,7 +10,7 @@ namespace tandem::planner {
 namespace {
 
 constexpr double kSmoothing = 0.3;  // weight of a new correction sample
-constexpr double kMinCorrection = 0.5, kMaxCorrection = 5;
+constexpr double kMinCorrection = 0.5, kMaxCorrection = 2;
 constexpr double kItlHeadroom = 0.9;  // share of the ITL SLO the sizing aims at
 constexpr double kKvHeadroom = 0.9;   // share of the KV capacity a batch may fill
 
@@ -59,7 +59,9 @@ void SlaPolicy::learn(const LoadSample& o, const RoleCounts& current) {
     }
     // an overloaded pool predicts no finite TTFT: nothing to learn from it.
   }
-  if (o.itl_mean_ms > 0 && current.decode > 0) {
+  // requests waiting to join a batch mean too few decode workers (the
+  // sizing answers that), not a wrong profile: nothing to learn then.
+  if (o.itl_mean_ms > 0 && current.decode > 0 && o.decode_queue_requests < 1) {
     const double context = o.mean_input_tokens + o.mean_output_tokens / 2;
     // the batch per worker that rate x OSL x ITL(batch) gives (fixed point).
     double batch = 1;

@@ -12,7 +12,9 @@
 //    requests in decode (Little: rate x OSL x ITL) over that batch.
 // The corrections are observed / predicted mean latency (TTFT against the
 // queue model's mean at the workers there were; ITL against the profile at
-// the batch there was), smoothed and bounded to [0.5, 5]; means, because
+// the batch there was), smoothed and bounded to [0.5, 2] (none learned from an overloaded
+// pool: requests waiting to join a decode batch, or prefill offered at
+// or above its workers); means, because
 // the TTFT quantiles of heavy-tailed prompt lengths say more about the
 // longest prompts than about the queue. Up at once;
 // down only after scale_down_after intervals in a row wanted fewer, by at

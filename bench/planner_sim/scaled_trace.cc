@@ -16,15 +16,16 @@ SimTrace scaleTrace(const SimTrace& trace, const TraceScale& scale) {
     out.name += absl::StrFormat(" x%d replicas, speedup %g", replicas, speedup);
   }
   std::mt19937_64 rng(scale.seed * 7919 + 17);
-  std::uniform_real_distribution<double> jitter(-scale.jitter_s, scale.jitter_s);
+  // every copy moves by [0, 2 x jitter): none piles up at the start.
+  std::uniform_real_distribution<double> jitter(0, 2 * scale.jitter_s);
   out.requests.reserve(trace.requests.size() * replicas);
   for (int k = 0; k < replicas; ++k) {
     // an odd multiplier keeps distinct hashes distinct within the copy.
     const uint64_t salt = static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull;
     for (const SimRequest& r : trace.requests) {
       SimRequest q = r;
+      if (replicas > 1) q.arrival_s = r.arrival_s + jitter(rng);
       if (k > 0) {
-        q.arrival_s = std::max(0.0, r.arrival_s + jitter(rng));
         for (kvcache::BlockHash& h : q.hashes) h ^= salt;
       }
       out.requests.push_back(std::move(q));

@@ -1,6 +1,6 @@
 // A trace brought to cluster scale for the planner simulator: `replicas`
-// copies of it overlaid (each copy's arrivals moved by a uniform jitter in
-// [-jitter_s, jitter_s], so the copies' bursts do not coincide but the
+// copies of it overlaid (each copy's arrivals moved later by a uniform jitter
+// in [0, 2 x jitter_s), so the copies' bursts do not coincide but the
 // trace's shape over minutes is kept; each copy's block hashes remapped so
 // copies share no prefix, as independent users would not), then replayed
 // `speedup` times faster. Arrivals stay sorted and start at 0.

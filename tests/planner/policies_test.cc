@@ -124,7 +124,17 @@ TEST(SlaPolicyTest, SlowerThanPredictedItlAddsDecodeWorkers) {
   slow.itl_mean_ms = 80;  // the profile says ~45 ms at the batch there is
   for (int i = 0; i < 10; ++i) sla.decide(inputs(slow, before));
   EXPECT_GT(sla.itlCorrection(), 1.4);
+  EXPECT_LE(sla.itlCorrection(), 2);
   EXPECT_GT(sla.size(20, 200, 1000, 0).decode, before.decode);
+}
+
+TEST(SlaPolicyTest, LearnsNothingFromAnOverloadedDecodePool) {
+  SlaPolicy sla(config());
+  LoadSample queued = traffic(20, 200, 1000);
+  queued.itl_mean_ms = 500;  // requests wait to join a batch: too few workers, not a slow profile
+  queued.decode_queue_requests = 30;
+  for (int i = 0; i < 10; ++i) sla.decide(inputs(queued, {1, 1}));
+  EXPECT_EQ(sla.itlCorrection(), 1);
 }
 
 TEST(LoadPolicyTest, SaturationAddsOneWorkerOfThatRole) {
