@@ -79,8 +79,9 @@ absl::Status runSimulate(SimulateArgs args) {
   args.options.progress = true;
   absl::StatusOr<bench::PlannerSimResult> result = bench::simulatePlanner(trace, *profile, args.options);
   if (!result.ok()) return result.status();
-  std::fprintf(stderr, "static sized for the peak: %d prefill + %d decode workers\n", result->static_counts.prefill,
-               result->static_counts.decode);
+  std::fprintf(stderr, "static sized for the peak: %d prefill + %d decode workers (the model's peak: %d + %d)\n",
+               result->static_counts.prefill, result->static_counts.decode, result->static_model_counts.prefill,
+               result->static_model_counts.decode);
   std::fprintf(stderr, "%-8s %10s %10s %10s %8s %8s %8s %10s %10s\n", "policy", "ttft_att", "itl_att", "gpu_h",
                "events", "max_P", "max_D", "slo_miss", "wall_s");
   for (const bench::PlannerPolicyResult& p : result->policies) {

@@ -13,6 +13,10 @@ constexpr double kSmoothing = 0.3;  // weight of a new correction sample
 constexpr double kMinCorrection = 0.5, kMaxCorrection = 2;
 constexpr double kItlHeadroom = 0.9;  // share of the ITL SLO the sizing aims at
 constexpr double kKvHeadroom = 0.9;   // share of the KV capacity a batch may fill
+// share of the largest allowed batch the sizing fills on average: requests
+// do not spread evenly over workers and time, and one that finds its
+// worker's batch full waits (its ITL pays).
+constexpr double kBatchHeadroom = 0.8;
 
 double smooth(double old, double sample) {
   return std::clamp((1 - kSmoothing) * old + kSmoothing * sample, kMinCorrection, kMaxCorrection);
@@ -43,7 +47,7 @@ RoleCounts SlaPolicy::size(double rate, double isl, double osl, double cached_fr
   batch = std::max(1, std::min(batch, kv_batch));
   const double itl_s = profile_.decodeItlMs(batch, context) * itl_correction_ / 1000;
   const double in_decode = rate * (osl - 1) * itl_s;
-  need.decode = std::max(1, static_cast<int>(std::ceil(in_decode / batch)));
+  need.decode = std::max(1, static_cast<int>(std::ceil(in_decode / (kBatchHeadroom * batch))));
   return need;
 }
 
@@ -80,7 +84,15 @@ ScalingDecision SlaPolicy::decide(const PolicyInputs& in) {
   const double rate = std::max(p.request_rate, o.request_rate);
   const double isl = p.mean_input_tokens > 0 ? p.mean_input_tokens : o.mean_input_tokens;
   const double osl = p.mean_output_tokens > 0 ? p.mean_output_tokens : o.mean_output_tokens;
-  const RoleCounts need = clampToBounds(size(rate, isl, osl, p.cached_fraction), in.bounds);
+  RoleCounts sized = size(rate, isl, osl, p.cached_fraction);
+  // requests already waiting to join a decode batch: the workers they lack.
+  if (o.decode_queue_requests >= 1 && in.current.decode > 0) {
+    const double context = isl + osl / 2;
+    const int batch = std::max(1, profile_.maxBatchForItl(config_.itl_slo_ms * kItlHeadroom, context));
+    sized.decode = std::max(sized.decode, in.current.decode + static_cast<int>(std::ceil(
+                                                                 o.decode_queue_requests * in.current.decode / batch)));
+  }
+  const RoleCounts need = clampToBounds(sized, in.bounds);
   RoleCounts desired = in.current;
   for (Role r : {Role::kPrefill, Role::kDecode}) {
     const int n = in.current[r];

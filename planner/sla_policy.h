@@ -9,7 +9,8 @@
 //  - decode: the largest batch per worker whose ITL (profile, at the mean
 //    decode context, times the learned ITL correction) stays within 90% of
 //    the ITL SLO and whose KV fits the worker; the decode workers are the
-//    requests in decode (Little: rate x OSL x ITL) over that batch.
+//    requests in decode (Little: rate x OSL x ITL) over 80% of that batch,
+//    and at least enough more for the requests observed waiting to join one.
 // The corrections are observed / predicted mean latency (TTFT against the
 // queue model's mean at the workers there were; ITL against the profile at
 // the batch there was), smoothed and bounded to [0.5, 2] (none learned from an overloaded

@@ -34,6 +34,7 @@ nlohmann::json PlannerSimResult::toJson() const {
                   {"ttft_slo_ms", options.ttft_slo_ms},     {"itl_slo_ms", options.itl_slo_ms},
                   {"predictor", options.predictor},         {"block_size", options.block_size}};
   j["static_counts"] = {{"prefill", static_counts.prefill}, {"decode", static_counts.decode}};
+  j["static_model_counts"] = {{"prefill", static_model_counts.prefill}, {"decode", static_model_counts.decode}};
   nlohmann::json policies_json = nlohmann::json::object();
   for (const PlannerPolicyResult& p : policies) {
     nlohmann::json t = {{"time_s", nlohmann::json::array()},         {"offered_rate", nlohmann::json::array()},

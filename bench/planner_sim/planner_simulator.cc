@@ -552,30 +552,46 @@ absl::StatusOr<PlannerSimResult> simulatePlanner(const SimTrace& trace, const pl
   initial = planner::clampToBounds(initial, options.bounds);
 
   const size_t n = options.policies.size();
-  std::vector<absl::StatusOr<PlannerPolicyResult>> runs(n, absl::UnknownError("not run"));
   for (size_t i = 0; i < n; ++i) {
     planner::PolicyConfig config = policyConfig(profile, options);
-    config.static_counts = result.static_counts;
     absl::StatusOr<std::unique_ptr<planner::ScalingPolicy>> policy = planner::makePolicy(options.policies[i], config);
     if (!policy.ok()) return policy.status();
   }
-  const size_t jobs = std::min<size_t>(
-      n, options.jobs > 0 ? static_cast<size_t>(options.jobs) : std::max<size_t>(1, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      planner::PolicyConfig config = policyConfig(profile, options);
-      config.static_counts = result.static_counts;
-      std::unique_ptr<planner::ScalingPolicy> policy = *planner::makePolicy(options.policies[i], config);
-      const RoleCounts start = options.policies[i] == "static" ? result.static_counts : initial;
-      ClusterRun run(trace, profile, options, options.policies[i], start, std::move(policy));
-      runs[i] = run.run();
-    }
+  std::vector<absl::StatusOr<PlannerPolicyResult>> runs(n, absl::UnknownError("not run"));
+  auto runOne = [&](size_t i) {
+    planner::PolicyConfig config = policyConfig(profile, options);
+    config.static_counts = result.static_counts;
+    std::unique_ptr<planner::ScalingPolicy> policy = *planner::makePolicy(options.policies[i], config);
+    const RoleCounts start = options.policies[i] == "static" ? result.static_counts : initial;
+    ClusterRun run(trace, profile, options, options.policies[i], start, std::move(policy));
+    runs[i] = run.run();
   };
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  // the dynamic policies first (in parallel); then static, sized for the
+  // peak: the most the model asks for in any interval, or the most workers
+  // sla held at once when it ran, whichever is larger.
+  std::vector<size_t> first_wave, second_wave;
+  for (size_t i = 0; i < n; ++i) (options.policies[i] == "static" ? second_wave : first_wave).push_back(i);
+  for (const std::vector<size_t>* wave : {&first_wave, &second_wave}) {
+    const size_t m = wave->size();
+    const size_t jobs = std::min<size_t>(
+        m, options.jobs > 0 ? static_cast<size_t>(options.jobs) : std::max<size_t>(1, std::thread::hardware_concurrency()));
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t k = next.fetch_add(1); k < m; k = next.fetch_add(1)) runOne((*wave)[k]);
+    };
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    if (wave == &first_wave) {
+      result.static_model_counts = result.static_counts;
+      for (size_t i : first_wave) {
+        if (options.policies[i] != "sla" || !runs[i].ok()) continue;
+        result.static_counts.prefill = std::max(result.static_counts.prefill, runs[i]->max_prefill);
+        result.static_counts.decode = std::max(result.static_counts.decode, runs[i]->max_decode);
+      }
+    }
+  }
   for (absl::StatusOr<PlannerPolicyResult>& r : runs) {
     if (!r.ok()) return r.status();
     result.policies.push_back(std::move(*r));

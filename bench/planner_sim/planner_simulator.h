@@ -68,7 +68,10 @@ struct PlannerSimResult {
   std::string trace;
   int64_t requests = 0;
   double duration_s = 0;  // the last arrival
-  planner::RoleCounts static_counts;  // what `static` ran with
+  // what `static` ran with: the larger of the model's peak (peakSize) and
+  // the most workers per role `sla` held when it ran too.
+  planner::RoleCounts static_counts;
+  planner::RoleCounts static_model_counts;  // peakSize alone
   PlannerSimOptions options;
   std::vector<PlannerPolicyResult> policies;
 
