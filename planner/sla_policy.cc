@@ -85,12 +85,14 @@ ScalingDecision SlaPolicy::decide(const PolicyInputs& in) {
   const double isl = p.mean_input_tokens > 0 ? p.mean_input_tokens : o.mean_input_tokens;
   const double osl = p.mean_output_tokens > 0 ? p.mean_output_tokens : o.mean_output_tokens;
   RoleCounts sized = size(rate, isl, osl, p.cached_fraction);
-  // requests already waiting to join a decode batch: the workers they lack.
-  if (o.decode_queue_requests >= 1 && in.current.decode > 0) {
+  // requests already waiting to join a decode batch: the workers they lack
+  // beyond the ready ones (those starting count towards it, so a queue that
+  // lasts through a cold start is not answered twice).
+  if (o.decode_queue_requests >= 1 && o.ready.decode > 0) {
     const double context = isl + osl / 2;
     const int batch = std::max(1, profile_.maxBatchForItl(config_.itl_slo_ms * kItlHeadroom, context));
-    sized.decode = std::max(sized.decode, in.current.decode + static_cast<int>(std::ceil(
-                                                                 o.decode_queue_requests * in.current.decode / batch)));
+    const double waiting = o.decode_queue_requests * o.ready.decode;
+    sized.decode = std::max(sized.decode, o.ready.decode + static_cast<int>(std::ceil(waiting / batch)));
   }
   const RoleCounts need = clampToBounds(sized, in.bounds);
   RoleCounts desired = in.current;

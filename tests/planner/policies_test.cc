@@ -128,6 +128,18 @@ TEST(SlaPolicyTest, SlowerThanPredictedItlAddsDecodeWorkers) {
   EXPECT_GT(sla.size(20, 200, 1000, 0).decode, before.decode);
 }
 
+TEST(SlaPolicyTest, AQueueThatLastsThroughAColdStartIsAnsweredOnce) {
+  SlaPolicy sla(config());
+  // 2 ready decode workers with 700 requests waiting each: 1400 more over
+  // batches of 350 (45 ms at context 700) is 4 more workers.
+  LoadSample queued = traffic(1, 200, 1000);
+  queued.decode_queue_requests = 700;
+  queued.ready = {1, 2};
+  EXPECT_EQ(sla.decide(inputs(queued, {1, 2})).desired.decode, 6);
+  // next interval: the 4 are still starting, the queue is the same: no more.
+  EXPECT_EQ(sla.decide(inputs(queued, {1, 6})).desired.decode, 6);
+}
+
 TEST(SlaPolicyTest, LearnsNothingFromAnOverloadedDecodePool) {
   SlaPolicy sla(config());
   LoadSample queued = traffic(20, 200, 1000);
