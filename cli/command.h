@@ -26,6 +26,13 @@ void registerBenchCommand(CLI::App& app);
 void registerRouterCommand(CLI::App& app);
 // `tandem router simulate` (under the router's command).
 void registerRouterSimulateCommand(CLI::App* router);
+// `tandem planner` and its subcommands; returns the parent so that other
+// subcommands (`run`) can register under it the same way.
+CLI::App* registerPlannerCommand(CLI::App& app);
+// `tandem planner profile` (cli/planner_profile_command.cc).
+void registerPlannerProfileCommand(CLI::App* planner);
+// `tandem planner simulate` (cli/planner_simulate_command.cc).
+void registerPlannerSimulateCommand(CLI::App* planner);
 // `tandem planner run` (under the planner's command).
 void registerPlannerRunCommand(CLI::App* planner);
 // `customize`, when set, edits the worker's options after its flags were

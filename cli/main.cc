@@ -12,10 +12,7 @@ int main(int argc, char** argv) {
   tandem::cli::registerBenchCommand(app);
   tandem::cli::registerRouterCommand(app);
   tandem::cli::registerWorkerCommand(app);
-  // the planner's parent command; its subcommands register under it.
-  CLI::App* planner = app.add_subcommand("planner", "the autoscaling planner");
-  planner->require_subcommand(1);
-  tandem::cli::registerPlannerRunCommand(planner);
+  tandem::cli::registerPlannerCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

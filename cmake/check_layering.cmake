@@ -21,6 +21,7 @@ set(TANDEM_LAYERS
   "router/=common/,generation/,proto/,tandem/,kvcache/prefix_hash.h,formats/,text/"
   "planner/=common/,generation/,proto/,tandem/"
   "bench/router_sim/=common/,generation/,proto/,tandem/,kvcache/prefix_hash.h,router/,bench/loadgen/"
+  "bench/planner_sim/=common/,generation/,proto/,tandem/,kvcache/prefix_hash.h,router/,bench/loadgen/,bench/router_sim/,planner/"
   "bench/loadgen/=common/,generation/,proto/,tandem/,formats/,text/"
   "bench/=common/,generation/,proto/,tandem/,kvcache/,kernels/,formats/,text/,server/"
   "cli/=common/,generation/,proto/,tandem/,kvcache/,kernels/,formats/,text/,server/,router/,planner/,bench/"

@@ -43,6 +43,10 @@ struct LoadSample {
   // latencies of the requests that finished in the interval
   double ttft_p50_ms = 0, ttft_p95_ms = 0;
   double itl_p50_ms = 0, itl_p95_ms = 0;
+  // their means (a histogram's sum / count): what the sla policy's
+  // corrections compare with its model, since means add up where quantiles
+  // of heavy-tailed prompt lengths do not.
+  double ttft_mean_ms = 0, itl_mean_ms = 0;
   double ttft_slo_attainment = 1;  // share of them that met the TTFT SLO
   double itl_slo_attainment = 1;   // ... the ITL SLO
   // saturation of the workers now (llm-d's signals), averaged per role

@@ -1,0 +1,602 @@
+#include "bench/planner_sim/planner_simulator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
+#include "bench/planner_sim/sim_decode_worker.h"
+#include "bench/planner_sim/sim_prefill_worker.h"
+#include "planner/policies.h"
+#include "planner/predictors.h"
+#include "planner/sla_policy.h"
+#include "router/cluster/route_planner.h"
+
+namespace tandem::bench {
+namespace {
+
+using planner::Role;
+using planner::RoleCounts;
+using router::cluster::KvIndex;
+using router::cluster::RouteDecision;
+using router::cluster::RoutePlanner;
+using router::cluster::RoutePlannerOptions;
+using router::cluster::RouteQuery;
+using router::cluster::WorkerState;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double rank = p / 100 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(rank));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+}
+
+double share(int64_t good, int64_t all) { return all > 0 ? static_cast<double>(good) / static_cast<double>(all) : 1; }
+
+// the traffic of each interval of the trace: rate, ISL, OSL and the cached
+// fraction one shared cache of everything seen before would give.
+std::vector<planner::LoadSample> trafficByInterval(const SimTrace& trace, int block_size, double interval_s) {
+  std::vector<planner::LoadSample> out;
+  std::vector<double> prompt, cached;
+  absl::flat_hash_set<kvcache::BlockHash> seen;
+  for (const SimRequest& r : trace.requests) {
+    const size_t k = static_cast<size_t>(r.arrival_s / interval_s);
+    if (out.size() <= k) {
+      out.resize(k + 1);
+      prompt.resize(k + 1);
+      cached.resize(k + 1);
+    }
+    size_t hit = 0;
+    while (hit < r.hashes.size() && seen.contains(r.hashes[hit])) ++hit;
+    seen.insert(r.hashes.begin(), r.hashes.end());
+    planner::LoadSample& s = out[k];
+    s.request_rate += 1;
+    s.mean_input_tokens += static_cast<double>(r.prompt_tokens);
+    s.mean_output_tokens += static_cast<double>(r.output_tokens);
+    prompt[k] += static_cast<double>(r.prompt_tokens);
+    cached[k] += std::min<double>(static_cast<double>(hit * block_size), static_cast<double>(r.prompt_tokens));
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    planner::LoadSample& s = out[k];
+    s.time_s = static_cast<double>(k + 1) * interval_s;
+    s.interval_s = interval_s;
+    if (s.request_rate > 0) {
+      s.mean_input_tokens /= s.request_rate;
+      s.mean_output_tokens /= s.request_rate;
+      s.cached_fraction = cached[k] / prompt[k];
+    }
+    s.request_rate /= interval_s;
+  }
+  return out;
+}
+
+planner::PolicyConfig policyConfig(const planner::WorkerProfile& profile, const PlannerSimOptions& o) {
+  planner::PolicyConfig c;
+  c.ttft_slo_ms = o.ttft_slo_ms;
+  c.itl_slo_ms = o.itl_slo_ms;
+  c.interval_s = o.interval_s;
+  c.profile = profile;
+  return c;
+}
+
+// one policy's cluster, from the first arrival until the last request ends.
+class ClusterRun {
+ public:
+  ClusterRun(const SimTrace& trace, const planner::WorkerProfile& profile, const PlannerSimOptions& options,
+             std::string policy, RoleCounts initial, std::unique_ptr<planner::ScalingPolicy> scaling)
+      : trace_(trace), profile_(profile), options_(options), initial_(initial), scaling_(std::move(scaling)) {
+    result_.policy = std::move(policy);
+    planner::PredictorOptions po;
+    po.horizon = std::max(1, static_cast<int>(std::ceil(options.cold_start_s / options.interval_s)));
+    predictor_ = planner::makePredictor(options.predictor, po);
+  }
+
+  absl::StatusOr<PlannerPolicyResult> run();
+
+ private:
+  enum class State { kStarting, kReady, kDraining, kStopped };
+  struct Slot {
+    Role role;
+    std::string address;
+    std::unique_ptr<SimPrefillWorker> prefill;
+    std::unique_ptr<SimDecodeWorker> decode;
+    State state = State::kStarting;
+    double provisioned_at = 0, ready_at = 0, stopped_at = kInf;
+    int awaiting_kv = 0;  // requests a prefill worker will hand this decode worker
+    bool idle() const { return prefill ? prefill->idle() : awaiting_kv == 0 && decode->idle(); }
+    double nextEventTime() const { return prefill ? prefill->nextEventTime() : decode->nextEventTime(); }
+  };
+  struct Request {
+    double arrival = 0, first_token = -1;
+    int decode_slot = -1;
+  };
+
+  void addWorker(Role role, double now, double ready_at);
+  void stop(int slot, double now);
+  void rebuildRoutable();
+  void refreshStats();
+  absl::Status route(int id, double now);
+  // runs worker events, readiness and decisions up to `t`.
+  void runUntil(double t);
+  void onFirstToken(int id, double now);
+  void onFinished(int id, double now);
+  void decide(double now);
+  RoleCounts paidFor() const;
+
+  const SimTrace& trace_;
+  const planner::WorkerProfile& profile_;
+  const PlannerSimOptions& options_;
+  const RoleCounts initial_;
+  std::unique_ptr<planner::ScalingPolicy> scaling_;
+  std::unique_ptr<planner::LoadPredictor> predictor_;
+  KvIndex index_{router::cluster::KvIndexOptions{.max_blocks = 0}};
+  std::unique_ptr<RoutePlanner> router_;
+  std::vector<Slot> slots_;
+  std::vector<int> live_;  // not stopped
+  absl::flat_hash_map<std::string, int> by_address_;
+  std::vector<WorkerState> routable_;
+  bool routable_dirty_ = true;
+  double next_stats_ = 0;
+  int next_worker_ = 0;
+  std::vector<Request> requests_;
+  size_t arrived_ = 0;
+  int64_t in_flight_ = 0;
+  double next_decision_ = 0;
+  double last_event_ = 0;
+  // the interval being observed
+  int64_t arrivals_ = 0;
+  double isl_sum_ = 0, osl_sum_ = 0, cached_sum_ = 0;
+  std::vector<double> ttft_ms_, itl_ms_;
+  // the whole run
+  std::vector<double> all_ttft_ms_, all_itl_ms_;
+  int64_t ttft_good_ = 0, itl_good_ = 0, itl_counted_ = 0, misses_ = 0;
+  std::vector<char> missed_;
+  PlannerPolicyResult result_;
+  std::vector<std::pair<int, double>> prefill_done_;
+  std::vector<SimDecodeOutcome> decode_done_;
+};
+
+void ClusterRun::addWorker(Role role, double now, double ready_at) {
+  Slot s;
+  s.role = role;
+  s.address = absl::StrFormat("%s-%d:1", role == Role::kPrefill ? "p" : "d", next_worker_++);
+  if (role == Role::kPrefill) {
+    s.prefill = std::make_unique<SimPrefillWorker>(s.address, &profile_);
+  } else {
+    s.decode = std::make_unique<SimDecodeWorker>(s.address, &profile_, options_.block_size, &index_);
+  }
+  s.provisioned_at = now;
+  s.ready_at = ready_at;
+  s.state = ready_at <= now ? State::kReady : State::kStarting;
+  by_address_[s.address] = static_cast<int>(slots_.size());
+  live_.push_back(static_cast<int>(slots_.size()));
+  slots_.push_back(std::move(s));
+  routable_dirty_ = true;
+}
+
+void ClusterRun::stop(int slot, double now) {
+  Slot& s = slots_[slot];
+  s.state = State::kStopped;
+  s.stopped_at = now;
+  live_.erase(std::find(live_.begin(), live_.end(), slot));
+  if (s.decode) index_.removeWorker(s.address);
+  routable_dirty_ = true;
+}
+
+void ClusterRun::rebuildRoutable() {
+  routable_.clear();
+  for (int i : live_) {
+    const Slot& s = slots_[i];
+    if (s.state != State::kReady) continue;
+    WorkerState w;
+    w.address = s.address;
+    w.has_info = true;
+    w.healthy = true;
+    w.has_stats = true;
+    w.info.set_worker_id(s.address);
+    w.info.set_address(s.address);
+    w.info.set_role(s.prefill ? tandem::v1::WORKER_ROLE_PREFILL : tandem::v1::WORKER_ROLE_DECODE);
+    w.info.set_block_size(options_.block_size);
+    w.info.set_num_blocks(static_cast<int32_t>(
+        std::min<double>(profile_.kvCapacityTokens() / options_.block_size, INT32_MAX)));
+    w.info.set_max_model_len(1 << 30);
+    w.stats = s.prefill ? s.prefill->stats() : s.decode->stats();
+    routable_.push_back(std::move(w));
+  }
+  routable_dirty_ = false;
+}
+
+void ClusterRun::refreshStats() {
+  for (WorkerState& w : routable_) {
+    const Slot& s = slots_[by_address_[w.address]];
+    w.stats = s.prefill ? s.prefill->stats() : s.decode->stats();
+  }
+}
+
+absl::Status ClusterRun::route(int id, double now) {
+  if (routable_dirty_) {
+    rebuildRoutable();
+    next_stats_ = now + options_.stats_interval_s;
+  } else if (now >= next_stats_) {
+    refreshStats();
+    next_stats_ = now + options_.stats_interval_s;
+  }
+  const SimRequest& r = trace_.requests[id];
+  RouteQuery query;
+  query.hashes = r.hashes;
+  query.prompt_tokens = r.prompt_tokens;
+  query.max_tokens = static_cast<int>(std::min<int64_t>(r.output_tokens, INT32_MAX));
+  query.key = static_cast<uint64_t>(id) + 1;
+  query.now_s = now;
+  query.may_shed = false;
+  absl::StatusOr<RouteDecision> d = router_->plan(query, routable_, {}, {});
+  if (!d.ok()) return d.status();
+  const int di = by_address_[d->decode_address];
+  requests_[id].decode_slot = di;
+  SimDecodeWorker& dw = *slots_[di].decode;
+  const int64_t cached = dw.cachedTokens(r);
+  const int64_t fresh = std::max<int64_t>(1, r.prompt_tokens - cached);
+  ++arrivals_;
+  ++in_flight_;
+  isl_sum_ += static_cast<double>(r.prompt_tokens);
+  osl_sum_ += static_cast<double>(r.output_tokens);
+  cached_sum_ += static_cast<double>(cached);
+  if (!d->prefill_address.empty()) {
+    slots_[by_address_[d->prefill_address]].prefill->enqueue(id, fresh, r.prompt_tokens, now);
+    ++slots_[di].awaiting_kv;
+  } else {
+    dw.addLocal(id, &r, fresh, now);
+  }
+  return absl::OkStatus();
+}
+
+void ClusterRun::onFirstToken(int id, double now) {
+  Request& q = requests_[id];
+  q.first_token = now;
+  router_->firstToken(static_cast<uint64_t>(id) + 1, now);
+  const double ttft = (now - q.arrival) * 1000;
+  ttft_ms_.push_back(ttft);
+  all_ttft_ms_.push_back(ttft);
+  if (ttft <= options_.ttft_slo_ms) {
+    ++ttft_good_;
+  } else {
+    missed_[id] = 1;
+  }
+}
+
+void ClusterRun::onFinished(int id, double now) {
+  const Request& q = requests_[id];
+  const SimRequest& r = trace_.requests[id];
+  router_->finished(static_cast<uint64_t>(id) + 1, r.output_tokens, now);
+  --in_flight_;
+  ++result_.finished;
+  if (r.output_tokens > 1) {
+    const double itl = (now - q.first_token) * 1000 / static_cast<double>(r.output_tokens - 1);
+    itl_ms_.push_back(itl);
+    all_itl_ms_.push_back(itl);
+    ++itl_counted_;
+    if (itl <= options_.itl_slo_ms) ++itl_good_; else missed_[id] = 1;
+  }
+  if (missed_[id]) ++misses_;
+}
+
+RoleCounts ClusterRun::paidFor() const {
+  RoleCounts n;
+  for (int i : live_) ++n[slots_[i].role];
+  return n;
+}
+
+void ClusterRun::decide(double now) {
+  planner::LoadSample o;
+  o.time_s = now;
+  o.interval_s = options_.interval_s;
+  o.request_rate = static_cast<double>(arrivals_) / options_.interval_s;
+  if (arrivals_ > 0) {
+    o.mean_input_tokens = isl_sum_ / static_cast<double>(arrivals_);
+    o.mean_output_tokens = osl_sum_ / static_cast<double>(arrivals_);
+    o.cached_fraction = isl_sum_ > 0 ? cached_sum_ / isl_sum_ : 0;
+  }
+  o.ttft_p50_ms = percentile(ttft_ms_, 50);
+  o.ttft_p95_ms = percentile(ttft_ms_, 95);
+  o.itl_p50_ms = percentile(itl_ms_, 50);
+  o.itl_p95_ms = percentile(itl_ms_, 95);
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0 : sum / static_cast<double>(v.size());
+  };
+  o.ttft_mean_ms = mean(ttft_ms_);
+  o.itl_mean_ms = mean(itl_ms_);
+  int64_t tg = 0, ig = 0;
+  for (double v : ttft_ms_) tg += v <= options_.ttft_slo_ms;
+  for (double v : itl_ms_) ig += v <= options_.itl_slo_ms;
+  o.ttft_slo_attainment = share(tg, static_cast<int64_t>(ttft_ms_.size()));
+  o.itl_slo_attainment = share(ig, static_cast<int64_t>(itl_ms_.size()));
+  RoleCounts current;
+  double queue_tokens = 0, kv = 0, waiting = 0;
+  for (int i : live_) {
+    const Slot& s = slots_[i];
+    if (s.state == State::kStarting || s.state == State::kReady) ++current[s.role];
+    if (s.state != State::kReady) continue;
+    ++o.ready[s.role];
+    if (s.prefill) {
+      queue_tokens += static_cast<double>(s.prefill->queuedTokens());
+    } else {
+      kv += s.decode->kvUtilization();
+      waiting += s.decode->waiting();
+    }
+  }
+  if (o.ready.prefill > 0) o.prefill_queue_tokens = queue_tokens / o.ready.prefill;
+  if (o.ready.decode > 0) {
+    o.decode_kv_utilization = kv / o.ready.decode;
+    o.decode_queue_requests = waiting / o.ready.decode;
+  }
+  predictor_->observe(o);
+  const planner::PolicyInputs in{.observed = o, .predicted = predictor_->predict(), .current = current,
+                                 .bounds = options_.bounds};
+  const planner::ScalingDecision decision = scaling_->decide(in);
+  for (Role role : {Role::kPrefill, Role::kDecode}) {
+    int delta = decision.desired[role] - current[role];
+    if (delta != 0) ++result_.scale_events;
+    for (; delta > 0; --delta) addWorker(role, now, now + options_.cold_start_s);
+    // fewer: cancel the newest starting ones first, then drain the least busy.
+    while (delta < 0) {
+      int pick = -1;
+      for (int i : live_) {
+        const Slot& s = slots_[i];
+        if (s.role != role || s.state != State::kStarting) continue;
+        if (pick < 0 || s.provisioned_at >= slots_[pick].provisioned_at) pick = i;
+      }
+      if (pick < 0) {
+        double least = kInf;
+        for (int i : live_) {
+          const Slot& s = slots_[i];
+          if (s.role != role || s.state != State::kReady) continue;
+          const double busy = s.prefill ? static_cast<double>(s.prefill->queuedTokens())
+                                        : s.decode->running() + s.decode->waiting();
+          if (busy < least) {
+            least = busy;
+            pick = i;
+          }
+        }
+      }
+      if (pick < 0) break;
+      if (slots_[pick].state == State::kStarting || slots_[pick].idle()) {
+        stop(pick, now);
+      } else {
+        slots_[pick].state = State::kDraining;
+        routable_dirty_ = true;
+      }
+      ++delta;
+    }
+  }
+  const RoleCounts paid = paidFor();
+  result_.max_workers = std::max(result_.max_workers, paid.total());
+  result_.max_prefill = std::max(result_.max_prefill, paid.prefill);
+  result_.max_decode = std::max(result_.max_decode, paid.decode);
+  result_.timeline.push_back({now, o.request_rate, paid.prefill, paid.decode, o.ttft_slo_attainment,
+                              o.itl_slo_attainment});
+  arrivals_ = 0;
+  isl_sum_ = osl_sum_ = cached_sum_ = 0;
+  ttft_ms_.clear();
+  itl_ms_.clear();
+}
+
+void ClusterRun::runUntil(double t) {
+  while (true) {
+    // the earliest worker event (a step's end, a start's readiness); on a
+    // tie with the planner's turn, the workers go first.
+    int next = -1;
+    double when = kInf;
+    for (int i : live_) {
+      const Slot& s = slots_[i];
+      const double w = s.state == State::kStarting ? s.ready_at : s.nextEventTime();
+      if (w < when) {
+        when = w;
+        next = i;
+      }
+    }
+    if (next < 0 || when > t || when > next_decision_) {
+      if (next_decision_ > t || next_decision_ == kInf) return;
+      // the planner's turn: while requests arrive or are in flight.
+      if (arrived_ >= trace_.requests.size() && in_flight_ == 0) {
+        next_decision_ = kInf;
+        continue;
+      }
+      decide(next_decision_);
+      next_decision_ += options_.interval_s;
+      continue;
+    }
+    Slot& s = slots_[next];
+    last_event_ = std::max(last_event_, when);
+    if (s.state == State::kStarting) {
+      s.state = State::kReady;
+      routable_dirty_ = true;
+      continue;
+    }
+    if (s.prefill) {
+      prefill_done_.clear();
+      s.prefill->advanceTo(when, prefill_done_);
+      for (const auto& [id, at] : prefill_done_) {
+        onFirstToken(id, at);
+        const SimRequest& r = trace_.requests[id];
+        --slots_[requests_[id].decode_slot].awaiting_kv;
+        if (r.output_tokens <= 1) {
+          onFinished(id, at);
+        } else {
+          slots_[requests_[id].decode_slot].decode->addRemote(id, &r, at);
+        }
+      }
+    } else {
+      decode_done_.clear();
+      s.decode->advanceTo(when, decode_done_);
+      for (const SimDecodeOutcome& o : decode_done_) {
+        if (o.kind == SimDecodeOutcome::kFirstToken) onFirstToken(o.request, o.time); else onFinished(o.request, o.time);
+      }
+    }
+    // a draining worker that has finished its requests stops (those it
+    // handed a first token to are the decode workers' now).
+    for (size_t k = 0; k < live_.size();) {
+      const int i = live_[k];
+      if (slots_[i].state == State::kDraining && slots_[i].idle()) {
+        stop(i, when);
+      } else {
+        ++k;
+      }
+    }
+  }
+}
+
+absl::StatusOr<PlannerPolicyResult> ClusterRun::run() {
+  const auto wall_start = std::chrono::steady_clock::now();
+  if (!predictor_) return absl::InvalidArgumentError("unknown predictor '" + options_.predictor + "'");
+  RoutePlannerOptions ro;
+  ro.policy = "kv";
+  ro.seed = options_.seed * 1000003 + 1;
+  // every uncached prompt goes to a prefill worker while one is routable:
+  // the planner sizes the prefill pool for it.
+  ro.max_prefill_queue_tokens = int64_t{1} << 50;
+  ro.load.default_prefill_tokens_per_s = profile_.prefillTokensPerS(2048);
+  ro.load.default_decode_s_per_step = profile_.decodeItlMs(1, 2048) / 1000;
+  absl::StatusOr<std::unique_ptr<RoutePlanner>> router = RoutePlanner::create(ro, &index_);
+  if (!router.ok()) return router.status();
+  router_ = std::move(*router);
+
+  const size_t n = trace_.requests.size();
+  requests_.assign(n, {});
+  missed_.assign(n, 0);
+  for (int i = 0; i < initial_.prefill; ++i) addWorker(Role::kPrefill, 0, 0);
+  for (int i = 0; i < initial_.decode; ++i) addWorker(Role::kDecode, 0, 0);
+  next_decision_ = options_.interval_s;
+  size_t next_progress = n / 10;
+  for (size_t i = 0; i < n; ++i) {
+    const double t = trace_.requests[i].arrival_s;
+    runUntil(t);
+    requests_[i].arrival = t;
+    arrived_ = i + 1;
+    last_event_ = std::max(last_event_, t);
+    if (absl::Status s = route(static_cast<int>(i), t); !s.ok()) return s;
+    if (options_.progress && i + 1 >= next_progress && next_progress > 0) {
+      const RoleCounts paid = paidFor();
+      std::fprintf(stderr, "  %s: %3.0f%% of the trace (t = %.0f s, prefill %d, decode %d workers)\n",
+                   result_.policy.c_str(), 100.0 * static_cast<double>(i + 1) / static_cast<double>(n), t,
+                   paid.prefill, paid.decode);
+      next_progress += n / 10;
+    }
+  }
+  runUntil(kInf);
+  const double end = last_event_;
+  for (const Slot& s : slots_) result_.gpu_hours += (std::min(s.stopped_at, end) - s.provisioned_at) / 3600;
+  result_.ttft_attainment = share(ttft_good_, static_cast<int64_t>(n));
+  result_.itl_attainment = share(itl_good_, itl_counted_);
+  result_.slo_misses = misses_;
+  result_.ttft_p99_ms = percentile(all_ttft_ms_, 99);
+  result_.itl_p99_ms = percentile(all_itl_ms_, 99);
+  result_.max_workers = std::max(result_.max_workers, initial_.total());
+  result_.max_prefill = std::max(result_.max_prefill, initial_.prefill);
+  result_.max_decode = std::max(result_.max_decode, initial_.decode);
+  result_.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return std::move(result_);
+}
+
+}  // namespace
+
+RoleCounts peakSize(const SimTrace& trace, const planner::WorkerProfile& profile, const PlannerSimOptions& options) {
+  const planner::SlaPolicy sizing(policyConfig(profile, options));
+  RoleCounts peak{1, 1};
+  for (const planner::LoadSample& s : trafficByInterval(trace, options.block_size, options.interval_s)) {
+    const RoleCounts need = sizing.size(s.request_rate, s.mean_input_tokens, s.mean_output_tokens, s.cached_fraction);
+    peak.prefill = std::max(peak.prefill, need.prefill);
+    peak.decode = std::max(peak.decode, need.decode);
+  }
+  return planner::clampToBounds(peak, options.bounds);
+}
+
+absl::StatusOr<PlannerSimResult> simulatePlanner(const SimTrace& trace, const planner::WorkerProfile& profile,
+                                                 const PlannerSimOptions& options) {
+  if (!(options.interval_s > 0)) return absl::InvalidArgumentError("--interval must be positive");
+  if (options.cold_start_s < 0) return absl::InvalidArgumentError("--cold-start must not be negative");
+  if (options.block_size <= 0) return absl::InvalidArgumentError("--block-size must be positive");
+  if (trace.requests.empty()) return absl::InvalidArgumentError("the trace has no requests");
+  if (!planner::makePredictor(options.predictor)) {
+    return absl::InvalidArgumentError("unknown predictor '" + options.predictor + "'");
+  }
+  PlannerSimResult result;
+  result.trace = trace.name;
+  result.requests = static_cast<int64_t>(trace.requests.size());
+  result.duration_s = trace.requests.back().arrival_s;
+  result.options = options;
+  result.static_counts = peakSize(trace, profile, options);
+  // the dynamic policies start sized for the first cold start's traffic.
+  const planner::SlaPolicy sizing(policyConfig(profile, options));
+  const std::vector<planner::LoadSample> traffic = trafficByInterval(trace, options.block_size, options.interval_s);
+  RoleCounts initial{1, 1};
+  const size_t first = static_cast<size_t>(std::ceil(options.cold_start_s / options.interval_s)) + 1;
+  for (size_t k = 0; k < std::min(first, traffic.size()); ++k) {
+    const planner::LoadSample& s = traffic[k];
+    const RoleCounts need = sizing.size(s.request_rate, s.mean_input_tokens, s.mean_output_tokens, s.cached_fraction);
+    initial.prefill = std::max(initial.prefill, need.prefill);
+    initial.decode = std::max(initial.decode, need.decode);
+  }
+  initial = planner::clampToBounds(initial, options.bounds);
+
+  const size_t n = options.policies.size();
+  for (size_t i = 0; i < n; ++i) {
+    planner::PolicyConfig config = policyConfig(profile, options);
+    absl::StatusOr<std::unique_ptr<planner::ScalingPolicy>> policy = planner::makePolicy(options.policies[i], config);
+    if (!policy.ok()) return policy.status();
+  }
+  std::vector<absl::StatusOr<PlannerPolicyResult>> runs(n, absl::UnknownError("not run"));
+  auto runOne = [&](size_t i) {
+    planner::PolicyConfig config = policyConfig(profile, options);
+    config.static_counts = result.static_counts;
+    std::unique_ptr<planner::ScalingPolicy> policy = *planner::makePolicy(options.policies[i], config);
+    const RoleCounts start = options.policies[i] == "static" ? result.static_counts : initial;
+    ClusterRun run(trace, profile, options, options.policies[i], start, std::move(policy));
+    runs[i] = run.run();
+  };
+  // the dynamic policies first (in parallel); then static, sized for the
+  // peak: the most the model asks for in any interval, or the most workers
+  // sla held at once when it ran, whichever is larger.
+  std::vector<size_t> first_wave, second_wave;
+  for (size_t i = 0; i < n; ++i) (options.policies[i] == "static" ? second_wave : first_wave).push_back(i);
+  for (const std::vector<size_t>* wave : {&first_wave, &second_wave}) {
+    const size_t m = wave->size();
+    const size_t jobs = std::min<size_t>(
+        m, options.jobs > 0 ? static_cast<size_t>(options.jobs) : std::max<size_t>(1, std::thread::hardware_concurrency()));
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t k = next.fetch_add(1); k < m; k = next.fetch_add(1)) runOne((*wave)[k]);
+    };
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    if (wave == &first_wave) {
+      result.static_model_counts = result.static_counts;
+      for (size_t i : first_wave) {
+        if (options.policies[i] != "sla" || !runs[i].ok()) continue;
+        result.static_counts.prefill = std::max(result.static_counts.prefill, runs[i]->max_prefill);
+        result.static_counts.decode = std::max(result.static_counts.decode, runs[i]->max_decode);
+      }
+    }
+  }
+  for (absl::StatusOr<PlannerPolicyResult>& r : runs) {
+    if (!r.ok()) return r.status();
+    result.policies.push_back(std::move(*r));
+  }
+  return result;
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,94 @@
+// `tandem planner simulate`: a cluster of prefill and decode workers
+// (sim_prefill_worker.h, sim_decode_worker.h: the profile's timings) behind
+// the router's real routing code (router/cluster RoutePlanner, KvIndex,
+// WorkerLoadModel) in virtual time, with the planner in the loop: every
+// interval the scaling policy (planner/policies.h) sees the interval's load
+// (as the live planner would scrape it) and the predictor's forecast, and
+// decides the workers per role. A worker added is paid for from the decision
+// and routable after the cold start; one removed leaves routing at once and
+// stops when it has finished its requests (drain: nothing is lost). Each
+// policy runs on its own cluster (in parallel), and reports the share of
+// requests within the TTFT SLO and within the ITL SLO (a request's mean
+// inter-token latency, its wait to join a batch included), the GPU-hours
+// (one GPU a worker, from its decision to its stop), scale events and the
+// most workers, with a timeline per interval.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/router_sim/sim_trace.h"
+#include "nlohmann/json.hpp"
+#include "planner/planner_types.h"
+#include "planner/profile.h"
+
+namespace tandem::bench {
+
+struct PlannerSimOptions {
+  std::vector<std::string> policies = {"sla", "load", "static"};
+  std::string predictor = "holt-winters";
+  double interval_s = 10;
+  double cold_start_s = 30;
+  double ttft_slo_ms = 500;
+  double itl_slo_ms = 50;
+  int block_size = 64;  // the KV index's and the caches' block
+  planner::ScalingBounds bounds{.min = {1, 1}, .max = {512, 512}, .max_total = 1024};
+  double stats_interval_s = 0.25;  // how often the router sees workers' Stats
+  uint64_t seed = 0;
+  int jobs = 0;           // policies at once; 0 = one per core
+  bool progress = false;  // a line on stderr per tenth of the trace
+};
+
+struct IntervalPoint {
+  double time_s = 0;        // the interval's end
+  double offered_rate = 0;  // arrivals per second in it
+  int prefill = 0;          // workers paid for at its end (starting, ready, draining)
+  int decode = 0;
+  double ttft_attainment = 1;  // of the first tokens in it
+  double itl_attainment = 1;   // of the requests that finished in it
+};
+
+struct PlannerPolicyResult {
+  std::string policy;
+  double ttft_attainment = 0;
+  double itl_attainment = 0;
+  double gpu_hours = 0;
+  int scale_events = 0;  // role count changes
+  int max_workers = 0;
+  int max_prefill = 0, max_decode = 0;
+  int64_t finished = 0;    // requests that ended (all of them: none is lost)
+  int64_t slo_misses = 0;  // requests that missed either SLO
+  double ttft_p99_ms = 0, itl_p99_ms = 0;
+  double sim_wall_s = 0;
+  std::vector<IntervalPoint> timeline;
+};
+
+struct PlannerSimResult {
+  std::string trace;
+  int64_t requests = 0;
+  double duration_s = 0;  // the last arrival
+  // what `static` ran with: the larger of the model's peak (peakSize) and
+  // the most workers per role `sla` held when it ran too.
+  planner::RoleCounts static_counts;
+  planner::RoleCounts static_model_counts;  // peakSize alone
+  PlannerSimOptions options;
+  std::vector<PlannerPolicyResult> policies;
+
+  // {"trace", "requests", ..., "policies": {name: {"ttft_attainment", "itl_attainment",
+  //  "gpu_hours", "scale_events", "max_workers", ..., "timeline": {...}}}}
+  nlohmann::json toJson() const;
+  // offered load, workers per role and attainment over time, per policy.
+  std::string toSvg() const;
+};
+
+// the counts `static` runs with: the most the sla sizing (no corrections)
+// asks for over the trace's intervals, each interval's cached fraction taken
+// as what one shared cache of everything seen before would hold.
+planner::RoleCounts peakSize(const SimTrace& trace, const planner::WorkerProfile& profile,
+                             const PlannerSimOptions& options);
+
+absl::StatusOr<PlannerSimResult> simulatePlanner(const SimTrace& trace, const planner::WorkerProfile& profile,
+                                                 const PlannerSimOptions& options);
+
+}  // namespace tandem::bench

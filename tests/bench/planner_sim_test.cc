@@ -1,0 +1,202 @@
+// The planner simulator (bench/planner_sim): trace scaling, the simulated
+// prefill and decode workers' timings, and whole runs with the planner in
+// the loop on a trace slice and on a constructed burst.
+#include "bench/planner_sim/planner_simulator.h"
+
+#include <algorithm>
+#include <set>
+
+#include "bench/planner_sim/scaled_trace.h"
+#include "bench/planner_sim/sim_decode_worker.h"
+#include "bench/planner_sim/sim_prefill_worker.h"
+#include "gtest/gtest.h"
+#include "tests/test_paths.h"
+
+namespace tandem::bench {
+namespace {
+
+using planner::RoleCounts;
+using planner::WorkerProfile;
+
+std::string traceFile(const std::string& name) { return tandem::testing::testDataDir() + "/traces/" + name; }
+
+// prefills 1000 tokens/s at any length; a decode step is 10 ms + 1 ms per
+// sequence at any context; 10 000 KV tokens, batches of up to 4.
+WorkerProfile flatProfile() {
+  absl::StatusOr<WorkerProfile> p = WorkerProfile::create(
+      {{1, 1000}, {100000, 1000}}, {{1, 1, 11}, {1, 100000, 11}, {101, 1, 111}, {101, 100000, 111}}, 10000, 4);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+SimRequest request(double arrival, int64_t prompt, int64_t output, uint64_t salt) {
+  SimRequest r;
+  r.arrival_s = arrival;
+  r.prompt_tokens = prompt;
+  r.output_tokens = output;
+  kvcache::BlockHash parent = 0;
+  for (int64_t b = 0; b < prompt / 16; ++b) {
+    const int32_t t[2] = {static_cast<int32_t>(salt), static_cast<int32_t>(b)};
+    parent = kvcache::hashBlock(parent, t);
+    r.hashes.push_back(parent);
+  }
+  return r;
+}
+
+TEST(ScaledTraceTest, ReplicasOverlayCopiesThatShareNoPrefixAndSpeedupCompressesTime) {
+  SimTrace t;
+  t.requests = {request(0, 64, 2, 1), request(10, 64, 2, 1), request(20, 64, 2, 2)};
+  t.distinct_blocks = 8;
+  const SimTrace x = scaleTrace(t, TraceScale{.replicas = 3, .jitter_s = 1, .speedup = 2});
+  ASSERT_EQ(x.requests.size(), 9u);
+  EXPECT_EQ(x.distinct_blocks, 24);
+  EXPECT_EQ(x.requests.front().arrival_s, 0);
+  for (size_t i = 1; i < x.requests.size(); ++i) EXPECT_LE(x.requests[i - 1].arrival_s, x.requests[i].arrival_s);
+  EXPECT_LE(x.requests.back().arrival_s, 11);  // 22 s at most, twice as fast
+  // the jitter only delays: no copy piles up at the start.
+  EXPECT_EQ(std::count_if(x.requests.begin(), x.requests.end(),
+                          [](const SimRequest& r) { return r.arrival_s == 0; }), 1);
+  // copies of the same prompt start with three different hashes, one per copy.
+  std::set<kvcache::BlockHash> firsts;
+  for (const SimRequest& r : x.requests) firsts.insert(r.hashes[0]);
+  EXPECT_EQ(firsts.size(), 6u);  // two distinct prompts x three copies
+}
+
+TEST(SimPrefillWorkerTest, PrefillsInArrivalOrderAtTheProfilesRate) {
+  const WorkerProfile profile = flatProfile();
+  SimPrefillWorker p("p:1", &profile);
+  p.enqueue(7, 500, 1000, 1.0);  // 0.5 s
+  p.enqueue(8, 250, 250, 1.2);   // after it: 0.25 s
+  EXPECT_EQ(p.queuedTokens(), 750);
+  EXPECT_DOUBLE_EQ(p.nextEventTime(), 1.5);
+  std::vector<std::pair<int, double>> done;
+  p.advanceTo(10, done);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0], (std::pair<int, double>{7, 1.5}));
+  EXPECT_EQ(done[1], (std::pair<int, double>{8, 1.75}));
+  EXPECT_TRUE(p.idle());
+}
+
+TEST(SimDecodeWorkerTest, DecodesInStepsOfTheProfilesItlAndBatchesAtMostMaxBatch) {
+  const WorkerProfile profile = flatProfile();
+  router::cluster::KvIndex index;
+  SimDecodeWorker d("d:1", &profile, 16, &index);
+  std::vector<SimRequest> reqs;
+  for (int i = 0; i < 5; ++i) reqs.push_back(request(0, 32, 11, 100 + i));
+  // five arrive with their KV at t = 0: the first starts a step at once, the
+  // others join at its end (continuous batching), as far as the batch of 4 allows.
+  for (int i = 0; i < 5; ++i) d.addRemote(i, &reqs[i], 0);
+  EXPECT_EQ(d.running(), 1);
+  EXPECT_EQ(d.waiting(), 4);
+  // the prompts' blocks are announced to the router's index.
+  EXPECT_EQ(index.leadingBlocks("d:1", reqs[0].hashes), 2);
+  EXPECT_EQ(d.cachedTokens(reqs[0]), 32);
+  std::vector<SimDecodeOutcome> out;
+  d.advanceTo(0.011, out);
+  EXPECT_EQ(d.running(), 4);
+  EXPECT_EQ(d.waiting(), 1);
+  d.advanceTo(1e9, out);
+  // each has 10 tokens to decode: the first one step alone (11 ms) and 9 in
+  // a batch of 4 (14 ms each); the next three their last in a batch with the
+  // fifth; the fifth its other 9 alone.
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0].request, 0);
+  EXPECT_NEAR(out[0].time, 0.011 + 9 * 0.014, 1e-9);
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(out[i].kind, SimDecodeOutcome::kFinished);
+    EXPECT_NEAR(out[i].time, 0.137 + 0.014, 1e-9);
+  }
+  EXPECT_EQ(out[4].request, 4);
+  EXPECT_NEAR(out[4].time, 0.151 + 9 * 0.011, 1e-9);
+  EXPECT_TRUE(d.idle());
+}
+
+TEST(SimDecodeWorkerTest, PrefillsShortPromptsItselfBeforeDecodingThem) {
+  const WorkerProfile profile = flatProfile();
+  router::cluster::KvIndex index;
+  SimDecodeWorker d("d:1", &profile, 16, &index);
+  const SimRequest r = request(0, 40, 3, 9);
+  d.addLocal(0, &r, 40, 0);  // 40 ms of prefill, then 2 steps of 11 ms
+  std::vector<SimDecodeOutcome> out;
+  d.advanceTo(1e9, out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].kind, SimDecodeOutcome::kFirstToken);
+  EXPECT_NEAR(out[0].time, 0.04, 1e-9);
+  EXPECT_EQ(out[1].kind, SimDecodeOutcome::kFinished);
+  EXPECT_NEAR(out[1].time, 0.062, 1e-9);
+}
+
+PlannerSimOptions smallCluster() {
+  PlannerSimOptions o;
+  o.interval_s = 5;
+  o.cold_start_s = 10;
+  o.ttft_slo_ms = 2000;
+  o.itl_slo_ms = 50;
+  o.jobs = 1;
+  return o;
+}
+
+TEST(PlannerSimulatorTest, RunsEveryPolicyOnATraceSliceAndReportsTheJsonShape) {
+  absl::StatusOr<SimTrace> raw = loadSimTrace("mooncake:" + traceFile("mooncake_conversation_first400.jsonl"), 64);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  const SimTrace trace = scaleTrace(*raw, TraceScale{.replicas = 4, .speedup = 1});
+  absl::StatusOr<WorkerProfile> profile =
+      WorkerProfile::load(tandem::testing::sourceDir() + "/planner/profiles/mi300x-llama3-8b.json");
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  absl::StatusOr<PlannerSimResult> result = simulatePlanner(trace, *profile, smallCluster());
+  ASSERT_TRUE(result.ok()) << result.status();
+  const nlohmann::json j = result->toJson();
+  ASSERT_TRUE(j["policies"].is_object());
+  for (const char* policy : {"sla", "load", "static"}) {
+    ASSERT_TRUE(j["policies"].contains(policy)) << policy;
+    const nlohmann::json& p = j["policies"][policy];
+    for (const char* key : {"ttft_attainment", "itl_attainment", "gpu_hours"}) {
+      ASSERT_TRUE(p[key].is_number_float()) << policy << " " << key;
+      EXPECT_GE(p[key].get<double>(), 0) << policy << " " << key;
+    }
+    EXPECT_LE(p["ttft_attainment"].get<double>(), 1);
+    EXPECT_LE(p["itl_attainment"].get<double>(), 1);
+    EXPECT_GT(p["gpu_hours"].get<double>(), 0);
+    ASSERT_TRUE(p["scale_events"].is_number_integer()) << policy;
+    ASSERT_TRUE(p["max_workers"].is_number_integer()) << policy;
+    EXPECT_GE(p["max_workers"].get<int>(), 2) << policy;
+    EXPECT_FALSE(p["timeline"]["time_s"].empty()) << policy;
+  }
+  // static never changes its counts, sized for the slice's peak.
+  const PlannerPolicyResult& fixed = result->policies[2];
+  EXPECT_EQ(fixed.scale_events, 0);
+  EXPECT_EQ(fixed.max_workers, result->static_counts.total());
+  for (const PlannerPolicyResult& p : result->policies) EXPECT_EQ(p.finished, result->requests) << p.policy;
+  EXPECT_NE(result->toSvg().find("<svg"), std::string::npos);
+}
+
+TEST(PlannerSimulatorTest, ScalesUpForABurstAndDrainsAfterItWithoutLosingARequest) {
+  // 20 s of quiet traffic, 60 s at 40x the rate, then quiet again for 2 min.
+  SimTrace trace;
+  trace.name = "burst";
+  uint64_t salt = 0;
+  auto add = [&](double from, double to, double rate) {
+    for (double t = from; t < to; t += 1 / rate) trace.requests.push_back(request(t, 2000, 100, salt++));
+  };
+  add(0, 20, 1);
+  add(20, 80, 40);
+  add(80, 200, 1);
+  absl::StatusOr<WorkerProfile> profile =
+      WorkerProfile::load(tandem::testing::sourceDir() + "/planner/profiles/mi300x-llama3-8b.json");
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  PlannerSimOptions o = smallCluster();
+  o.ttft_slo_ms = 500;
+  o.policies = {"sla", "load"};
+  absl::StatusOr<PlannerSimResult> result = simulatePlanner(trace, *profile, o);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const PlannerPolicyResult& p : result->policies) {
+    EXPECT_EQ(p.finished, result->requests) << p.policy << ": a drained worker lost requests";
+    EXPECT_GT(p.max_prefill, 1) << p.policy << " did not scale prefill up";
+    EXPECT_GE(p.scale_events, 2) << p.policy;
+    // back down by the end of the quiet tail.
+    EXPECT_LT(p.timeline.back().prefill, p.max_prefill) << p.policy << " did not scale down";
+  }
+}
+
+}  // namespace
+}  // namespace tandem::bench

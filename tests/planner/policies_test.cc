@@ -1,0 +1,197 @@
+// The scaling policies on constructed loads: what sla sizes for long prompts
+// and for chat, its hysteresis and corrections; load's thresholds; static.
+#include "planner/policies.h"
+
+#include "gtest/gtest.h"
+#include "planner/sla_policy.h"
+
+namespace tandem::planner {
+namespace {
+
+// a worker that prefills 10k tokens/s at any length and decodes a step in
+// 10 ms + 0.1 ms per sequence (context-independent), 1M KV tokens.
+WorkerProfile flatProfile() {
+  absl::StatusOr<WorkerProfile> p = WorkerProfile::create(
+      {{100, 10000}, {100000, 10000}},
+      {{1, 100, 10.1}, {1, 100000, 10.1}, {1001, 100, 110.1}, {1001, 100000, 110.1}}, 1e6, 1024);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+PolicyConfig config() {
+  PolicyConfig c;
+  c.ttft_slo_ms = 500;
+  c.itl_slo_ms = 50;
+  c.profile = flatProfile();
+  return c;
+}
+
+ScalingBounds wide() { return ScalingBounds{.min = {1, 1}, .max = {1000, 1000}, .max_total = 2000}; }
+
+LoadSample traffic(double rate, double isl, double osl) {
+  LoadSample s;
+  s.interval_s = 10;
+  s.request_rate = rate;
+  s.mean_input_tokens = isl;
+  s.mean_output_tokens = osl;
+  return s;
+}
+
+PolicyInputs inputs(const LoadSample& s, RoleCounts current) {
+  return PolicyInputs{.observed = s, .predicted = s, .current = current, .bounds = wide()};
+}
+
+std::unique_ptr<ScalingPolicy> make(const std::string& name, PolicyConfig c = config()) {
+  absl::StatusOr<std::unique_ptr<ScalingPolicy>> p = makePolicy(name, c);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return std::move(*p);
+}
+
+TEST(PoliciesTest, FactoryRefusesUnknownNamesAndSlaWithoutAProfile) {
+  for (const std::string& name : policyNames()) EXPECT_EQ(make(name)->name(), name);
+  EXPECT_EQ(makePolicy("hpa", config()).status().code(), absl::StatusCode::kInvalidArgument);
+  PolicyConfig no_profile;
+  EXPECT_FALSE(makePolicy("sla", no_profile).ok());
+  EXPECT_TRUE(makePolicy("load", no_profile).ok());
+  PolicyConfig bad = config();
+  bad.ttft_slo_ms = 0;
+  EXPECT_FALSE(makePolicy("load", bad).ok());
+}
+
+TEST(PoliciesTest, ClampKeepsEachRoleAndTheTotalWithinBounds) {
+  const ScalingBounds b{.min = {1, 2}, .max = {10, 10}, .max_total = 12};
+  EXPECT_EQ(clampToBounds({0, 0}, b), (RoleCounts{1, 2}));
+  EXPECT_EQ(clampToBounds({20, 3}, b), (RoleCounts{9, 3}));
+  EXPECT_EQ(clampToBounds({8, 8}, b), (RoleCounts{6, 6}));
+}
+
+TEST(SlaPolicyTest, LongPromptsNeedPrefillWorkersAndChatNeedsDecodeWorkers) {
+  SlaPolicy sla(config());
+  // 20 req/s of 8000-token prompts and 20-token answers: 0.8 s of prefill
+  // each (above the SLO, so the wait gets a quarter of it): 16 busy
+  // prefill workers plus queueing headroom (M/M/25: C = 0.03, p99 wait
+  // 0.10 s); decode is light.
+  const RoleCounts rag = sla.size(20, 8000, 20, 0);
+  EXPECT_EQ(rag.prefill, 25);
+  EXPECT_LE(rag.decode, 2);
+  // chat: 200-token prompts, 1000-token answers at 20 req/s: 20 000 tokens
+  // in decode a second; a batch of 349 keeps the step at 44.9 ms (90% of
+  // the SLO): 20 x 999 x 0.0449 = 897 in decode over 80% of 349: 4 workers.
+  const RoleCounts chat = sla.size(20, 200, 1000, 0);
+  EXPECT_LE(chat.prefill, 2);
+  EXPECT_EQ(chat.decode, 4);
+  // a cached prefix takes its share off prefill.
+  EXPECT_LT(sla.size(20, 8000, 20, 0.75).prefill, rag.prefill / 2);
+  EXPECT_EQ(sla.size(0, 8000, 20, 0), (RoleCounts{0, 0}));
+}
+
+TEST(SlaPolicyTest, ScalesUpAtOnceAndDownOnlyAfterAStreakAFifthAtATime) {
+  PolicyConfig c = config();
+  c.scale_down_after = 3;
+  SlaPolicy sla(c);
+  RoleCounts now{1, 1};
+  now = sla.decide(inputs(traffic(20, 8000, 20), now)).desired;
+  EXPECT_GT(now.prefill, 16);
+  const int peak = now.prefill;
+  // the load goes away: two intervals hold, the third takes a fifth off.
+  const LoadSample idle = traffic(0, 0, 0);
+  EXPECT_EQ(sla.decide(inputs(idle, now)).desired.prefill, peak);
+  EXPECT_EQ(sla.decide(inputs(idle, now)).desired.prefill, peak);
+  const RoleCounts down = sla.decide(inputs(idle, now)).desired;
+  EXPECT_EQ(down.prefill, peak - peak / 5);
+  // a busy interval in between resets the streak.
+  EXPECT_EQ(sla.decide(inputs(idle, down)).desired.prefill, down.prefill);
+  EXPECT_EQ(sla.decide(inputs(traffic(20, 8000, 20), down)).desired.prefill, peak);
+}
+
+TEST(SlaPolicyTest, SlowerThanPredictedTtftAddsPrefillWorkers) {
+  SlaPolicy sla(config());
+  const RoleCounts before = sla.size(20, 8000, 20, 0);
+  // the prefill pool at that size answers at twice the p95 the model says.
+  LoadSample slow = traffic(20, 8000, 20);
+  slow.ttft_mean_ms = 2 * 1000 * 0.85;  // the service alone is 0.8 s, the mean wait ~0.05 s
+  slow.itl_mean_ms = 10.2;              // decode as predicted
+  for (int i = 0; i < 10; ++i) sla.decide(inputs(slow, before));
+  EXPECT_GT(sla.ttftCorrection(), 1.5);
+  EXPECT_NEAR(sla.itlCorrection(), 1, 0.05);
+  EXPECT_GT(sla.size(20, 8000, 20, 0).prefill, before.prefill * 3 / 2);
+}
+
+TEST(SlaPolicyTest, SlowerThanPredictedItlAddsDecodeWorkers) {
+  SlaPolicy sla(config());
+  const RoleCounts before = sla.size(20, 200, 1000, 0);
+  LoadSample slow = traffic(20, 200, 1000);
+  slow.itl_mean_ms = 80;  // the profile says ~45 ms at the batch there is
+  for (int i = 0; i < 10; ++i) sla.decide(inputs(slow, before));
+  EXPECT_GT(sla.itlCorrection(), 1.4);
+  EXPECT_LE(sla.itlCorrection(), 2);
+  EXPECT_GT(sla.size(20, 200, 1000, 0).decode, before.decode);
+}
+
+TEST(SlaPolicyTest, AQueueThatLastsThroughAColdStartIsAnsweredOnce) {
+  SlaPolicy sla(config());
+  // 2 ready decode workers with 700 requests waiting each: 1400 more over
+  // batches of 350 (45 ms at context 700) is 4 more workers.
+  LoadSample queued = traffic(1, 200, 1000);
+  queued.decode_queue_requests = 700;
+  queued.ready = {1, 2};
+  EXPECT_EQ(sla.decide(inputs(queued, {1, 2})).desired.decode, 6);
+  // next interval: the 4 are still starting, the queue is the same: no more.
+  EXPECT_EQ(sla.decide(inputs(queued, {1, 6})).desired.decode, 6);
+}
+
+TEST(SlaPolicyTest, LearnsNothingFromAnOverloadedDecodePool) {
+  SlaPolicy sla(config());
+  LoadSample queued = traffic(20, 200, 1000);
+  queued.itl_mean_ms = 500;  // requests wait to join a batch: too few workers, not a slow profile
+  queued.decode_queue_requests = 30;
+  for (int i = 0; i < 10; ++i) sla.decide(inputs(queued, {1, 1}));
+  EXPECT_EQ(sla.itlCorrection(), 1);
+}
+
+TEST(LoadPolicyTest, SaturationAddsOneWorkerOfThatRole) {
+  std::unique_ptr<ScalingPolicy> load = make("load");
+  LoadSample s = traffic(10, 1000, 100);
+  s.decode_kv_utilization = 0.85;
+  EXPECT_EQ(load->decide(inputs(s, {2, 4})).desired, (RoleCounts{2, 5}));
+  s.decode_kv_utilization = 0.5;
+  s.decode_queue_requests = 5;
+  EXPECT_EQ(load->decide(inputs(s, {2, 4})).desired, (RoleCounts{2, 5}));
+  s.decode_queue_requests = 0;
+  s.prefill_queue_tokens = 5 * 1000;  // five prompts of the mean length
+  EXPECT_EQ(load->decide(inputs(s, {2, 4})).desired, (RoleCounts{3, 4}));
+  // between the scale-down and scale-up marks: hold.
+  s.prefill_queue_tokens = 3 * 1000;
+  s.decode_kv_utilization = 0.6;
+  EXPECT_EQ(load->decide(inputs(s, {2, 4})).desired, (RoleCounts{2, 4}));
+}
+
+TEST(LoadPolicyTest, ScalesDownOnlyWhenNMinusOneKeepSpareRoomForAStreak) {
+  PolicyConfig c = config();
+  c.scale_down_after = 2;
+  std::unique_ptr<ScalingPolicy> load = make("load", c);
+  LoadSample s = traffic(10, 1000, 100);
+  // 4 decode workers at 0.5 KV: 3 would be at 0.67, 0.83 of the threshold: keep.
+  s.decode_kv_utilization = 0.5;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(load->decide(inputs(s, {1, 4})).desired.decode, 4);
+  // at 0.3: 3 would be at 0.4, half the threshold: -1 on the second interval.
+  s.decode_kv_utilization = 0.3;
+  EXPECT_EQ(load->decide(inputs(s, {1, 4})).desired.decode, 4);
+  EXPECT_EQ(load->decide(inputs(s, {1, 4})).desired.decode, 3);
+  // never below the bounds' minimum.
+  for (int i = 0; i < 4; ++i) EXPECT_GE(load->decide(inputs(traffic(0, 0, 0), {1, 1})).desired.decode, 1);
+}
+
+TEST(StaticPolicyTest, AnswersItsCountsWithinTheBounds) {
+  PolicyConfig c = config();
+  c.static_counts = {6, 9};
+  std::unique_ptr<ScalingPolicy> fixed = make("static", c);
+  EXPECT_EQ(fixed->decide(inputs(traffic(100, 1000, 100), {1, 1})).desired, (RoleCounts{6, 9}));
+  EXPECT_EQ(fixed->decide(inputs(traffic(0, 0, 0), {6, 9})).desired, (RoleCounts{6, 9}));
+  PolicyInputs tight = inputs(traffic(0, 0, 0), {6, 9});
+  tight.bounds.max = {4, 4};
+  EXPECT_EQ(fixed->decide(tight).desired, (RoleCounts{4, 4}));
+}
+
+}  // namespace
+}  // namespace tandem::planner

@@ -1,0 +1,36 @@
+// The M/M/N arithmetic against values computed by hand.
+#include "planner/queue_model.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace tandem::planner {
+namespace {
+
+TEST(QueueModelTest, ErlangCMatchesTheClosedForms) {
+  // one worker: the arrival waits with probability rho.
+  EXPECT_NEAR(erlangC(1, 0.5), 0.5, 1e-12);
+  // two workers at a = 1: C = (a^2/2 x 2/(2-1)) / (1 + a + that) = 1/3.
+  EXPECT_NEAR(erlangC(2, 1), 1.0 / 3, 1e-12);
+  EXPECT_EQ(erlangC(2, 2), 1);
+  EXPECT_EQ(erlangC(4, 0), 0);
+}
+
+TEST(QueueModelTest, WaitQuantileAndTheWorkersItNeeds) {
+  // M/M/1 at rho 0.5, service 1 s: P(W > t) = 0.5 e^{-0.5 t}; p99 at 2 ln 50.
+  EXPECT_NEAR(waitQuantileS(1, 0.5, 1, 0.99), 2 * std::log(50.0), 1e-9);
+  EXPECT_EQ(waitQuantileS(1, 0.5, 1, 0.4), 0);  // most never wait
+  EXPECT_TRUE(std::isinf(waitQuantileS(2, 3, 1, 0.99)));
+  EXPECT_EQ(workersForWait(0, 1, 1, 0.99), 0);
+  // 10 req/s of 0.1 s: offered 1; the p99 wait within 0.1 s needs 4 workers.
+  const int n = workersForWait(10, 0.1, 0.1, 0.99);
+  EXPECT_LE(waitQuantileS(n, 10, 0.1, 0.99), 0.1);
+  EXPECT_GT(waitQuantileS(n - 1, 10, 0.1, 0.99), 0.1);
+  EXPECT_EQ(n, 4);
+  // pooling: ten times the traffic needs far fewer than ten times the workers.
+  EXPECT_LT(workersForWait(100, 0.1, 0.1, 0.99), 10 * n);
+}
+
+}  // namespace
+}  // namespace tandem::planner
