@@ -7,7 +7,10 @@ namespace tandem::cli {
 
 std::string defaultModelPath() {
   if (const char* env = std::getenv("TANDEM_MODEL"); env != nullptr && *env != '\0') return env;
-  const std::string rel = "models/stories260K/gguf/stories260K.gguf";
+  return shippedFilePath("models/stories260K/gguf/stories260K.gguf");
+}
+
+std::string shippedFilePath(const std::string& rel) {
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {

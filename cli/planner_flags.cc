@@ -4,6 +4,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "cli/default_model.h"
 #include "planner/planner_loop.h"
 
 namespace tandem::cli {
@@ -11,7 +12,10 @@ namespace tandem::cli {
 void addPlannerFlags(CLI::App* cmd, PlannerFlags* f, const std::string& prefix) {
   const std::string p = "--" + prefix;
   cmd->add_option(p + "policy", f->policy, "scaling policy: sla | load")->capture_default_str();
-  cmd->add_option(p + "predictor", f->predictor, "load predictor of the next interval")->capture_default_str();
+  cmd->add_option(p + "predictor", f->predictor, "load predictor of the next interval: constant | moving-average | holt-winters")->capture_default_str();
+  cmd->add_option(p + "profile", f->profile,
+                  "the sla policy's worker profile (JSON of `tandem planner profile`; default: the shipped "
+                  "planner/profiles/mi300x-llama3-8b.json; on this CPU: planner/profiles/cpu-stories260k.json)");
   cmd->add_option(p + "ttft-slo-ms", f->ttft_slo_ms, "time-to-first-token SLO (ms)")->capture_default_str();
   cmd->add_option(p + "itl-slo-ms", f->itl_slo_ms, "inter-token latency SLO (ms)")->capture_default_str();
   cmd->add_option(p + "interval", f->interval, "how often the planner decides (10s, 500ms, ...)")
@@ -56,6 +60,10 @@ planner::PolicySettings policySettings(const PlannerFlags& f) {
   planner::PolicySettings s;
   s.ttft_slo_ms = f.ttft_slo_ms;
   s.itl_slo_ms = f.itl_slo_ms;
+  if (absl::StatusOr<std::chrono::milliseconds> interval = parseInterval(f.interval); interval.ok()) {
+    s.interval_s = std::chrono::duration<double>(*interval).count();
+  }
+  s.profile_path = f.profile.empty() ? shippedFilePath("planner/profiles/mi300x-llama3-8b.json") : f.profile;
   return s;
 }
 

@@ -18,6 +18,7 @@ namespace tandem::cli {
 struct PlannerFlags {
   std::string policy = "load";
   std::string predictor = "constant";
+  std::string profile;  // "" = the shipped MI300X-class profile
   double ttft_slo_ms = 500;
   double itl_slo_ms = 50;
   std::string interval = "10s";

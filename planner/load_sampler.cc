@@ -110,6 +110,9 @@ absl::StatusOr<LoadSample> loadBetween(const MetricsSnapshot& before, const Metr
   s.ttft_p95_ms = histogramQuantile(*ttft, 0.95) * 1000;
   s.itl_p50_ms = histogramQuantile(*itl, 0.5) * 1000;
   s.itl_p95_ms = histogramQuantile(*itl, 0.95) * 1000;
+  // means (what the sla policy learns its corrections from): sum / count.
+  if (ttft->count > 0) s.ttft_mean_ms = ttft->sum / ttft->count * 1000;
+  if (itl->count > 0) s.itl_mean_ms = itl->sum / itl->count * 1000;
   s.ttft_slo_attainment = histogramShareBelow(*ttft, slo.ttft_ms / 1000);
   s.itl_slo_attainment = histogramShareBelow(*itl, slo.itl_ms / 1000);
 

@@ -67,6 +67,11 @@ std::string routerMetrics(int finished, int in_flight, int ttft_fast, int ttft_s
     absl::StrAppend(&text, "tandem:time_to_first_token_seconds_bucket{le=\"", le, "\"} ", n, "\n");
     absl::StrAppend(&text, "tandem:inter_token_latency_seconds_bucket{le=\"", le, "\"} ", n * 10, "\n");
   }
+  // fast first tokens took 0.05 s, slow ones 0.8 s; every token gap 0.02 s.
+  absl::StrAppend(&text, "tandem:time_to_first_token_seconds_sum ", ttft_fast * 0.05 + ttft_slow * 0.8, "\n",
+                  "tandem:time_to_first_token_seconds_count ", total, "\n",
+                  "tandem:inter_token_latency_seconds_sum ", total * 10 * 0.02, "\n",
+                  "tandem:inter_token_latency_seconds_count ", total * 10, "\n");
   absl::StrAppend(&text,
                   "tandem:router_workers{role=\"prefill\",state=\"healthy\"} 2\n"
                   "tandem:router_workers{role=\"prefill\",state=\"unhealthy\"} 1\n"
@@ -105,6 +110,9 @@ TEST(LoadBetweenTest, MeasuresRatesLengthsLatenciesAndSaturation) {
   EXPECT_DOUBLE_EQ(s->itl_slo_attainment, 0.75);
   EXPECT_NEAR(s->ttft_p50_ms, 100.0 * 10 / 15, 1e-9);
   EXPECT_NEAR(s->ttft_p95_ms, 900, 1e-9);
+  // the interval's means from the histograms' sums and counts: (15 x 50 + 5 x 800) / 20 ms.
+  EXPECT_NEAR(s->ttft_mean_ms, (15 * 50.0 + 5 * 800.0) / 20, 1e-6);
+  EXPECT_NEAR(s->itl_mean_ms, 20, 1e-6);
   EXPECT_EQ(s->ready.prefill, 2);
   EXPECT_EQ(s->ready.decode, 4);  // decode + both
   EXPECT_DOUBLE_EQ(s->prefill_queue_tokens, 1500);
