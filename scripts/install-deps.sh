@@ -11,6 +11,10 @@ PACKAGES=(
   libicu-dev libyaml-cpp-dev libgtest-dev libgmock-dev ccache
   python3 curl hipcc libamdhip64-dev rocm-device-libs
 )
+# nvcc (for -DTANDEM_CUDA=ON and the nvcc ctests) is not installed here: it is
+# NVIDIA's CUDA toolkit (https://developer.nvidia.com/cuda-downloads, installs
+# to /usr/local/cuda), not Debian's apt nvidia-cuda-toolkit. Without it those
+# ctests report "SKIPPED: nvcc not found".
 
 missing=()
 for p in "${PACKAGES[@]}"; do
