@@ -31,14 +31,15 @@ case $kind in
 esac
 
 start=$(date +%s)
+mkdir -p "$build"
 # tests off: only the binary is wanted
 if ! cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF \
-      "${option[@]}" > "$build.configure.log" 2>&1; then
-  cat "$build.configure.log"
+      "${option[@]}" > "$build/configure.log" 2>&1; then
+  cat "$build/configure.log"
   echo "FAILED: configuring $kind build"
   exit 1
 fi
-grep -E "hip backend" "$build.configure.log"
+grep -E "hip backend" "$build/configure.log"
 # hipcc asks rocm_agent_enumerator for GPUs even with --offload-arch; its
 # traceback about a missing /sys/class/kfd on a GPU-less machine is noise
 cmake --build "$build" -j"${TANDEM_GPU_BUILD_JOBS:-2}" --target tandem 2>&1 |
