@@ -65,6 +65,13 @@ absl::StatusOr<uint64_t> parseByteSize(std::string_view flag, const std::string&
 
 void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   engine::EngineAssemblyOptions& o = flags->options;
+  cmd->add_option("--backend", flags->backend,
+                  "compute backend: cpu, or hip (GPU; AMD with -DTANDEM_HIP, NVIDIA with "
+                  "-DTANDEM_CUDA builds)")
+      ->capture_default_str();
+  cmd->add_option("--device", o.device, "the GPU of --backend hip (0-based)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--threads", o.num_threads, "compute threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-budget", flags->kv_budget, "KV cache: bytes (256M, 2G) or a fraction of free memory (0.2)");
   cmd->add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
@@ -94,6 +101,7 @@ void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
 
 absl::StatusOr<engine::EngineAssemblyOptions> engineOptions(const EngineFlags& flags) {
   engine::EngineAssemblyOptions o = flags.options;
+  ASSIGN_OR_RETURN(o.backend, kernels::parseBackendKind(flags.backend));
   absl::Status status = parseKvBudget(flags.kv_budget, &o);
   if (!status.ok()) return status;
   RETURN_IF_ERROR(parseTierFlags(flags, &o.tiers));

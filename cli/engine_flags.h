@@ -1,5 +1,5 @@
 // The engine's flags, shared by every subcommand that runs an engine
-// (generate, serve, worker): threads, KV cache budget and block size,
+// (generate, serve, worker): the compute backend and its device, threads, KV cache budget and block size,
 // batching limits, context length, prefix caching, and the KV tiers below
 // the pool (G2 host memory, G3 disk).
 #pragma once
@@ -16,19 +16,21 @@ namespace tandem::cli {
 
 struct EngineFlags {
   engine::EngineAssemblyOptions options;
+  std::string backend = "cpu";
   std::string kv_budget;
   bool no_prefix_cache = false;
   std::string kv_host_bytes = "0";
   std::string kv_disk_bytes;
 };
 
-// adds --threads, --kv-budget, --block-size, --max-num-seqs,
+// adds --backend, --device, --threads, --kv-budget, --block-size, --max-num-seqs,
 // --max-batched-tokens, --chunk-size, --max-model-len, --no-prefix-cache,
 // --kv-host-bytes, --kv-disk-path, --kv-disk-bytes, --kv-disk-io,
 // --kv-disk-queue-depth, --kv-disk-min-hits.
 void addEngineFlags(CLI::App* cmd, EngineFlags* flags);
 
-// the options the flags describe; InvalidArgument for a --kv-budget or a
+// the options the flags describe; InvalidArgument for a --backend that is
+// neither cpu nor hip, a --kv-budget or a
 // size that does not parse, and for disk-tier flags that do not fit
 // together (--kv-disk-bytes without --kv-disk-path or the reverse).
 absl::StatusOr<engine::EngineAssemblyOptions> engineOptions(const EngineFlags& flags);

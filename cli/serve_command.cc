@@ -83,6 +83,11 @@ absl::StatusOr<std::vector<std::string>> workerEngineFlags(const ServeArgs& args
                                 ? options.num_threads
                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> flags = {"--threads", std::to_string(std::max(1, total_threads / workers))};
+  // every worker on the same backend and device.
+  if (options.backend != kernels::BackendKind::kCpu) {
+    flags.insert(flags.end(), {"--backend", std::string(kernels::backendKindName(options.backend)),
+                               "--device", std::to_string(options.device)});
+  }
   if (options.kv_budget_bytes > 0) {
     const uint64_t bytes = std::max<uint64_t>(1, options.kv_budget_bytes / workers);
     flags.insert(flags.end(), {"--kv-budget", std::to_string(bytes)});

@@ -16,6 +16,10 @@ PACKAGES=(
 if [[ "${TANDEM_DEPS_NO_HIP:-0}" != 1 ]]; then
   PACKAGES+=(hipcc libamdhip64-dev rocm-device-libs)
 fi
+# nvcc (for -DTANDEM_CUDA=ON and the nvcc ctests) is not installed here: it is
+# NVIDIA's CUDA toolkit (https://developer.nvidia.com/cuda-downloads, installs
+# to /usr/local/cuda), not Debian's apt nvidia-cuda-toolkit. Without it those
+# ctests report "SKIPPED: nvcc not found".
 
 missing=()
 for p in "${PACKAGES[@]}"; do

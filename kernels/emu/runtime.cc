@@ -243,6 +243,18 @@ hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device_id) {
   return hipSuccess;
 }
 
+hipError_t hipGetDeviceCount(int* count) {
+  *count = 1;
+  return hipSuccess;
+}
+
+hipError_t hipSetDevice(int device_id) { return device_id == 0 ? hipSuccess : hipErrorInvalidValue; }
+
+hipError_t hipGetDevice(int* device_id) {
+  *device_id = 0;
+  return hipSuccess;
+}
+
 hipError_t hipGetLastError() {
   hipError_t e = device().launch_error;
   device().launch_error = hipSuccess;

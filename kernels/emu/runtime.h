@@ -73,6 +73,10 @@ struct hipDeviceProp_t {
 [[nodiscard]] hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop);
 [[nodiscard]] hipError_t hipDeviceSynchronize();
 [[nodiscard]] hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device);
+// the emulator is one device, id 0.
+[[nodiscard]] hipError_t hipGetDeviceCount(int* count);
+[[nodiscard]] hipError_t hipSetDevice(int device);
+[[nodiscard]] hipError_t hipGetDevice(int* device);
 [[nodiscard]] hipError_t hipGetLastError();
 const char* hipGetErrorString(hipError_t error);
 

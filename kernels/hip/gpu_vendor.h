@@ -56,6 +56,9 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipSetDevice cudaSetDevice
+#define hipGetDevice cudaGetDevice
 #define hipGetLastError cudaGetLastError
 #define hipGetErrorString cudaGetErrorString
 #endif
@@ -170,10 +173,16 @@ inline int hostWarpSize() {
 #if defined(TANDEM_GPU_EMU)
   return ::tandem::emu::configuredWarpSize();
 #else
-  static const int size = [] {
+  // per thread: the device a thread launches on is its current one (the
+  // backend binds it before each op)
+  thread_local int device = -1, size = 64;
+  int current = 0;
+  if (hipGetDevice(&current) != hipSuccess) return size;
+  if (current != device) {
     hipDeviceProp_t p;
-    return hipGetDeviceProperties(&p, 0) == hipSuccess ? p.warpSize : 64;
-  }();
+    size = hipGetDeviceProperties(&p, current) == hipSuccess ? p.warpSize : 64;
+    device = current;
+  }
   return size;
 #endif
 }

@@ -75,17 +75,41 @@ class PinnedBuffer : public Buffer {
 
 }  // namespace
 
-absl::StatusOr<HipBackendPtr> HipBackend::create() {
+absl::StatusOr<HipBackendPtr> HipBackend::create(int device) {
+  int count = 0;
+  const hipError_t e = hipGetDeviceCount(&count);
+  if (e != hipSuccess || count == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "hip backend: no GPU device (the runtime reports ", e == hipSuccess ? count : 0,
+        " devices", e == hipSuccess ? "" : absl::StrCat(": ", deviceMessage(e)), ")"));
+  }
+  if (device < 0 || device >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("--device ", device, ": the runtime reports ",
+                                                   count, " device(s), numbered 0 to ",
+                                                   count - 1));
+  }
+  if (const hipError_t s = hipSetDevice(device); s != hipSuccess) {
+    return absl::UnavailableError(
+        absl::StrCat("hip backend: cannot use device ", device, ": ", deviceMessage(s)));
+  }
   hipStream_t stream = nullptr, transfer = nullptr;
   hipEvent_t compute_done = nullptr, transfer_done = nullptr;
   if (hipStreamCreate(&stream) != hipSuccess || hipStreamCreate(&transfer) != hipSuccess ||
       hipEventCreate(&compute_done) != hipSuccess || hipEventCreate(&transfer_done) != hipSuccess) {
     return absl::UnavailableError("hip: cannot create streams and events (no device?)");
   }
-  return HipBackendPtr(new HipBackend(stream, transfer, compute_done, transfer_done));
+  return HipBackendPtr(new HipBackend(device, stream, transfer, compute_done, transfer_done));
+}
+
+void HipBackend::bind() const {
+  thread_local int bound = -1;
+  if (bound == device_) return;
+  check(hipSetDevice(device_), "hipSetDevice");
+  bound = device_;
 }
 
 HipBackend::~HipBackend() {
+  bind();
   (void)hipDeviceSynchronize();
   decode_workspace_.reset();
   copy_pairs_.reset();
@@ -127,6 +151,7 @@ void HipBackend::give(void* ptr, size_t rounded) {
 }
 
 absl::StatusOr<BufferPtr> HipBackend::allocate(size_t bytes) {
+  bind();
   size_t rounded = 0;
   ASSIGN_OR_RETURN(void* p, take(bytes, &rounded));
   ++live_buffers_;
@@ -134,12 +159,14 @@ absl::StatusOr<BufferPtr> HipBackend::allocate(size_t bytes) {
 }
 
 absl::StatusOr<BufferPtr> HipBackend::importHost(const void* host, size_t bytes) {
+  bind();
   ASSIGN_OR_RETURN(BufferPtr buf, allocate(bytes));
   check(hipMemcpy(buf->data(), host, bytes, hipMemcpyHostToDevice), "importHost");
   return buf;
 }
 
 absl::StatusOr<BufferPtr> HipBackend::allocatePinnedHost(size_t bytes) {
+  bind();
   void* p = nullptr;
   if (hipHostMalloc(&p, bytes, 0) != hipSuccess) {
     return absl::ResourceExhaustedError(absl::StrCat("hip: cannot pin ", bytes, " host bytes"));
@@ -148,6 +175,7 @@ absl::StatusOr<BufferPtr> HipBackend::allocatePinnedHost(size_t bytes) {
 }
 
 void HipBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
+  bind();
   // after the ops already queued (they may still read the old contents), and
   // before returning (the caller may reuse host_src)
   check(hipMemcpyAsync(device_dst, host_src, bytes, hipMemcpyHostToDevice, asStream(stream_)),
@@ -156,12 +184,14 @@ void HipBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
 }
 
 void HipBackend::download(void* host_dst, const void* device_src, size_t bytes) {
+  bind();
   check(hipMemcpyAsync(host_dst, device_src, bytes, hipMemcpyDeviceToHost, asStream(stream_)),
         "download");
   check(hipStreamSynchronize(asStream(stream_)), "download");
 }
 
 absl::Status HipBackend::checkedSynchronize() {
+  bind();
   const hipError_t e = hipStreamSynchronize(asStream(stream_));
   const hipError_t t = hipStreamSynchronize(asStream(transfer_));
   if (e != hipSuccess) return absl::InternalError(deviceMessage(e));
@@ -201,6 +231,7 @@ const float* HipBackend::inverseFrequencies(const RopeParams& params) {
 }
 
 void HipBackend::embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
+  bind();
   TANDEM_CHECK(ids.dtype == DType::kI32 && out.dtype == DType::kF32);
   TANDEM_CHECK(out.rows == ids.rows && out.cols == table.cols);
   check(launchEmbedding(table.data, table.dtype, table.rows, table.cols, ids.as<int32_t>(),
@@ -209,6 +240,7 @@ void HipBackend::embedding(const Tensor& table, const Tensor& ids, const Tensor&
 }
 
 void HipBackend::rmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  bind();
   TANDEM_CHECK(x.dtype == DType::kF32 && out.dtype == DType::kF32);
   TANDEM_CHECK(x.cols == weight.numel() && out.rows == x.rows && out.cols == x.cols);
   check(launchRmsNorm(x.as<float>(), weight.data, weight.dtype, x.rows, x.cols, eps,
@@ -217,6 +249,7 @@ void HipBackend::rmsNorm(const Tensor& x, const Tensor& weight, float eps, const
 }
 
 void HipBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
+  bind();
   TANDEM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
   TANDEM_CHECK(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows);
   TANDEM_CHECK(bias == nullptr || (bias->dtype == DType::kF32 && bias->numel() == w.rows));
@@ -233,6 +266,7 @@ void HipBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, co
 }
 
 void HipBackend::rope(const Tensor& x, const Tensor& positions, const RopeParams& params) {
+  bind();
   const int d = params.head_dim;
   TANDEM_CHECK(x.dtype == DType::kF32 && d > 0 && x.cols % d == 0 && positions.rows == x.rows);
   check(launchRope(x.as<float>(), positions.as<int32_t>(), inverseFrequencies(params), x.rows,
@@ -243,6 +277,7 @@ void HipBackend::rope(const Tensor& x, const Tensor& positions, const RopeParams
 
 void HipBackend::writeKv(const Tensor& k, const Tensor& v, const Tensor& slots,
                          const KvCacheView& cache, int layer) {
+  bind();
   const kvcache::KvLayout& l = cache.layout;
   const int64_t width = static_cast<int64_t>(l.num_kv_heads) * l.head_dim;
   TANDEM_CHECK(k.cols == width && v.cols == width && slots.rows == k.rows);
@@ -254,6 +289,7 @@ void HipBackend::writeKv(const Tensor& k, const Tensor& v, const Tensor& slots,
 
 void HipBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int layer,
                                 const AttentionBatch& batch, const Tensor& out) {
+  bind();
   const kvcache::KvLayout& l = cache.layout;
   TANDEM_CHECK(q.cols == static_cast<int64_t>(batch.num_heads) * l.head_dim);
   TANDEM_CHECK(batch.num_heads % l.num_kv_heads == 0 && l.head_dim <= kAttentionMaxHeadDim);
@@ -282,6 +318,7 @@ void HipBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int l
 }
 
 void HipBackend::siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  bind();
   TANDEM_CHECK(gate.numel() == up.numel() && out.numel() == gate.numel());
   check(launchSiluMul(gate.as<float>(), up.as<float>(), gate.numel(), out.as<float>(),
                       asStream(stream_)),
@@ -289,6 +326,7 @@ void HipBackend::siluMul(const Tensor& gate, const Tensor& up, const Tensor& out
 }
 
 void HipBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
+  bind();
   TANDEM_CHECK(a.numel() == b.numel() && out.numel() == a.numel());
   check(launchResidualAdd(a.as<float>(), b.as<float>(), a.numel(), out.as<float>(),
                           asStream(stream_)),
@@ -296,6 +334,7 @@ void HipBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
 }
 
 void HipBackend::gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) {
+  bind();
   TANDEM_CHECK(rows.dtype == DType::kI32 && out.rows == rows.rows && out.cols == x.cols);
   check(launchGatherRows(x.as<float>(), x.rows, x.cols, rows.as<int32_t>(), rows.rows,
                          out.as<float>(), asStream(stream_)),
@@ -304,6 +343,7 @@ void HipBackend::gatherRows(const Tensor& x, const Tensor& rows, const Tensor& o
 
 void HipBackend::copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids,
                             const KvCacheView& dst, std::span<const int32_t> dst_ids) {
+  bind();
   TANDEM_CHECK(src_ids.size() == dst_ids.size());
   TANDEM_CHECK(src.layout.blockBytes() == dst.layout.blockBytes());
   if (src_ids.empty()) return;

@@ -27,8 +27,11 @@ using HipBackendPtr = std::unique_ptr<HipBackend>;
 
 class HipBackend : public Backend {
  public:
-  // Unavailable when no device or stream can be had.
-  static absl::StatusOr<HipBackendPtr> create();
+  // the backend on device `device` (0-based, as the runtime numbers them).
+  // Unavailable when the runtime finds no device (its message and the
+  // device count in the error) or no stream can be had; InvalidArgument when
+  // `device` is not below the device count.
+  static absl::StatusOr<HipBackendPtr> create(int device = 0);
   // every buffer of this backend must be gone first.
   ~HipBackend() override;
 
@@ -70,12 +73,17 @@ class HipBackend : public Backend {
   // the runtime's hipStream_t / hipEvent_t
   using Handle = void*;
 
-  HipBackend(Handle stream, Handle transfer, Handle compute_done, Handle transfer_done)
-      : stream_(stream),
+  HipBackend(int device, Handle stream, Handle transfer, Handle compute_done,
+             Handle transfer_done)
+      : device_(device),
+        stream_(stream),
         transfer_(transfer),
         compute_done_(compute_done),
         transfer_done_(transfer_done) {}
 
+  // makes device_ the calling thread's current device (the runtime's is per
+  // thread; the engine loop is not the thread that created the backend).
+  void bind() const;
   // a device allocation of at least `bytes` (rounded to its size class).
   absl::StatusOr<void*> take(size_t bytes, size_t* rounded);
   void give(void* ptr, size_t rounded);
@@ -83,6 +91,7 @@ class HipBackend : public Backend {
   void* scratch(BufferPtr& slot, size_t bytes);
   const float* inverseFrequencies(const RopeParams& params);
 
+  int device_;
   Handle stream_;
   Handle transfer_;
   Handle compute_done_;

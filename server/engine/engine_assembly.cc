@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "kernels/cpu/cpu_backend.h"
 #include "kvcache/cache_sizing.h"
 #include "kvcache/host_tier.h"
 #include "server/engine/disk_tier_opener.h"
@@ -76,12 +75,21 @@ absl::StatusOr<std::unique_ptr<kvcache::KvTierChain>> buildTiers(
 absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& model_path,
                                                    const EngineAssemblyOptions& options) {
   EngineAssemblyPtr le(new EngineAssembly());
+  le->kv_in_host_memory_ = kernels::backendUsesHostMemory(options.backend);
+  if (options.kv_storage && !le->kv_in_host_memory_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", std::string(kernels::backendKindName(options.backend)),
+        " backend keeps the KV cache in device memory: it cannot use given host KV storage"));
+  }
+  // the backend first: a missing device is the clearest error, and costs
+  // no model load.
+  kernels::BackendOptions backend_options;
+  backend_options.kind = options.backend;
+  backend_options.device = options.device;
+  backend_options.num_threads = options.num_threads;
+  ASSIGN_OR_RETURN(le->backend_, kernels::createBackend(backend_options));
   ASSIGN_OR_RETURN(le->weights_, model::ModelWeights::load(model_path));
   const model::ModelConfig& cfg = le->weights_->config();
-
-  kernels::cpu::CpuBackendOptions backend_options;
-  backend_options.num_threads = options.num_threads;
-  ASSIGN_OR_RETURN(le->backend_, kernels::cpu::CpuBackend::create(backend_options));
 
   le->max_model_len_ = options.max_model_len > 0
                            ? std::min(options.max_model_len, cfg.max_position_embeddings)
@@ -123,8 +131,10 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
     le->engine_->setGrammarCache(std::make_shared<grammar::GrammarCache>(
         grammar::TokenVocabulary::fromTokenizer(**tok, ec.scheduler.eos_token_ids)));
   }
-  // the CPU backend's KV storage is host memory: tiers copy it directly.
-  le->block_io_ = std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, true);
+  // the CPU backend's KV storage is host memory: tiers copy it directly; a
+  // device backend's is reached through download/upload.
+  le->block_io_ =
+      std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, le->kv_in_host_memory_);
   ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, *le->weights_, layout, *le->block_io_));
   le->engine_->setKvTiers(le->tiers_.get());
   return le;

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kvcache/kv_tier_chain.h"
 #include "server/engine/engine.h"
 #include "server/engine/kv_tier_options.h"
@@ -20,7 +21,10 @@
 namespace tandem::engine {
 
 struct EngineAssemblyOptions {
-  // compute threads; 0 = one per hardware thread.
+  // the compute backend (kernels/backend_factory.h) and, for hip, its GPU.
+  kernels::BackendKind backend = kernels::BackendKind::kCpu;
+  int device = 0;
+  // compute threads of the cpu backend; 0 = one per hardware thread.
   int num_threads = 0;
   int block_size = 16;
   // KV cache budget: bytes, or (when kv_fraction > 0) a fraction of the
@@ -38,6 +42,8 @@ struct EngineAssemblyOptions {
   // backend memory to hold it (host memory for the cpu backend, e.g. the
   // shared-memory region of the shm KV transport, so prefill workers on this
   // host write blocks straight into it). Empty = the backend allocates it.
+  // Only for a backend whose memory is host memory
+  // (kernels::backendUsesHostMemory): InvalidArgument otherwise.
   std::function<absl::StatusOr<kernels::BufferPtr>(size_t bytes)> kv_storage;
   // the KV tiers below the pool (G2 host, G3 disk); none by default.
   KvTierOptions tiers;
@@ -52,7 +58,8 @@ using EngineAssemblyPtr = std::unique_ptr<EngineAssembly>;
 class EngineAssembly {
  public:
   // loads the model at `model_path` (HF dir or .gguf) and builds the rest.
-  // errors: those of ModelWeights::load and ModelRunner::create, and
+  // errors: those of kernels::createBackend (the hip backend not built in,
+  // no device), ModelWeights::load and ModelRunner::create, and
   // InvalidArgument for options that leave no room for a single sequence,
   // a G2 too small for one block, or tiers with prefix caching off; those of
   // opening G3.
@@ -66,6 +73,9 @@ class EngineAssembly {
   // the tiers below the KV pool, or null when there are none.
   const kvcache::KvTierChain* kvTiers() const { return tiers_.get(); }
   int maxModelLen() const { return max_model_len_; }
+  // whether the KV storage (and every backend buffer) is host memory, which
+  // the KV transport may read and write directly.
+  bool kvInHostMemory() const { return kv_in_host_memory_; }
 
  private:
   EngineAssembly() = default;
@@ -79,6 +89,7 @@ class EngineAssembly {
   std::unique_ptr<Engine> engine_;
   int num_blocks_ = 0;
   int max_model_len_ = 0;
+  bool kv_in_host_memory_ = true;
 };
 
 }  // namespace tandem::engine

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "kernels/backend_factory.h"
 #include "kernels/host_buffer.h"
 #include "server/kv_transport/kv_transport_factory.h"
 #include "server/worker/metrics_http.h"
@@ -84,7 +85,8 @@ absl::Status Worker::startEngine(const WorkerOptions& options) {
   // D keeps its KV storage in a memfd so prefill workers on this host write
   // blocks straight into it (shm transport).
   engine::EngineAssemblyOptions engine_options = options.engine;
-  if (servesGenerate(options.role)) {
+  const bool host_kv = kernels::backendUsesHostMemory(engine_options.backend);
+  if (servesGenerate(options.role) && host_kv) {
     engine_options.kv_storage = [this](size_t bytes) -> absl::StatusOr<kernels::BufferPtr> {
       ASSIGN_OR_RETURN(region_, kv_transport::ShmRegion::create(bytes));
       return kernels::HostBuffer::alias(region_->data(), bytes);
@@ -92,6 +94,14 @@ absl::Status Worker::startEngine(const WorkerOptions& options) {
   }
   ASSIGN_OR_RETURN(engine::EngineAssemblyPtr local,
                    engine::EngineAssembly::create(options.model_path, engine_options));
+  if (!local->kvInHostMemory()) {
+    // (after the assembly, so a missing device is the error one sees first)
+    return absl::UnimplementedError(
+        "tandem worker --backend hip: the KV transport between workers reads and writes KV "
+        "blocks in host memory, and this backend keeps them in device memory (staging through "
+        "pinned host buffers is not built yet); run workers with --backend cpu, or use "
+        "--backend hip with `tandem generate` or `tandem serve` without worker processes");
+  }
   const kvcache::KvLayout layout = local->runner().kvLayout();
   context_.block_size = layout.block_size;
   context_.block_bytes = layout.blockBytes();

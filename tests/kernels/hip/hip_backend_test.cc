@@ -35,6 +35,16 @@ TEST(HipBackendPoolTest, ReusesFreedBuffersOfTheSameSizeClassAndFreesAllAtTheEnd
   EXPECT_EQ(emu::liveAllocations(), before);
 }
 
+TEST(HipBackendCreateTest, ADeviceBeyondTheRuntimesCountIsAClearError) {
+  // the emulator is one device, 0
+  EXPECT_TRUE(HipBackend::create(0).ok());
+  const auto beyond = HipBackend::create(1);
+  ASSERT_EQ(beyond.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(beyond.status().message(),
+            "--device 1: the runtime reports 1 device(s), numbered 0 to 0");
+  EXPECT_EQ(HipBackend::create(-1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 using HipBackendTest = BackendTest;
 
 TEST_P(HipBackendTest, ABlockCopiedOnTheTransferStreamIsWhatTheNextOpReads) {
