@@ -6,6 +6,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "router/openai/tool_call_constraint.h"
+#include "text/grammar/json_schema_compiler.h"
 
 namespace tandem::router {
 namespace {
@@ -124,6 +126,31 @@ std::optional<AdmissionError> Admission::offload(CallExecutor::Task task) {
                                options_.max_queued_prepares));
 }
 
+// tool_choice "required" or a named function: the output must be a call in
+// the model's own syntax (router/openai/tool_call_constraint.h), enforced
+// through the grammar of structured output.
+std::optional<AdmissionError> Admission::constrainToolCall(openai::GenerationRequest& request) const {
+  if (!request.tool_choice.forcesCall()) return std::nullopt;
+  std::optional<openai::ToolCallConstraint> constraint =
+      openai::toolCallConstraint(context_.model->toolCallFamily(), request.tools, request.tool_choice);
+  if (!constraint) return std::nullopt;
+  if (!request.sampling.grammar.empty()) {
+    return error(AdmissionReason::kInvalidRequest,
+                 "a tool_choice that forces a call cannot be combined with response_format or grammar",
+                 "tool_choice");
+  }
+  absl::StatusOr<std::string> grammar = grammar::compileJsonSchema(
+      constraint->schema, {.prefix = constraint->prefix, .suffix = constraint->suffix});
+  if (!grammar.ok()) {
+    return error(AdmissionReason::kInvalidRequest,
+                 absl::StrFormat("the tool's parameters cannot be enforced for tool_choice: %s",
+                                 grammar.status().message()),
+                 "tools");
+  }
+  request.sampling.grammar = *std::move(grammar);
+  return std::nullopt;
+}
+
 std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::prepare(
     openai::GenerationRequest& request) const {
   const ServedModel& model = *context_.model;
@@ -153,6 +180,7 @@ std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::prepare(
                    "messages");
     }
     prompts.push_back({std::move(*tokens), ""});
+    if (std::optional<AdmissionError> e = constrainToolCall(request)) return std::move(*e);
   } else {
     for (const openai::Prompt& p : request.prompts) {
       TokenizedPrompt t{model.promptTokens(p), p.text};

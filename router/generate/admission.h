@@ -206,6 +206,10 @@ class Admission {
  private:
   friend class AdmissionSlot;
 
+  // chat with a tool_choice that forces a call: sets request.sampling.grammar
+  // to the call's grammar (kInvalidRequest naming tool_choice or tools when
+  // it cannot).
+  std::optional<AdmissionError> constrainToolCall(openai::GenerationRequest& request) const;
   std::optional<AdmissionError> checkLengths(openai::GenerationRequest& request,
                                              const std::vector<TokenizedPrompt>& prompts) const;
   // gives back what a slot held.

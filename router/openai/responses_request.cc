@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "router/openai/json_field.h"
@@ -182,7 +183,7 @@ Json chatToolChoice(const Json& choice, FieldReader& reader) {
   return Json();
 }
 
-// fields that need a stored response or a structured-output compiler.
+// fields that need a stored response.
 void refuseUnsupported(FieldReader& reader) {
   if (reader.find("previous_response_id") != nullptr) {
     reader.fail("previous_response_id",
@@ -198,27 +199,43 @@ void refuseUnsupported(FieldReader& reader) {
     reader.fail("background", "background responses are not supported: this server does not "
                               "store responses");
   }
-  if (const Json* text = reader.readObject("text")) {
-    FieldReader nested(*text, "text.");
-    if (const Json* format = nested.readObject("format")) {
-      FieldReader inner(*format, "text.format.");
-      std::optional<std::string> type = inner.readString("type");
-      if (!inner.failed() && !type) {
-        inner.fail("type", "text.format.type is required");
-      } else if (type && *type != "text") {
-        inner.fail("type", absl::StrCat("text.format of type '", *type,
-                                        "' is not supported yet: structured outputs (json_object, "
-                                        "json_schema) are pending on this server; only 'text' is"));
-      }
-      nested.absorb(inner);
+}
+
+// text.format (Responses' flat shape: {"type": "json_schema", "name", "schema",
+// "strict"}) as chat's response_format ({"type": "json_schema", "json_schema":
+// {...}}); nothing for "text".
+std::optional<Json> chatResponseFormat(const Json& format, FieldReader& reader) {
+  FieldReader inner(format, "text.format.");
+  std::optional<std::string> type = inner.readString("type");
+  std::optional<Json> out;
+  if (!inner.failed() && !type) {
+    inner.fail("type", "text.format.type is required");
+  } else if (type == "json_object") {
+    out = Json{{"type", "json_object"}};
+  } else if (type == "json_schema") {
+    Json schema = Json::object();
+    for (const char* key : {"name", "schema", "strict", "description"}) {
+      if (const Json* v = inner.find(key)) schema[key] = *v;
     }
-    reader.absorb(nested);
+    out = Json{{"type", "json_schema"}, {"json_schema", std::move(schema)}};
+  } else if (type && *type != "text") {
+    inner.fail("type", absl::StrCat("text.format.type must be text, json_object or json_schema, got '",
+                                    *type, "'"));
   }
+  reader.absorb(inner);
+  return out;
 }
 
 // a chat request's error, in the Responses request's words.
 ApiError inResponsesTerms(ApiError error) {
   if (error.param == "messages") error.param = "input";
+  if (absl::StartsWith(error.param, "response_format.")) {
+    std::string rest = error.param.substr(std::string_view("response_format.").size());
+    if (absl::StartsWith(rest, "json_schema.")) rest = rest.substr(std::string_view("json_schema.").size());
+    error.param = "text.format." + rest;
+    error.message = absl::StrReplaceAll(error.message, {{"response_format.json_schema.", "text.format."},
+                                                        {"response_format", "text.format"}});
+  }
   if (error.param == "max_tokens" || error.param == "max_completion_tokens") {
     error.param = "max_output_tokens";
     error.message = absl::StrReplaceAll(error.message, {{"max_completion_tokens", "max_output_tokens"},
@@ -248,6 +265,13 @@ ResponsesParseResult parseResponsesRequest(std::string_view body) {
   if (const Json* choice = reader.find("tool_choice")) {
     chat["tool_choice"] = chatToolChoice(*choice, reader);
     request.tool_choice = *choice;
+  }
+  if (const Json* text = reader.readObject("text")) {
+    FieldReader nested(*text, "text.");
+    if (const Json* format = nested.readObject("format")) {
+      if (std::optional<Json> rf = chatResponseFormat(*format, nested)) chat["response_format"] = *std::move(rf);
+    }
+    reader.absorb(nested);
   }
   if (std::optional<int64_t> max_output =
           reader.readInt("max_output_tokens", 1, std::numeric_limits<int32_t>::max())) {

@@ -2,12 +2,17 @@
 // official openai npm client 7.x: the Responses API (plain and streamed),
 // chat with tools (accepted, tool_choice "none"), /tokenize and
 // /detokenize, models.retrieve, usage in the last streamed chat chunk, and
-// logit_bias forcing a token. stories260K never writes a tool call on its
-// own: the parsing of calls is tested on each family's real templates in
-// tests/router/openai/tool_call_parser_test.cc.
+// logit_bias forcing a token, structured output (json_schema through
+// chat.completions.parse and Responses' text.format, validated with ajv)
+// and tool calls forced by tool_choice. stories260K never writes a tool
+// call on its own: the parsing of calls is also tested on each family's
+// real templates in tests/router/openai/tool_call_parser_test.cc.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import { startServer, request } from './harness.mjs';
 
 const MODEL = 'stories260K';
@@ -98,14 +103,69 @@ test('a streamed response comes as typed, numbered events adding up to the text'
   assert.equal(last.response.usage.input_tokens, 5);
 });
 
-test('responses are not stored: previous_response_id is refused, structured text pending', async () => {
+test('responses are not stored: previous_response_id is refused', async () => {
   await assert.rejects(
     client.responses.create({ model: MODEL, input: 'x', previous_response_id: 'resp_123' }),
     (e) => e instanceof OpenAI.BadRequestError && e.error?.param === 'previous_response_id'
       && /does not store responses/.test(e.message));
   await assert.rejects(
-    client.responses.create({ model: MODEL, input: 'x', text: { format: { type: 'json_object' } } }),
+    client.responses.create({ model: MODEL, input: 'x', text: { format: { type: 'xml' } } }),
     (e) => e instanceof OpenAI.BadRequestError && e.error?.param === 'text.format.type');
+});
+
+// the 22 schemas of tests/data/grammar/schemas.json, of increasing difficulty.
+const schemas = JSON.parse(readFileSync(new URL('../data/grammar/schemas.json', import.meta.url), 'utf8'));
+const ajv = new Ajv({ strict: false, allErrors: true });
+addFormats(ajv);
+
+test('chat.completions.parse with json_schema: 22 schemas x 3 seeds at temperature 1 all validate (ajv)', async () => {
+  for (const [i, schema] of schemas.entries()) {
+    const validate = ajv.compile(schema);
+    for (const seed of [1, 2, 3]) {
+      const r = await client.chat.completions.parse({
+        model: MODEL, messages: [{ role: 'user', content: 'Once upon a time' }], temperature: 1, seed,
+        max_tokens: 400, response_format: { type: 'json_schema', json_schema: { name: `s${i}`, schema, strict: true } },
+      });
+      const choice = r.choices[0];
+      assert.equal(choice.finish_reason, 'stop', `schema ${i} seed ${seed}: ${choice.message.content}`);
+      assert.ok(validate(choice.message.parsed),
+        `schema ${i} seed ${seed}: ${choice.message.content}: ${ajv.errorsText(validate.errors)}`);
+    }
+  }
+});
+
+test('responses.create with text.format json_schema answers JSON valid under it; an unsupported keyword is a 400 naming it', async () => {
+  const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer', minimum: 0, maximum: 120 } },
+    required: ['name', 'age'], additionalProperties: false };
+  const r = await client.responses.create({ model: MODEL, input: 'Once upon a time', temperature: 1,
+    text: { format: { type: 'json_schema', name: 'person', schema, strict: true } } });
+  assert.ok(ajv.validate(schema, JSON.parse(r.output_text)), r.output_text);
+  await assert.rejects(
+    client.responses.create({ model: MODEL, input: 'x',
+      text: { format: { type: 'json_schema', name: 'p', schema: { type: 'string', pattern: 'a+' } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.error?.param === 'text.format.schema' && /pattern/.test(e.message));
+});
+
+test('tool_choice naming a function, or required, forces a parsed tool call', async () => {
+  const twoTools = [...tools, { type: 'function', function: { name: 'get_time', parameters: {
+    type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET'] } }, required: ['zone'] } } }];
+  for (const [tool_choice, names] of [[{ type: 'function', function: { name: 'get_weather' } }, ['get_weather']],
+    ['required', ['get_weather', 'get_time']]]) {
+    for (const seed of [1, 2]) {
+      const r = await client.chat.completions.create({
+        model: MODEL, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], temperature: 1, seed,
+        max_tokens: 200, tools: twoTools, tool_choice,
+      });
+      const choice = r.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
+      const call = choice.message.tool_calls[0];
+      assert.match(call.id, /^call_/);
+      assert.ok(names.includes(call.function.name), call.function.name);
+      const args = JSON.parse(call.function.arguments);
+      const params = twoTools.find((t) => t.function.name === call.function.name).function.parameters;
+      assert.ok(ajv.validate(params, args), call.function.arguments);
+    }
+  }
 });
 
 test('chat with tools is answered; tool_choice none and auto both work', async () => {

@@ -87,6 +87,17 @@ TEST(ResponsesRequestTest, MessageItemsAndToolTurnsBecomeChatMessages) {
   EXPECT_EQ(r.tools[0]["name"], "get_weather");
 }
 
+TEST(ResponsesRequestTest, TextFormatIsChatsResponseFormat) {
+  ResponsesRequest schema = parseOk(
+      R"({"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"p","strict":true,)"
+      R"("schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}})");
+  EXPECT_NE(schema.chat.sampling.grammar.find("root"), std::string::npos) << schema.chat.sampling.grammar;
+  ResponsesRequest object = parseOk(R"({"model":"m","input":"hi","text":{"format":{"type":"json_object"}}})");
+  EXPECT_FALSE(object.chat.sampling.grammar.empty());
+  ResponsesRequest text = parseOk(R"({"model":"m","input":"hi","text":{"format":{"type":"text"}}})");
+  EXPECT_TRUE(text.chat.sampling.grammar.empty());
+}
+
 TEST(ResponsesRequestTest, RefusesWhatItDoesNotDoNamingTheField) {
   struct Case {
     std::string fields, param, message;
@@ -96,9 +107,10 @@ TEST(ResponsesRequestTest, RefusesWhatItDoesNotDoNamingTheField) {
             "previous_response_id is not supported: this server does not store responses"},
            {R"("conversation":"conv_1")", "conversation", "does not store conversations"},
            {R"("background":true)", "background", "background responses are not supported"},
-           {R"("text":{"format":{"type":"json_schema","name":"x","schema":{}}})", "text.format.type",
-            "text.format of type 'json_schema' is not supported yet: structured outputs"},
-           {R"("text":{"format":{"type":"json_object"}})", "text.format.type", "pending"},
+           {R"("text":{"format":{"type":"xml"}})", "text.format.type",
+            "text.format.type must be text, json_object or json_schema, got 'xml'"},
+           {R"("text":{"format":{"type":"json_schema","name":"x","schema":{"type":"string","pattern":"a+"}}})",
+            "text.format.schema", "'pattern'"},
            {R"("max_output_tokens":0)", "max_output_tokens", "max_output_tokens must be in"},
            {R"("temperature":-1)", "temperature", "temperature must be a number >= 0"},
            {R"("tools":[{"type":"web_search"}])", "tools",
