@@ -7,6 +7,7 @@
 #include "common/grpc/cluster_auth.h"
 #include "common/status.h"
 #include "planner/planner_loop.h"
+#include "planner/policies.h"
 
 namespace tandem::cli {
 namespace {

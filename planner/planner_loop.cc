@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "planner/policies.h"
 
 namespace tandem::planner {
 namespace {
@@ -33,17 +34,6 @@ nlohmann::json sampleJson(const LoadSample& s) {
 double round3(double v) { return std::round(v * 1000) / 1000; }
 
 }  // namespace
-
-RoleCounts clampToBounds(RoleCounts desired, const ScalingBounds& bounds) {
-  for (Role role : kRoles) desired[role] = std::clamp(desired[role], bounds.min[role], bounds.max[role]);
-  while (desired.total() > bounds.max_total) {
-    const int spare_prefill = desired.prefill - bounds.min.prefill;
-    const int spare_decode = desired.decode - bounds.min.decode;
-    if (spare_prefill <= 0 && spare_decode <= 0) break;
-    --desired[spare_decode >= spare_prefill ? Role::kDecode : Role::kPrefill];
-  }
-  return desired;
-}
 
 absl::Status validateBounds(const ScalingBounds& bounds) {
   for (Role role : kRoles) {

@@ -33,11 +33,6 @@ struct PlannerLoopOptions {
   std::function<void(const std::string& json_line)> log;
 };
 
-// `desired` within `bounds`: each role within its [min, max], then the
-// total within max_total, taking from the role furthest above its minimum
-// (decode on a tie).
-RoleCounts clampToBounds(RoleCounts desired, const ScalingBounds& bounds);
-
 // InvalidArgument when a minimum exceeds its maximum, a bound is negative,
 // or the minima exceed max_total.
 absl::Status validateBounds(const ScalingBounds& bounds);

@@ -1,4 +1,5 @@
 #include "planner/planner_loop.h"
+#include "planner/policies.h"
 
 #include <deque>
 #include <string>
