@@ -187,6 +187,8 @@ struct Pod {
   }
 };
 
+constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
 class ManifestsRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -207,6 +209,7 @@ class ManifestsRunTest : public ::testing::Test {
         while (!p.process->reap()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     }
+    umount(kServiceAccountDir);
     umount("/etc/hosts");
     fs::remove_all(dir_);
   }
@@ -246,6 +249,26 @@ class ManifestsRunTest : public ::testing::Test {
     }
     hosts.close();
     ASSERT_EQ(mount((dir_ + "/hosts").c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr), 0) << strerror(errno);
+    mountServiceAccount();
+  }
+
+  // the kubelet's part: a pod's service-account token, CA and namespace at
+  // the well-known path (bound in this test's mount namespace; the empty
+  // directory it binds onto stays behind under /run), and the API server's
+  // address in every pod's environment. No API server answers there: the
+  // planner must keep running, backing off, and serve its /metrics.
+  void mountServiceAccount() {
+    const std::string account = dir_ + "/serviceaccount";
+    fs::create_directories(account);
+    std::ofstream(account + "/token") << "deploy-test-token";
+    std::ofstream(account + "/namespace") << "tandem";
+    fs::copy_file("/etc/ssl/certs/ca-certificates.crt", account + "/ca.crt");
+    fs::create_directories(kServiceAccountDir);
+    ASSERT_EQ(mount(account.c_str(), kServiceAccountDir, nullptr, MS_BIND, nullptr), 0) << strerror(errno);
+    for (Pod& p : pods_) {
+      p.env["KUBERNETES_SERVICE_HOST"] = "127.0.0.1";
+      p.env["KUBERNETES_SERVICE_PORT"] = "1";  // nothing listens: refused at once
+    }
   }
 
   void materializeVolumes(Pod* pod) {
