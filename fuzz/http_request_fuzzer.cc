@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       tandem::http::configureRequestParser(*parser, options);
     }
     boost::system::error_code ec;
-    const size_t used = parser->put(input.data(), ec);
+    const size_t used = tandem::http::parseRequestBytes(*parser, input.data(), ec);
     input.consume(used);
     if (ec == bhttp::error::need_more || (!ec && !parser->is_done() && used == 0)) {
       if (!receive()) return 0;

@@ -113,7 +113,7 @@ void HttpConnection::processInput() {
     if (input_.size() == 0) return;
     if (phase_ == Phase::kIdle) beginRequest();
     error_code ec;
-    size_t used = parser_->put(input_.data(), ec);
+    size_t used = parseRequestBytes(*parser_, input_.data(), ec);
     input_.consume(used);
     if (ec == bhttp::error::need_more) {
       maybeSendContinue();

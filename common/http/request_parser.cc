@@ -13,6 +13,11 @@ void configureRequestParser(RequestParser& parser, const HttpServerOptions& opti
   parser.eager(true);
 }
 
+size_t parseRequestBytes(RequestParser& parser, boost::asio::const_buffer input,
+                         boost::system::error_code& ec) {
+  return parser.put(input, ec);
+}
+
 HttpRequest takeRequest(RequestParser& parser, std::string remote_address) {
   auto& message = parser.get();
   HttpRequest request;
