@@ -36,7 +36,10 @@ std::variant<Json, openai::ApiError> parseBody(std::string_view body) {
   Json json;
   try {
     json = Json::parse(body.begin(), body.end(), limit_depth);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // every parse failure, not only parse_error: a number beyond double's
+    // range (1e999) is out_of_range, and uncaught it ended the router (the
+    // body is parsed on a preparing thread; found by fuzzing).
     // e.what() is "[json.exception.parse_error.101] parse error at ..."; the
     // bracketed id means nothing to a client.
     std::string_view what = e.what();
