@@ -37,21 +37,31 @@ cmake --build "$build" -j "$(nproc)" "${fuzzers[@]}"
 # detect_leaks: a parser that leaks on bad input is a finding too.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:symbolize=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-failed=()
-for t in "${targets[@]}"; do
-  corpus=$build/corpus/$t findings=$build/findings/$t
+# one target: its own corpus and findings; the exit status says whether it found something.
+fuzz_one() {
+  local t=$1 corpus=$build/corpus/$1 findings=$build/findings/$1
   mkdir -p "$corpus" "$findings"
-  echo "== fuzz_$t: ${seconds}s"
   # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: a
   # parser that allocates without bound; -max_len: inputs up to 64 KiB
   # (the seeds are a few KB).
-  if ! "$build/fuzz/fuzz_$t" "$corpus" "$root/fuzz/corpus/$t" \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-      -artifact_prefix="$findings/" -print_final_stats=1 2>"$findings/log"; then
+  "$build/fuzz/fuzz_$t" "$corpus" "$root/fuzz/corpus/$t" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -artifact_prefix="$findings/" -print_final_stats=1 >"$findings/log" 2>&1
+}
+# as many targets at once as there are cores (libFuzzer uses one each).
+declare -A pids
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n || true; done
+  fuzz_one "$t" &
+  pids[$t]=$!
+done
+failed=()
+for t in "${targets[@]}"; do
+  if ! wait "${pids[$t]}"; then
     failed+=("$t")
-    tail -60 "$findings/log"
+    tail -60 "$build/findings/$t/log"
   fi
-  grep -E "^stat::number_of_executed_units|^Done" "$findings/log" | tr '\n' ' '; echo
+  echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' "$build/findings/$t/log" | awk '{print $2}') executions in ${seconds}s"
 done
 if ((${#failed[@]})); then
   echo "fuzz.sh: findings in: ${failed[*]} (reproducers in $build/findings/)" >&2
