@@ -25,9 +25,11 @@ set(TANDEM_LAYERS
   "bench/loadgen/=common/,generation/,proto/,tandem/,formats/,text/"
   "bench/=common/,generation/,proto/,tandem/,kvcache/,kernels/,formats/,text/,server/"
   "cli/=common/,generation/,proto/,tandem/,kvcache/,kernels/,formats/,text/,server/,router/,planner/,bench/"
+  # the libFuzzer targets drive any parser below the binary; nothing includes them.
+  "fuzz/=common/,generation/,proto/,tandem/,kvcache/,kernels/,formats/,text/,server/,router/,planner/,bench/"
 )
 # the first path component of every tandem include.
-set(TANDEM_TOP "common|generation|proto|tandem|kvcache|kernels|formats|text|server|router|planner|bench|cli|tests")
+set(TANDEM_TOP "common|generation|proto|tandem|kvcache|kernels|formats|text|server|router|planner|bench|cli|fuzz|tests")
 
 if(NOT ROOT)
   message(FATAL_ERROR "check_layering.cmake: -DROOT=<source dir> is required")
@@ -41,7 +43,8 @@ file(GLOB_RECURSE sources RELATIVE ${ROOT}
   ${ROOT}/kernels/*.h ${ROOT}/kernels/*.cc ${ROOT}/formats/*.h ${ROOT}/formats/*.cc
   ${ROOT}/text/*.h ${ROOT}/text/*.cc ${ROOT}/server/*.h ${ROOT}/server/*.cc
   ${ROOT}/router/*.h ${ROOT}/router/*.cc ${ROOT}/planner/*.h ${ROOT}/planner/*.cc
-  ${ROOT}/bench/*.h ${ROOT}/bench/*.cc ${ROOT}/cli/*.h ${ROOT}/cli/*.cc)
+  ${ROOT}/bench/*.h ${ROOT}/bench/*.cc ${ROOT}/cli/*.h ${ROOT}/cli/*.cc
+  ${ROOT}/fuzz/*.h ${ROOT}/fuzz/*.cc)
 foreach(src ${sources})
   # the module: the first rule whose prefix the file's path starts with.
   set(allowed "")

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/http/connection_response_writer.h"
+#include "common/http/request_parser.h"
 #include "common/http/response_state.h"
 
 namespace tandem::http {
@@ -166,10 +167,7 @@ void HttpConnection::enterIdle() {
 
 void HttpConnection::beginRequest() {
   parser_.emplace();
-  size_t header_limit = std::min<size_t>(context_->options.max_header_bytes, UINT32_MAX);
-  parser_->header_limit(static_cast<uint32_t>(header_limit));
-  parser_->body_limit(context_->options.max_body_bytes);
-  parser_->eager(true);
+  configureRequestParser(*parser_, context_->options);
   continue_sent_ = false;
   phase_ = Phase::kReadingRequest;
   // the whole head and body must arrive within request_timeout of the first
@@ -182,7 +180,7 @@ void HttpConnection::processInput() {
     if (input_.size() == 0) return;
     if (phase_ == Phase::kIdle) beginRequest();
     error_code ec;
-    size_t used = parser_->put(input_.data(), ec);
+    size_t used = parseRequestBytes(*parser_, input_.data(), ec);
     input_.consume(used);
     if (ec == bhttp::error::need_more) {
       maybeSendContinue();
@@ -224,19 +222,11 @@ void HttpConnection::failRequest(const error_code& ec) {
 }
 
 void HttpConnection::dispatchRequest() {
-  auto& message = parser_->get();
-  HttpRequest request;
-  request.method = std::string(message.method_string());
-  request.target = std::string(message.target());
-  request.path = request.target.substr(0, request.target.find('?'));
-  for (const auto& field : message) {
-    request.headers.push_back(HttpHeader{std::string(field.name_string()), std::string(field.value())});
-  }
-  request.body = std::move(message.body());
-  request.remote_address = remote_address_;
+  const auto& message = parser_->get();
   http10_ = message.version() < 11;
   head_request_ = message.method() == bhttp::verb::head;
   close_after_ = close_after_ || !message.keep_alive() || context_->draining.load();
+  HttpRequest request = takeRequest(*parser_, remote_address_);
   streaming_ = false;
   body_suppressed_ = head_request_;
   parser_.reset();

@@ -27,13 +27,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include "common/http/connection_registry.h"
 #include "common/http/connection_stream.h"
 #include "common/http/http_server.h"
 #include "common/http/post_gate.h"
+#include "common/http/request_parser.h"
 #include "common/http/response_encoder.h"
 
 namespace tandem::http {
@@ -145,7 +144,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::array<char, 16 * 1024> read_chunk_;
   bool reading_ = false;
   boost::beast::flat_buffer input_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   bool continue_sent_ = false;
 
   // the request being answered.

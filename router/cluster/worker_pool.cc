@@ -200,7 +200,10 @@ void WorkerPool::pollOnce() {
   }
   auto latch = std::make_shared<Latch>();
   latch->pending = static_cast<int>(calls.size());
-  for (auto& [call, stub] : calls) {
+  for (auto& entry : calls) {
+    // not a structured binding: clang before 16 cannot capture one (fuzz build).
+    const auto& call = entry.first;
+    const auto& stub = entry.second;
     if (call->worker_id.empty()) {
       stub->async()->Info(&call->context, &call->info_request, &call->info,
                           [this, call, latch](grpc::Status status) {

@@ -25,7 +25,10 @@ std::variant<Json, ApiError> parseJsonObject(std::string_view body) {
   Json json;
   try {
     json = Json::parse(body.begin(), body.end(), limit_depth);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // every parse failure, not only parse_error: a number beyond double's
+    // range (1e999) is out_of_range, and uncaught it ended the router (the
+    // body is parsed on a preparing thread; found by fuzzing).
     // e.what() is "[json.exception.parse_error.101] parse error at ..."; the
     // bracketed id means nothing to a client. nlohmann reports parse errors
     // by exception; it is caught here so none leaves this module.

@@ -7,10 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc/rejected_call.h"
 #include "common/status.h"
-#include "server/kv_transport/block_checksum.h"
-#include "server/kv_transport/block_copy.h"
 #include "server/kv_transport/endpoint.h"
 #include "server/kv_transport/grpc_kv_chunk.h"
+#include "server/kv_transport/kv_push_sink.h"
 #include "tandem/v1/kv_transfer.grpc.pb.h"
 
 namespace tandem::kv_transport {
@@ -34,7 +33,9 @@ struct CallGuard {
 class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   PushReactor(std::shared_ptr<TransferTable> table, grpc::ByteBuffer* response)
-      : table_(std::move(table)), response_(response), guard_(std::make_shared<CallGuard>()) {
+      : response_(response),
+        guard_(std::make_shared<CallGuard>()),
+        sink_(std::move(table), abortFn(guard_)) {
     StartRead(&chunk_);
   }
 
@@ -64,7 +65,7 @@ class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       if (verdict.ok()) {
         v1::KvPushResult result;
         result.set_blocks(active_->numBlocks());
-        result.set_bytes(bytes_);
+        result.set_bytes(sink_.bytes());
         grpc::Slice slice(result.SerializeAsString());
         *response_ = grpc::ByteBuffer(&slice, 1);
       }
@@ -93,6 +94,16 @@ class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   }
 
  private:
+  // a timeout or cancel on D's side cuts the stream off.
+  AbortFn abortFn(std::shared_ptr<CallGuard> guard) {
+    return [this, guard = std::move(guard)](const absl::Status& s) {
+      std::lock_guard<std::recursive_mutex> lock(guard->mu);
+      if (guard->finished || guard->done) return;
+      guard->finished = true;
+      Finish(toGrpc(s));
+    };
+  }
+
   void finishOnce(const absl::Status& s) {
     std::lock_guard<std::recursive_mutex> lock(guard_->mu);
     if (guard_->finished || guard_->done) return;
@@ -102,74 +113,20 @@ class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
 
   // stores the chunk's pieces (their bytes in `data`) into D's blocks.
   absl::Status handle(const v1::KvChunk& chunk, KvChunkData& data) {
-    const KvStorage& storage = table_->storage();
-    if (active_ == nullptr) {
-      if (chunk.block_bytes() != storage.block_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat("sender blocks have ", chunk.block_bytes(),
-                                                       " bytes, receiver blocks ",
-                                                       storage.block_bytes));
-      }
-      std::shared_ptr<CallGuard> guard = guard_;
-      // a timeout or cancel on D's side cuts the stream off.
-      auto claimed = table_->claim(chunk.transfer_id(), "grpc", [this, guard](const absl::Status& s) {
-        std::lock_guard<std::recursive_mutex> lock(guard->mu);
-        if (guard->finished || guard->done) return;
-        guard->finished = true;
-        Finish(toGrpc(s));
-      });
-      if (!claimed.ok()) return claimed.status();
+    absl::Status s = sink_.store(chunk, data);
+    if (active_ == nullptr && sink_.active() != nullptr) {
       std::lock_guard<std::recursive_mutex> lock(guard_->mu);
-      active_ = *std::move(claimed);
+      active_ = sink_.active();
     }
-    for (const v1::KvPiece& p : chunk.pieces()) {
-      if (p.length() > data.left() || p.offset() > storage.block_bytes ||
-          p.length() > storage.block_bytes - p.offset()) {
-        return absl::InvalidArgumentError(absl::StrCat("bad piece of block ", p.index()));
-      }
-      if (p.offset() == 0) {
-        if (block_ >= 0) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("block ", p.index(), " began before block ", block_, " ended"));
-        }
-        RETURN_IF_ERROR(active_->beginBlock(p.index(), p.block_hash()));
-        block_ = p.index();
-        block_offset_ = 0;
-        checksum_.reset();
-      } else if (p.index() != block_ || p.offset() != block_offset_) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("piece of block ", p.index(), " at offset ", p.offset(), " out of order"));
-      }
-      char* dst = storage.block(active_->dstBlock(block_)) + p.offset();
-      data.consume(p.length(), [&](const char* src, size_t n) {
-        // in cache-sized slices: the stored bytes are checked while still in
-        // cache, and checking them covers this copy too.
-        for (size_t off = 0; off < n; off += kCopySliceBytes) {
-          const size_t m = std::min(kCopySliceBytes, n - off);
-          std::memcpy(dst + off, src + off, m);
-          checksum_.update(dst + off, m);
-        }
-        dst += n;
-      });
-      block_offset_ += p.length();
-      bytes_ += p.length();
-      if (block_offset_ == storage.block_bytes) {
-        RETURN_IF_ERROR(active_->endBlock(block_, p.checksum(), checksum_.digest()));
-        block_ = -1;
-      }
-    }
-    return absl::OkStatus();
+    return s;
   }
 
-  std::shared_ptr<TransferTable> table_;
   grpc::ByteBuffer* const response_;
   std::shared_ptr<CallGuard> guard_;
+  KvPushSink sink_;
+  // sink_.active() once claimed; guarded by guard_->mu for OnCancel.
   ActiveTransferPtr active_;
   grpc::ByteBuffer chunk_;
-  uint64_t bytes_ = 0;
-  // the block being received, its bytes so far and their running checksum.
-  int block_ = -1;
-  size_t block_offset_ = 0;
-  BlockChecksum checksum_;
 };
 
 }  // namespace

@@ -44,6 +44,9 @@ expect_rejected bench/loadgen/runner.cc server/engine/engine.h
 expect_accepted router/cluster/kv_index.cc kvcache/prefix_hash.h
 expect_accepted server/worker/worker.cc server/engine/engine_loop.h
 expect_accepted cli/main.cc router/frontend/frontend_server.h
+expect_rejected router/cluster/kv_index.cc fuzz/frames.h
+expect_rejected fuzz/gguf_fuzzer.cc cli/commands.h
+expect_accepted fuzz/kv_events_fuzzer.cc router/cluster/kv_index.h
 
 # compiled code: what each library needs from elsewhere.
 compute_refs() { nm -C --undefined-only "$1" | grep -c 'tandem::\(engine\|kernels\)::' || true; }

@@ -186,6 +186,17 @@ absl::StatusOr<TokenizerPtr> build(const json& root, const json& config) {
   BpeTokenizer::Options options;
   RETURN_IF_ERROR(parseDecoder(root.value("decoder", json()), &options));
   RETURN_IF_ERROR(parsePostProcessor(root.value("post_processor", json()), lookup, &options));
+  // the post-processor's ids are the file's word: one outside the vocabulary
+  // would be added to every prompt and fail it in the engine.
+  for (const auto* ids : {&options.prefix_ids, &options.suffix_ids}) {
+    for (TokenId id : *ids) {
+      if (added.byId(id) == nullptr && (id < 0 || id >= model_ptr->size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "post_processor token id ", id, " is not in the vocabulary (", model_ptr->size(),
+            " tokens and the added ones)"));
+      }
+    }
+  }
 
   if (auto bos = configToken(config, "bos_token")) options.bos_id = lookup(*bos);
   if (auto eos = configToken(config, "eos_token")) options.eos_id = lookup(*eos);

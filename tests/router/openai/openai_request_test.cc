@@ -273,6 +273,10 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{kCmpl, "", "", "invalid JSON: "},
         Rejection{kCmpl, R"({"model":"m",)", "", "invalid JSON: parse error"},
         Rejection{kCmpl, "{\"model\":\"m\",\"prompt\":\"\xff\"}", "", "invalid JSON: "},
+        // found by fuzz/openai_request_fuzzer.cc: out_of_range escaped the parser.
+        Rejection{kCmpl, R"({"model":"m","prompt":"hi","temperature":1e999})", "",
+                  "invalid JSON: number overflow parsing '1e999'"},
+        Rejection{kChat, R"({"model":37e777})", "", "invalid JSON: number overflow"},
         Rejection{kCmpl, std::string(200, '[') + std::string(200, ']'), "",
                   "the request body nests deeper than 128 levels"},
         Rejection{kCmpl, R"([{"model":"m"}])", "", "must be a JSON object, got array"},

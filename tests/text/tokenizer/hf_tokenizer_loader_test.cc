@@ -92,6 +92,25 @@ TEST_F(HfTokenizerLoaderTest, RejectsFieldsOfTheWrongType) {
   EXPECT_EQ(loadHfTokenizer(dir_).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(HfTokenizerLoaderTest, RejectsAPostProcessorTokenOutsideTheVocabulary) {
+  // found by fuzz/tokenizer_json_fuzzer.cc: a TemplateProcessing whose BOS id
+  // (2) is neither a vocabulary token nor an added one was prepended to every
+  // prompt, which the engine then refuses.
+  write("tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []},
+    "post_processor": {"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+      "special_tokens": {"<s>": {"id": "<s>", "ids": [2], "tokens": ["<s>"]}}}})");
+  auto tok = loadHfTokenizer(dir_);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(tok.status().message().find("post_processor token id 2 is not in the vocabulary"),
+            std::string::npos)
+      << tok.status();
+  write("tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+    "post_processor": {"type": "BertProcessing", "cls": ["<s>", -1], "sep": ["</s>", 0]}})");
+  EXPECT_FALSE(loadHfTokenizer(dir_).ok());
+}
+
 TEST_F(HfTokenizerLoaderTest, ReportsAMissingFile) {
   auto tok = Tokenizer::fromHfDir(dir_);
   ASSERT_FALSE(tok.ok());
