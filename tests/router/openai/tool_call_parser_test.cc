@@ -148,9 +148,6 @@ TEST_P(RealTemplateTest, ACallTheTemplateRendersParsesBackToTheSameCall) {
 }
 
 TEST_P(RealTemplateTest, TwoCallsParseBackInOrderWhereTheTemplateRendersThem) {
-  if (GetParam().family == ToolCallFamily::kLlama3Json) {
-    GTEST_SKIP() << "Llama 3.1's template renders one call per turn (it raises on two)";
-  }
   chat::ChatTemplatePtr t = load();
   const Json user = {{"role", "user"}, {"content", "Weather in Paris and the time in Tokyo?"}};
   const Json first = {{"city", "Paris"}};
@@ -158,6 +155,12 @@ TEST_P(RealTemplateTest, TwoCallsParseBackInOrderWhereTheTemplateRendersThem) {
   const Json assistant = {{"role", "assistant"}, {"content", ""},
                           {"tool_calls", Json::array({toolCall("abcDEF123", "get_weather", first),
                                                       toolCall("xyzXYZ789", "get_time", second)})}};
+  if (GetParam().family == ToolCallFamily::kLlama3Json) {
+    // Llama 3.1's template renders one call per turn: it raises on two.
+    absl::StatusOr<std::string> whole = t->render(Json::array({user, assistant}), weatherTools(), false);
+    EXPECT_FALSE(whole.ok()) << *whole;
+    return;
+  }
   const std::string turn = assistantTurn(*t, user, assistant);
   const Parsed parsed = parseWhole(GetParam().family, turn);
   ASSERT_EQ(parsed.calls.size(), 2u) << turn;
