@@ -56,6 +56,13 @@ absl::StatusOr<std::string> readFile(const std::string& path) {
   return std::move(ss).str();
 }
 
+absl::StatusOr<std::string> readNamedFile(const std::string& path, const char* what) {
+  absl::StatusOr<std::string> text = readFile(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat("cannot read the ", what, " file '", path, "'"));
+  if (text->empty()) return absl::InvalidArgumentError(absl::StrCat("the ", what, " file '", path, "' is empty"));
+  return text;
+}
+
 absl::Status writeFile(const std::string& path, std::string_view contents) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {

@@ -44,6 +44,11 @@ class MappedFile {
 // reads a whole file into a string (for small text files such as JSON).
 absl::StatusOr<std::string> readFile(const std::string& path);
 
+// readFile for a file a flag names, `what` saying what it holds ("cluster
+// secret"): NotFound "cannot read the WHAT file 'PATH'", InvalidArgument
+// when it is empty.
+absl::StatusOr<std::string> readNamedFile(const std::string& path, const char* what);
+
 // writes `contents` to `path`, replacing it.
 absl::Status writeFile(const std::string& path, std::string_view contents);
 

@@ -1,5 +1,7 @@
 #include "planner/kube_config.h"
 
+#include "common/mapped_file.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -12,14 +14,6 @@
 
 namespace tandem::planner {
 namespace {
-
-absl::StatusOr<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 std::string resolvePath(const std::string& dir, const std::string& path) {
   return path.empty() || path.front() == '/' || dir.empty() ? path : absl::StrCat(dir, "/", path);
@@ -47,14 +41,14 @@ absl::StatusOr<std::string> pemOf(const YAML::Node& node, const std::string& key
   }
   const std::string path = scalar(node, key.c_str());
   if (path.empty()) return std::string();
-  return readFile(resolvePath(dir, path));
+  return tandem::readFile(resolvePath(dir, path));
 }
 
 }  // namespace
 
 absl::StatusOr<std::string> KubeApiConfig::bearerToken() const {
   if (token_file.empty()) return token;
-  absl::StatusOr<std::string> text = readFile(token_file);
+  absl::StatusOr<std::string> text = tandem::readFile(token_file);
   if (!text.ok()) return absl::UnavailableError(absl::StrCat("the service-account token: ", text.status().message()));
   return std::string(absl::StripAsciiWhitespace(*text));
 }
@@ -77,22 +71,22 @@ absl::StatusOr<KubeApiConfig> inClusterConfig(const std::string& account_dir, co
   KubeApiConfig config;
   config.server = absl::StrCat("https://", h.find(':') != std::string::npos ? absl::StrCat("[", h, "]") : h, ":", p);
   config.token_file = absl::StrCat(account_dir, "/token");
-  absl::StatusOr<std::string> token = readFile(config.token_file);
+  absl::StatusOr<std::string> token = tandem::readFile(config.token_file);
   if (!token.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no service-account token (", token.status().message(),
         "): is automountServiceAccountToken off for the planner's pod?"));
   }
-  absl::StatusOr<std::string> ca = readFile(absl::StrCat(account_dir, "/ca.crt"));
+  absl::StatusOr<std::string> ca = tandem::readFile(absl::StrCat(account_dir, "/ca.crt"));
   if (!ca.ok()) return absl::FailedPreconditionError(absl::StrCat("no cluster CA: ", ca.status().message()));
   config.tls.ca_pem = *ca;
-  absl::StatusOr<std::string> ns = readFile(absl::StrCat(account_dir, "/namespace"));
+  absl::StatusOr<std::string> ns = tandem::readFile(absl::StrCat(account_dir, "/namespace"));
   if (ns.ok()) config.namespace_ = std::string(absl::StripAsciiWhitespace(*ns));
   return config;
 }
 
 absl::StatusOr<KubeApiConfig> kubeconfigFile(const std::string& path, const std::string& context) {
-  absl::StatusOr<std::string> text = readFile(path);
+  absl::StatusOr<std::string> text = tandem::readFile(path);
   if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("--kubeconfig: ", text.status().message()));
   const std::string dir = path.rfind('/') == std::string::npos ? "" : path.substr(0, path.rfind('/'));
   try {

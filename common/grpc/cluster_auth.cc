@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
+#include "common/mapped_file.h"
 #include "grpcpp/support/client_interceptor.h"
 
 namespace tandem::grpc_util {
@@ -25,17 +26,6 @@ bool constantTimeEquals(std::string_view received, std::string_view expected) {
             static_cast<unsigned char>(expected[i % expected.size()]);
   }
   return diff == 0;
-}
-
-absl::StatusOr<std::string> readFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the ", what, " file '", path, "'"));
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (out.str().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("the ", what, " file '", path, "' is empty"));
-  }
-  return out.str();
 }
 
 absl::Status checkSecret(const std::string& secret) {
@@ -103,11 +93,11 @@ absl::StatusOr<ClusterAuthPtr> ClusterAuth::create(const ClusterAuthOptions& opt
   auth->secret_ = options.secret;
   auth->allow_insecure_ = options.allow_insecure;
   if (tls_files == 3) {
-    absl::StatusOr<std::string> cert = readFile(options.tls_cert_file, "cluster TLS certificate");
+    absl::StatusOr<std::string> cert = readNamedFile(options.tls_cert_file, "cluster TLS certificate");
     if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = readFile(options.tls_key_file, "cluster TLS key");
+    absl::StatusOr<std::string> key = readNamedFile(options.tls_key_file, "cluster TLS key");
     if (!key.ok()) return key.status();
-    absl::StatusOr<std::string> ca = readFile(options.tls_ca_file, "cluster TLS CA");
+    absl::StatusOr<std::string> ca = readNamedFile(options.tls_ca_file, "cluster TLS CA");
     if (!ca.ok()) return ca.status();
     auth->cert_ = *std::move(cert);
     auth->key_ = *std::move(key);
@@ -126,7 +116,7 @@ absl::StatusOr<std::string> ClusterAuth::readSecret(const std::string& secret_fi
     const char* env = std::getenv(kClusterSecretEnv);
     return std::string(env != nullptr ? env : "");
   }
-  absl::StatusOr<std::string> text = readFile(secret_file, "cluster secret");
+  absl::StatusOr<std::string> text = readNamedFile(secret_file, "cluster secret");
   if (!text.ok()) return text.status();
   std::string secret = *std::move(text);
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' ||

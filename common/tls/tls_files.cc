@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/mapped_file.h"
 
 namespace tandem::tls {
 namespace {
@@ -29,17 +30,6 @@ struct KeyFree {
 using BioPtr = std::unique_ptr<BIO, BioFree>;
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
-
-absl::StatusOr<std::string> readFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the ", what, " file '", path, "'"));
-  std::ostringstream out;
-  out << in.rdbuf();
-  if (out.str().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("the ", what, " file '", path, "' is empty"));
-  }
-  return out.str();
-}
 
 BioPtr memoryBio(const std::string& pem) {
   return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
@@ -82,9 +72,9 @@ absl::StatusOr<TlsMaterial> loadTlsMaterial(const TlsFiles& files) {
         "TLS needs both a certificate file and its key file (--tls-cert and --tls-key)");
   }
   TlsMaterial material;
-  absl::StatusOr<std::string> cert = readFile(files.cert_file, "TLS certificate");
+  absl::StatusOr<std::string> cert = readNamedFile(files.cert_file, "TLS certificate");
   if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = readFile(files.key_file, "TLS key");
+  absl::StatusOr<std::string> key = readNamedFile(files.key_file, "TLS key");
   if (!key.ok()) return key.status();
   material.cert_pem = *std::move(cert);
   material.key_pem = *std::move(key);
@@ -112,7 +102,7 @@ absl::StatusOr<TlsMaterial> loadTlsMaterial(const TlsFiles& files) {
   material.serial = serialOf(chain.front().get());
 
   if (!files.client_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = readFile(files.client_ca_file, "TLS client CA");
+    absl::StatusOr<std::string> ca = readNamedFile(files.client_ca_file, "TLS client CA");
     if (!ca.ok()) return ca.status();
     if (readCertificates(*ca).empty()) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
 mkdir -p "$no_llama"
 
-covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh soak.sh faults.sh)
+covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh soak.sh faults.sh bad_input.sh)
 for script in "$root"/bench/*.sh; do
   name=$(basename "$script")
   [[ " ${covered[*]} " == *" $name "* ]] || { echo "FAIL: bench/$name has no smoke run here" >&2; exit 1; }
@@ -59,6 +59,7 @@ run planner_sim "| mooncake | sla |" bash "$root/bench/planner_sim.sh" "$tandem"
 # the build tree's e2e npm clients (the e2e fixture installs them).
 build=$(dirname "$tandem")
 run soak '"errors":0' bash "$root/bench/soak.sh" "$build" 20 4 0.2 "$work/soak.json"
+run bad_input '"server_alive":true' bash "$root/bench/bad_input.sh" "$build" "$work/no-fuzz-build" "$work/bad_input.json"
 run faults 'faults: sigkill-decode: {"requests"' bash "$root/bench/faults.sh" "$build" 4 2 "$work/faults.json" sigkill-decode
 
 if ((${#failed[@]})); then
