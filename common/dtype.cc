@@ -10,7 +10,10 @@ size_t dtypeSize(DType t) {
     case DType::kF16: return 2;
     case DType::kBF16: return 2;
     case DType::kI32: return 4;
-    case DType::kQ8_0: return 0;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K: return 0;
   }
   return 0;
 }
@@ -22,12 +25,21 @@ std::string_view dtypeName(DType t) {
     case DType::kBF16: return "bf16";
     case DType::kI32: return "i32";
     case DType::kQ8_0: return "q8_0";
+    case DType::kQ4_0: return "q4_0";
+    case DType::kQ4_K: return "q4_k";
+    case DType::kQ6_K: return "q6_k";
   }
   return "?";
 }
 
 size_t rowBytes(DType t, size_t n) {
-  if (t == DType::kQ8_0) return n / 32 * 34;
+  switch (t) {
+    case DType::kQ8_0: return n / 32 * 34;
+    case DType::kQ4_0: return n / 32 * 18;
+    case DType::kQ4_K: return n / 256 * 144;
+    case DType::kQ6_K: return n / 256 * 210;
+    default: break;
+  }
   return n * dtypeSize(t);
 }
 

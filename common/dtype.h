@@ -8,13 +8,15 @@
 
 namespace tandem {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kI32 };
+// kQ4_0, kQ4_K, kQ6_K and kQ8_0 are GGUF's block-quantized types
+// (common/quant_blocks.h has their layouts).
+enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kI32, kQ4_0, kQ4_K, kQ6_K };
 
 // bytes per element; for block-quantized types, 0 (use rowBytes()).
 size_t dtypeSize(DType t);
 std::string_view dtypeName(DType t);
 // bytes of one row of `n` elements (handles block quantization: q8_0 packs 32
-// values in 34 bytes, so n must be a multiple of 32).
+// values in 34 bytes, so n must be a multiple of 32; q4_k and q6_k pack 256).
 size_t rowBytes(DType t, size_t n);
 
 inline float bf16ToF32(uint16_t h) {

@@ -47,7 +47,8 @@ struct Tensor {
   }
 
   int64_t numel() const { return rows * cols; }
-  size_t rowBytes() const { return static_cast<size_t>(cols) * dtypeSize(dtype); }
+  // block-aware: a quantized row of `cols` values is whole blocks.
+  size_t rowBytes() const { return tandem::rowBytes(dtype, static_cast<size_t>(cols)); }
   size_t bytes() const { return rowBytes() * static_cast<size_t>(rows); }
   // the same memory seen with another shape of the same element count.
   Tensor reshaped(int64_t new_rows, int64_t new_cols) const {
