@@ -5,13 +5,16 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/quant_blocks.h"
 #include "common/status.h"
 #include "kernels/hip/attention_decode.h"
 #include "kernels/hip/attention_prefill.h"
 #include "kernels/hip/embedding.h"
 #include "kernels/hip/gather_rows.h"
 #include "kernels/hip/gemm.h"
+#include "kernels/hip/gemm_quant.h"
 #include "kernels/hip/gemv.h"
+#include "kernels/hip/gemv_quant.h"
 #include "kernels/hip/gpu_vendor.h"
 #include "kernels/hip/kv_cache.h"
 #include "kernels/hip/residual_add.h"
@@ -254,6 +257,21 @@ void HipBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, co
   TANDEM_CHECK(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows);
   TANDEM_CHECK(bias == nullptr || (bias->dtype == DType::kF32 && bias->numel() == w.rows));
   const float* b = bias != nullptr ? bias->as<float>() : nullptr;
+  // block-quantized weights: dequantized in registers (gemv) or into the
+  // LDS tile (gemm); their rows are whole blocks
+  if (quant::isQuantized(w.dtype)) {
+    TANDEM_CHECK(w.cols % quant::blockValues(w.dtype) == 0);
+    if (x.rows <= kGemvMaxRows) {
+      check(launchGemvQuant(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows,
+                            x.cols, asStream(stream_)),
+            "matmul (gemv, quantized)");
+    } else {
+      check(launchGemmQuant(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows,
+                            x.cols, asStream(stream_)),
+            "matmul (gemm, quantized)");
+    }
+    return;
+  }
   if (x.rows <= kGemvMaxRows) {
     check(launchGemv(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows, x.cols,
                      asStream(stream_)),
