@@ -44,8 +44,8 @@ hipError_t launchGemmQuant(const float* x, const void* w, DType w_dtype, const f
                            float* y, int64_t m, int64_t n, int64_t k, hipStream_t stream) {
   return TANDEM_DISPATCH_QUANT(w_dtype, Q, [&]() -> hipError_t {
     if (k % Q::kValues != 0) return hipErrorInvalidValue;
-    return gemm_tile::launch(x, QuantWeights<Q>{static_cast<const typename Q::Block*>(w)}, bias,
-                             y, m, n, k, stream);
+    return gemm_tile::launch(x, QuantWeights<Q>{static_cast<const typename Q::Block*>(w)}, bias, y,
+                             m, n, k, stream);
   });
 }
 

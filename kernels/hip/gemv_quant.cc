@@ -25,7 +25,8 @@ static __global__ void gemvQuantKernel(const float* x, const typename Q::Block* 
   float acc[kGemvMaxRows];
   for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
   const typename Q::Block* wr = w + col * (k / Q::kValues);
-  for (int64_t j = static_cast<int64_t>(sub) * kGroup; j < k; j += static_cast<int64_t>(lanes) * kGroup) {
+  for (int64_t j = static_cast<int64_t>(sub) * kGroup; j < k;
+       j += static_cast<int64_t>(lanes) * kGroup) {
     float wv[kGroup];
     gpu::dequantRow8<Q>(wr, j, wv);
     for (int r = 0; r < m; ++r) {
@@ -62,8 +63,8 @@ hipError_t launchGemvQuant(const float* x, const void* w, DType w_dtype, const f
     const int64_t cols_per_block = kThreads / lanes;
     const dim3 grid(static_cast<unsigned>((n + cols_per_block - 1) / cols_per_block));
     return gpu::launch("gemv_quant", gemvQuantKernel<Q>, grid, dim3(kThreads), stream, x,
-                       static_cast<const typename Q::Block*>(w), bias, y, static_cast<int>(m), n,
-                       k, lanes);
+                       static_cast<const typename Q::Block*>(w), bias, y, static_cast<int>(m), n, k,
+                       lanes);
   });
 }
 

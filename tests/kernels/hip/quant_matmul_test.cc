@@ -34,9 +34,9 @@ void PrintTo(const QuantMatmulCase& c, std::ostream* os) { *os << c.name(); }
 std::vector<QuantMatmulCase> cases() {
   std::vector<QuantMatmulCase> out;
   for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-    out.push_back({dtype, 1, 67, 256, false});   // decode: one row
-    out.push_back({dtype, 5, 37, 512, true});    // decode: a few rows
-    out.push_back({dtype, 37, 67, 256, true});   // prefill: two column tiles, one cut
+    out.push_back({dtype, 1, 67, 256, false});  // decode: one row
+    out.push_back({dtype, 5, 37, 512, true});   // decode: a few rows
+    out.push_back({dtype, 37, 67, 256, true});  // prefill: two column tiles, one cut
   }
   return out;
 }
