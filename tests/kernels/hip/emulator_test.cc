@@ -204,7 +204,7 @@ TEST_P(EmulatorTest, StreamsRunInOrderAndEventsOrderThem) {
 // while the engine's thread launches kernels: every call holds the device,
 // so both streams' work completes exactly once and in order.
 TEST_P(EmulatorTest, HostThreadsDriveTheirOwnStreamsSideBySide) {
-  constexpr int kRounds = 200;
+  constexpr int kRounds = 2000;
   int* d_x = device(std::vector<int>(64, 0));
   int* d_y = device(std::vector<int>(64, 7));
   hipStream_t compute, transfer;
@@ -223,9 +223,11 @@ TEST_P(EmulatorTest, HostThreadsDriveTheirOwnStreamsSideBySide) {
       std::memcpy(pinned, src.data(), 64 * sizeof(int));
       bool ok = hipMemcpyAsync(d_y, pinned, 64 * sizeof(int), hipMemcpyHostToDevice, transfer) ==
                 hipSuccess;
-      ok = ok && hipMemcpyAsync(back.data(), d_y, 64 * sizeof(int), hipMemcpyDeviceToHost,
-                                transfer) == hipSuccess;
       ok = ok && hipStreamSynchronize(transfer) == hipSuccess;
+      // a synchronous copy waits for the whole device: it runs the other
+      // thread's queued kernels too
+      ok = ok && hipMemcpy(back.data(), d_y, 64 * sizeof(int), hipMemcpyDeviceToHost) ==
+                     hipSuccess;
       if (!ok || back != src) copies_ok = false;
     }
     if (hipHostFree(pinned) != hipSuccess) copies_ok = false;
