@@ -110,6 +110,7 @@ void PrefillCall::begin() {
   }
   auto stream = context_.sender->open({request_.kv_endpoint(), request_.transfer_id()});
   if (!stream.ok()) {
+    staging_.reset();
     finish(grpc_util::toGrpcStatus(stream.status(), "cannot reach the KV receiver"));
     return;
   }
@@ -132,6 +133,7 @@ void PrefillCall::begin() {
   absl::Status submitted = context_.loop->submitPrefill(id_, prompt, params, std::move(callbacks));
   if (!submitted.ok()) {
     stream_.reset();
+    staging_.reset();
     finish(grpc_util::toGrpcStatus(submitted, "cannot prefill"));
     return;
   }
