@@ -215,6 +215,8 @@ void registerServeCommand(CLI::App& app) {
   cmd->add_option("--kv-transport", "workers: auto|grpc|shm|ucx (default auto)");
   cmd->add_option("--prefill-timeout",
                   "decode workers: seconds a remote prefill may take before prefilling locally");
+  cmd->add_option("--kv-staging-bytes",
+                  "workers, --backend hip: pinned host bytes KV transfers stage through");
   cmd->add_flag("--autoscale", args->autoscale,
                 "run the planner in this process: it adds and drains worker processes within "
                 "--min-prefill/--max-prefill/--min-decode/--max-decode/--max-total, starting from "
@@ -230,7 +232,7 @@ void registerServeCommand(CLI::App& app) {
     args->worker_flags = givenFlags(
         cmd, {"--served-model-name", "--block-size", "--max-num-seqs", "--max-batched-tokens",
               "--chunk-size", "--max-model-len", "--no-prefix-cache", "--kv-transport",
-              "--prefill-timeout"});
+              "--prefill-timeout", "--kv-staging-bytes"});
     return runServe(*args);
   });
 }

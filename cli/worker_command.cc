@@ -32,6 +32,7 @@ struct WorkerArgs {
   std::string kv_transport = "auto";
   double prefill_timeout_s = 10;
   double drain_timeout_s = 30;
+  uint64_t kv_staging_bytes = uint64_t{1} << 30;
   EngineFlags engine;
   ClusterFlags cluster;
 };
@@ -57,6 +58,7 @@ absl::Status runWorker(const WorkerArgs& args,
       std::chrono::milliseconds(static_cast<int64_t>(args.prefill_timeout_s * 1000));
   options.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.drain_timeout_s * 1000));
   ASSIGN_OR_RETURN(options.engine, engineOptions(args.engine));
+  options.kv_staging_bytes = args.kv_staging_bytes;
   if (customize) customize(options);
   const sigset_t stop_signals = blockStopSignals();
 
@@ -113,6 +115,11 @@ void registerWorkerCommand(CLI::App& app,
       ->capture_default_str();
   cmd->add_option("--drain-timeout", args->drain_timeout_s,
                   "seconds in-flight calls may take to finish on SIGINT/SIGTERM")
+      ->capture_default_str();
+  cmd->add_option("--kv-staging-bytes", args->kv_staging_bytes,
+                  "--backend hip: pinned host bytes KV transfers stage through, per direction "
+                  "(P's sends, D's receives); a transfer that does not fit is prefilled locally")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   addEngineFlags(cmd, &args->engine);
   addClusterFlags(cmd, &args->cluster);

@@ -1,11 +1,27 @@
 #include "kernels/backend.h"
 
+#include <cstring>
 #include <numeric>
 #include <vector>
+
+#include "kernels/host_buffer.h"
 
 namespace tandem::kernels {
 
 namespace {
+
+// the transfer stream of a backend whose device is the host: plain copies.
+class HostTransferStream final : public TransferStream {
+ public:
+  // TransferStream
+  void copyToHost(void* host_dst, const void* device_src, size_t bytes) override {
+    std::memcpy(host_dst, device_src, bytes);
+  }
+  void copyToDevice(void* device_dst, const void* host_src, size_t bytes) override {
+    std::memcpy(device_dst, host_src, bytes);
+  }
+  absl::Status synchronize() override { return absl::OkStatus(); }
+};
 
 // staging memory seen as a storage of ids.size() consecutive blocks.
 KvCacheView stagingView(const void* staging, const KvCacheView& cache, size_t n) {
@@ -13,6 +29,18 @@ KvCacheView stagingView(const void* staging, const KvCacheView& cache, size_t n)
 }
 
 }  // namespace
+
+absl::StatusOr<BufferPtr> Backend::allocatePinnedHost(size_t bytes) {
+  return HostBuffer::allocate(bytes);
+}
+
+absl::StatusOr<BufferPtr> Backend::pinHost(void* host, size_t bytes) {
+  return HostBuffer::alias(host, bytes);
+}
+
+absl::StatusOr<TransferStreamPtr> Backend::createTransferStream() {
+  return TransferStreamPtr(new HostTransferStream());
+}
 
 void Backend::gatherBlocks(const KvCacheView& cache, std::span<const int32_t> ids,
                            void* staging) {

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/tensor.h"
+#include "kernels/transfer_stream.h"
 #include "kvcache/kv_layout.h"
 
 namespace tandem::kernels {
@@ -88,6 +89,22 @@ class Backend {
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
   // waits until every op issued so far has finished.
   virtual void synchronize() = 0;
+
+  // --- host staging (KV moving to other hosts and tiers) ---
+  // host memory the device copies to and from at full speed (page-locked on
+  // a GPU), freed by the buffer; its data() is a HOST address. Host
+  // backends: plain aligned host memory. ResourceExhausted when it cannot be
+  // had.
+  virtual absl::StatusOr<BufferPtr> allocatePinnedHost(size_t bytes);
+  // page-locks `bytes` of existing host memory at `host` (e.g. a shared
+  // memory region) until the returned handle is destroyed; the memory must
+  // outlive the handle. Host backends: nothing to do. Unavailable when the
+  // runtime refuses (the memory still works, unpinned).
+  virtual absl::StatusOr<BufferPtr> pinHost(void* host, size_t bytes);
+  // a new stream for device <-> host copies apart from the compute stream
+  // (kernels/transfer_stream.h). Host backends: copies run at once.
+  // Unavailable when the device has no stream to give.
+  virtual absl::StatusOr<TransferStreamPtr> createTransferStream();
 
   // --- ops ---
   // out[i, :] = table[ids[i], :] converted to F32. table [V, D] F32/F16/BF16,

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,9 +28,12 @@ namespace tandem::emu {
 namespace {
 
 struct Device {
+  // held by every runtime call (recursive: queued work may call back in)
+  std::recursive_mutex mu;
   ihipStream_t null_stream;
   std::set<ihipStream_t*> streams{&null_stream};
   std::set<void*> allocations;
+  std::map<const char*, size_t> host_registrations;  // start -> bytes
   int warp_size = 64;
   hipError_t launch_error = hipSuccess;  // reported by hipGetLastError
   hipError_t exec_error = hipSuccess;    // reported by the next synchronizing call
@@ -40,6 +45,12 @@ Device& device() {
   static Device* d = new Device();  // never destroyed: buffers may outlive main's statics
   return *d;
 }
+
+// every entry point takes the device's lock for its whole call.
+struct Lock {
+  Lock() : guard(device().mu) {}
+  std::lock_guard<std::recursive_mutex> guard;
+};
 
 ihipStream_t* resolve(hipStream_t s) { return s == nullptr ? &device().null_stream : s; }
 
@@ -77,13 +88,30 @@ hipError_t takeExecError() {
 
 }  // namespace
 
-void setWarpSize(int warp_size) { device().warp_size = warp_size; }
-int configuredWarpSize() { return device().warp_size; }
-std::string lastFailure() { return device().failure; }
-size_t liveAllocations() { return device().allocations.size(); }
+void setWarpSize(int warp_size) {
+  const Lock lock;
+  device().warp_size = warp_size;
+}
+int configuredWarpSize() {
+  const Lock lock;
+  return device().warp_size;
+}
+std::string lastFailure() {
+  const Lock lock;
+  return device().failure;
+}
+size_t liveAllocations() {
+  const Lock lock;
+  return device().allocations.size();
+}
+size_t liveHostRegistrations() {
+  const Lock lock;
+  return device().host_registrations.size();
+}
 
 hipError_t enqueueLaunch(const char* name, dim3 grid, dim3 block, hipStream_t stream,
                          std::function<void()> body) {
+  const Lock lock;
   Device& d = device();
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   if (threads == 0 || threads > BlockRunner::kMaxThreads || grid.x == 0 || grid.y == 0 ||
@@ -115,8 +143,10 @@ hipError_t enqueueLaunch(const char* name, dim3 grid, dim3 block, hipStream_t st
 }  // namespace tandem::emu
 
 using tandem::emu::device;
+using tandem::emu::Lock;
 
 hipError_t hipMalloc(void** ptr, size_t bytes) {
+  const Lock lock;
   *ptr = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
   if (*ptr == nullptr) return hipErrorOutOfMemory;
   device().allocations.insert(*ptr);
@@ -124,6 +154,7 @@ hipError_t hipMalloc(void** ptr, size_t bytes) {
 }
 
 hipError_t hipFree(void* ptr) {
+  const Lock lock;
   if (ptr == nullptr) return hipSuccess;
   tandem::emu::drainAll();  // hipFree synchronizes the device
   if (device().allocations.erase(ptr) == 0) return hipErrorInvalidValue;
@@ -132,17 +163,43 @@ hipError_t hipFree(void* ptr) {
 }
 
 hipError_t hipHostMalloc(void** ptr, size_t bytes, unsigned) {
+  const Lock lock;
   *ptr = std::aligned_alloc(256, (std::max<size_t>(bytes, 1) + 255) / 256 * 256);
   return *ptr == nullptr ? hipErrorOutOfMemory : hipSuccess;
 }
 
 hipError_t hipHostFree(void* ptr) {
+  const Lock lock;
   tandem::emu::drainAll();
   std::free(ptr);
   return hipSuccess;
 }
 
+hipError_t hipHostRegister(void* ptr, size_t bytes, unsigned) {
+  const Lock lock;
+  if (ptr == nullptr || bytes == 0) return hipErrorInvalidValue;
+  auto& regs = device().host_registrations;
+  const char* begin = static_cast<const char*>(ptr);
+  // refuse an overlap with the registration below or above, as HIP does
+  auto next = regs.lower_bound(begin);
+  if (next != regs.end() && next->first < begin + bytes) return hipErrorInvalidValue;
+  if (next != regs.begin() && std::prev(next)->first + std::prev(next)->second > begin) {
+    return hipErrorInvalidValue;
+  }
+  regs.emplace(begin, bytes);
+  return hipSuccess;
+}
+
+hipError_t hipHostUnregister(void* ptr) {
+  const Lock lock;
+  tandem::emu::drainAll();  // copies from or to it finish first
+  return device().host_registrations.erase(static_cast<const char*>(ptr)) == 1
+             ? hipSuccess
+             : hipErrorInvalidValue;
+}
+
 hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind) {
+  const Lock lock;
   tandem::emu::drainAll();
   std::memmove(dst, src, bytes);
   return tandem::emu::takeExecError();
@@ -150,22 +207,26 @@ hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind) {
 
 hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind,
                           hipStream_t stream) {
+  const Lock lock;
   tandem::emu::resolve(stream)->queue.push_back([=] { std::memmove(dst, src, bytes); });
   return hipSuccess;
 }
 
 hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t stream) {
+  const Lock lock;
   tandem::emu::resolve(stream)->queue.push_back([=] { std::memset(dst, value, bytes); });
   return hipSuccess;
 }
 
 hipError_t hipStreamCreate(hipStream_t* stream) {
+  const Lock lock;
   *stream = new ihipStream_t();
   device().streams.insert(*stream);
   return hipSuccess;
 }
 
 hipError_t hipStreamDestroy(hipStream_t stream) {
+  const Lock lock;
   if (stream == nullptr || device().streams.erase(stream) == 0)
     return hipErrorInvalidResourceHandle;
   tandem::emu::drain(stream);
@@ -174,11 +235,13 @@ hipError_t hipStreamDestroy(hipStream_t stream) {
 }
 
 hipError_t hipStreamSynchronize(hipStream_t stream) {
+  const Lock lock;
   tandem::emu::drain(tandem::emu::resolve(stream));
   return tandem::emu::takeExecError();
 }
 
 hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned) {
+  const Lock lock;
   if (event == nullptr) return hipErrorInvalidResourceHandle;
   // the waiting stream, when it gets there, first runs the event's stream up
   // to (and past) the event
@@ -189,16 +252,19 @@ hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned) {
 }
 
 hipError_t hipEventCreate(hipEvent_t* event) {
+  const Lock lock;
   *event = new ihipEvent_t();
   return hipSuccess;
 }
 
 hipError_t hipEventDestroy(hipEvent_t event) {
+  const Lock lock;
   delete event;
   return hipSuccess;
 }
 
 hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
+  const Lock lock;
   if (event == nullptr) return hipErrorInvalidResourceHandle;
   ihipStream_t* s = tandem::emu::resolve(stream);
   event->stream = s;
@@ -211,27 +277,32 @@ hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
 }
 
 hipError_t hipEventSynchronize(hipEvent_t event) {
+  const Lock lock;
   if (event == nullptr) return hipErrorInvalidResourceHandle;
   if (event->pending) tandem::emu::drain(event->stream);
   return tandem::emu::takeExecError();
 }
 
 hipError_t hipEventQuery(hipEvent_t event) {
+  const Lock lock;
   return event->pending ? hipErrorNotReady : hipSuccess;
 }
 
 hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
+  const Lock lock;
   if (start->pending || stop->pending) return hipErrorNotReady;
   *ms = std::chrono::duration<float, std::milli>(stop->when - start->when).count();
   return hipSuccess;
 }
 
 hipError_t hipDeviceSynchronize() {
+  const Lock lock;
   tandem::emu::drainAll();
   return tandem::emu::takeExecError();
 }
 
 hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device_id) {
+  const Lock lock;
   if (device_id != 0) return hipErrorInvalidValue;
   *prop = hipDeviceProp_t{};
   std::strncpy(prop->name, "tandem host emulator", sizeof(prop->name) - 1);
@@ -244,18 +315,24 @@ hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int device_id) {
 }
 
 hipError_t hipGetDeviceCount(int* count) {
+  const Lock lock;
   *count = 1;
   return hipSuccess;
 }
 
-hipError_t hipSetDevice(int device_id) { return device_id == 0 ? hipSuccess : hipErrorInvalidValue; }
+hipError_t hipSetDevice(int device_id) {
+  const Lock lock;
+  return device_id == 0 ? hipSuccess : hipErrorInvalidValue;
+}
 
 hipError_t hipGetDevice(int* device_id) {
+  const Lock lock;
   *device_id = 0;
   return hipSuccess;
 }
 
 hipError_t hipGetLastError() {
+  const Lock lock;
   hipError_t e = device().launch_error;
   device().launch_error = hipSuccess;
   if (e == hipSuccess) e = tandem::emu::takeExecError();

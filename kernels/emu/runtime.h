@@ -6,8 +6,10 @@
 // compiles unchanged. Errors are HIP's: a launch with a bad shape fails at
 // once (hipGetLastError); a kernel that fails (shared out of bounds, barrier
 // divergence...) makes the next synchronizing call return
-// hipErrorLaunchFailure, and tandem::emu::lastFailure() says why. One host
-// thread drives the emulator at a time.
+// hipErrorLaunchFailure, and tandem::emu::lastFailure() says why. One
+// device: every call holds one lock while it runs, so host threads may use
+// different streams side by side (a thread that waits runs the queued work,
+// the others' included, as the device would).
 #pragma once
 
 #include <cstddef>
@@ -55,6 +57,11 @@ struct hipDeviceProp_t {
 [[nodiscard]] hipError_t hipFree(void* ptr);
 [[nodiscard]] hipError_t hipHostMalloc(void** ptr, size_t bytes, unsigned flags = 0);
 [[nodiscard]] hipError_t hipHostFree(void* ptr);
+// page-locks existing host memory (here: remembers the range, which
+// hipHostUnregister must name exactly; overlapping ranges are refused).
+inline constexpr unsigned hipHostRegisterDefault = 0;
+[[nodiscard]] hipError_t hipHostRegister(void* ptr, size_t bytes, unsigned flags);
+[[nodiscard]] hipError_t hipHostUnregister(void* ptr);
 [[nodiscard]] hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind kind);
 [[nodiscard]] hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes,
                                         hipMemcpyKind kind, hipStream_t stream = nullptr);
@@ -90,6 +97,8 @@ int configuredWarpSize();
 std::string lastFailure();
 // device allocations not yet freed (tests check backends free what they take).
 size_t liveAllocations();
+// host ranges registered with hipHostRegister and not yet unregistered.
+size_t liveHostRegistrations();
 
 // queues a launch of `body` (one call per emulated thread) on `stream`.
 hipError_t enqueueLaunch(const char* name, dim3 grid, dim3 block, hipStream_t stream,

@@ -42,6 +42,9 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipFree cudaFree
 #define hipHostMalloc(p, n, f) cudaMallocHost(p, n)
 #define hipHostFree cudaFreeHost
+#define hipHostRegister cudaHostRegister
+#define hipHostUnregister cudaHostUnregister
+#define hipHostRegisterDefault cudaHostRegisterDefault
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
 #define hipMemsetAsync cudaMemsetAsync

@@ -394,3 +394,94 @@ void HipBackend::copyBlocks(const KvCacheView& src, std::span<const int32_t> src
 }
 
 }  // namespace tandem::kernels::hip
+
+// ---- host staging: pinned registrations and transfer streams ----
+
+namespace tandem::kernels::hip {
+namespace {
+
+class PinnedRegistration : public Buffer {
+ public:
+  PinnedRegistration(void* data, size_t bytes) : Buffer(data, bytes) {}
+  ~PinnedRegistration() override { (void)hipHostUnregister(data_); }
+};
+
+// copies on a stream of their own; device errors come back from
+// synchronize() as Status (a transfer fails, the worker carries on).
+class HipTransferStream final : public TransferStream {
+ public:
+  HipTransferStream(int device, hipStream_t stream) : device_(device), stream_(stream) {}
+  ~HipTransferStream() override {
+    const DeviceScope scope = bind();
+    (void)hipStreamSynchronize(stream_);
+    (void)hipStreamDestroy(stream_);
+  }
+
+  // TransferStream
+  void copyToHost(void* host_dst, const void* device_src, size_t bytes) override {
+    const DeviceScope scope = bind();
+    note(hipMemcpyAsync(host_dst, device_src, bytes, hipMemcpyDeviceToHost, stream_));
+  }
+  void copyToDevice(void* device_dst, const void* host_src, size_t bytes) override {
+    const DeviceScope scope = bind();
+    note(hipMemcpyAsync(device_dst, host_src, bytes, hipMemcpyHostToDevice, stream_));
+  }
+  absl::Status synchronize() override {
+    const DeviceScope scope = bind();
+    note(hipStreamSynchronize(stream_));
+    const hipError_t e = first_error_;
+    first_error_ = hipSuccess;
+    if (e != hipSuccess) {
+      return absl::InternalError(absl::StrCat("hip transfer stream: ", deviceMessage(e)));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // makes device_ current for one call and restores the caller's device
+  // after it (HipBackend::bind caches what it set per thread).
+  class DeviceScope {
+   public:
+    explicit DeviceScope(int device) {
+      if (hipGetDevice(&previous_) != hipSuccess) previous_ = -1;
+      if (previous_ != device) (void)hipSetDevice(device);
+    }
+    ~DeviceScope() {
+      if (previous_ >= 0) (void)hipSetDevice(previous_);
+    }
+
+   private:
+    int previous_ = -1;
+  };
+  DeviceScope bind() const { return DeviceScope(device_); }
+  void note(hipError_t e) {
+    if (e != hipSuccess && first_error_ == hipSuccess) first_error_ = e;
+  }
+
+  const int device_;
+  hipStream_t stream_;
+  hipError_t first_error_ = hipSuccess;
+};
+
+}  // namespace
+
+absl::StatusOr<BufferPtr> HipBackend::pinHost(void* host, size_t bytes) {
+  bind();
+  if (const hipError_t e = hipHostRegister(host, bytes, hipHostRegisterDefault); e != hipSuccess) {
+    return absl::UnavailableError(
+        absl::StrCat("hip: cannot pin ", bytes, " host bytes: ", deviceMessage(e)));
+  }
+  return BufferPtr(new PinnedRegistration(host, bytes));
+}
+
+absl::StatusOr<TransferStreamPtr> HipBackend::createTransferStream() {
+  bind();
+  hipStream_t stream = nullptr;
+  if (const hipError_t e = hipStreamCreate(&stream); e != hipSuccess) {
+    return absl::UnavailableError(
+        absl::StrCat("hip: cannot create a transfer stream: ", deviceMessage(e)));
+  }
+  return TransferStreamPtr(new HipTransferStream(device_, stream));
+}
+
+}  // namespace tandem::kernels::hip

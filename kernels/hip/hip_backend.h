@@ -38,9 +38,15 @@ class HipBackend : public Backend {
   // waits for every queued op; the error of the first kernel that failed
   // since the last call (Internal, with the device's message), else OK.
   absl::Status checkedSynchronize();
-  // pinned host memory for staging tier offloads (gatherBlocks/scatterBlocks
-  // accept it as `staging`); freed by the returned buffer.
-  absl::StatusOr<BufferPtr> allocatePinnedHost(size_t bytes);
+  // pinned host memory (hipHostMalloc) for staging tier offloads
+  // (gatherBlocks/scatterBlocks accept it as `staging`) and KV transfers;
+  // freed by the returned buffer.
+  absl::StatusOr<BufferPtr> allocatePinnedHost(size_t bytes) override;
+  // hipHostRegister until the handle goes (hipHostUnregister).
+  absl::StatusOr<BufferPtr> pinHost(void* host, size_t bytes) override;
+  // a stream of its own (not transfer_, which copyBlocks orders against the
+  // compute stream with events from the engine's thread).
+  absl::StatusOr<TransferStreamPtr> createTransferStream() override;
   // device bytes held by the pool for reuse (not in any live buffer).
   size_t pooledBytes() const { return pooled_bytes_; }
 

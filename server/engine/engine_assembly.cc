@@ -87,7 +87,9 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   backend_options.kind = options.backend;
   backend_options.device = options.device;
   backend_options.num_threads = options.num_threads;
-  ASSIGN_OR_RETURN(le->backend_, kernels::createBackend(backend_options));
+  ASSIGN_OR_RETURN(le->backend_, options.create_backend
+                                     ? options.create_backend(backend_options)
+                                     : kernels::createBackend(backend_options));
   ASSIGN_OR_RETURN(le->weights_, model::ModelWeights::load(model_path));
   const model::ModelConfig& cfg = le->weights_->config();
 

@@ -50,6 +50,10 @@ struct EngineAssemblyOptions {
   // opens G3 when tiers.disk_path is set; empty = openDiskTier
   // (server/engine/disk_tier_opener.h). tests put their own tier here.
   DiskTierOpener open_disk_tier;
+  // makes the backend `backend` names; empty = kernels::createBackend.
+  // tests put the hip backend over the host emulator here.
+  std::function<absl::StatusOr<std::unique_ptr<kernels::Backend>>(const kernels::BackendOptions&)>
+      create_backend;
 };
 
 class EngineAssembly;
@@ -67,6 +71,8 @@ class EngineAssembly {
                                                const EngineAssemblyOptions& options);
 
   Engine& engine() { return *engine_; }
+  // the compute backend the runner uses (e.g. for KvStaging's copies).
+  kernels::Backend& backend() const { return *backend_; }
   const model::ModelWeights& weights() const { return *weights_; }
   const ModelRunner& runner() const { return *runner_; }
   int numBlocks() const { return num_blocks_; }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/call_executor.h"
 #include "common/grpc/status_mapping.h"
+#include "common/status.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "server/kv_transport/endpoint.h"
 #include "server/worker/prompt_block_hashes.h"
@@ -96,8 +97,20 @@ void PrefillCall::begin() {
   const std::vector<int32_t> prompt(request_.token_ids().begin(), request_.token_ids().end());
   hashes_ = promptBlockHashes(prompt, context_.block_size);
   start_ = std::chrono::steady_clock::now();
+  if (context_.send_staging != nullptr) {
+    // every block D needs has its slot before the prefill starts: a call
+    // never waits for slots another call holds (D prefills locally instead).
+    const int num_blocks = numPromptBlocks(static_cast<int>(prompt.size()), context_.block_size);
+    auto lease = context_.send_staging->acquire(num_blocks - request_.skip_blocks());
+    if (!lease.ok()) {
+      finish(grpc_util::toGrpcStatus(lease.status(), "cannot stage the KV blocks"));
+      return;
+    }
+    staging_ = std::move(*lease);
+  }
   auto stream = context_.sender->open({request_.kv_endpoint(), request_.transfer_id()});
   if (!stream.ok()) {
+    staging_.reset();
     finish(grpc_util::toGrpcStatus(stream.status(), "cannot reach the KV receiver"));
     return;
   }
@@ -120,6 +133,7 @@ void PrefillCall::begin() {
   absl::Status submitted = context_.loop->submitPrefill(id_, prompt, params, std::move(callbacks));
   if (!submitted.ok()) {
     stream_.reset();
+    staging_.reset();
     finish(grpc_util::toGrpcStatus(submitted, "cannot prefill"));
     return;
   }
@@ -173,6 +187,7 @@ grpc::Status PrefillCall::complete(const generation::TokenOutput& done,
                                    const std::vector<int32_t>& table, bool cancelled) {
   if (done.token < 0 || !send_status_.ok()) {
     stream_.reset();  // aborts the transfer: D sees it fail
+    staging_.reset();
     if (!send_status_.ok()) return grpc_util::toGrpcStatus(send_status_, "KV transfer failed");
     if (cancelled) return grpc::Status(grpc::StatusCode::CANCELLED, "the prefill was cancelled");
     return done.finish_reason == generation::FinishReason::kError
@@ -184,6 +199,7 @@ grpc::Status PrefillCall::complete(const generation::TokenOutput& done,
   if (status.ok()) status = stream_->finish();
   const uint64_t bytes = stream_->bytesSent();
   stream_.reset();
+  staging_.reset();
   context_.loop->releasePrefill(id_);
   if (!status.ok()) return grpc_util::toGrpcStatus(status, "KV transfer failed");
 
@@ -228,15 +244,25 @@ absl::Status PrefillCall::sendBlocks(int end, const std::vector<int32_t>& block_
   if (end > static_cast<int>(block_table.size())) {
     return absl::InternalError("the engine reported fewer blocks than the prompt fills");
   }
-  for (int b = std::max(next_block_, skip); b < end; ++b) {
+  const int begin = std::max(next_block_, skip);
+  for (int b = begin; b < end; ++b) {
     kv_transport::KvBlock block;
     block.index = b - skip;
     block.hash = hashes_[b];
-    block.data = runner.blockData(block_table[b]);
+    block.data = context_.send_staging != nullptr
+                     ? context_.send_staging->slotData(staging_.slots()[b - skip])
+                     : runner.blockData(block_table[b]);
     blocks.push_back(block);
   }
   next_block_ = std::max(next_block_, end);
   if (blocks.empty()) return absl::OkStatus();
+  if (context_.send_staging != nullptr) {
+    // device -> pinned slots on the transfer stream; the step that computed
+    // these blocks synchronized before reporting them.
+    RETURN_IF_ERROR(context_.send_staging->download(
+        std::span<const int32_t>(block_table).subspan(begin, end - begin), staging_,
+        begin - skip));
+  }
   blocks_sent_ += static_cast<int>(blocks.size());
   return stream_->send(blocks);
 }

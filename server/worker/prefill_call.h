@@ -71,6 +71,10 @@ class PrefillCall : public std::enable_shared_from_this<PrefillCall> {
   // the steps' own (they run one at a time).
   engine::SeqId id_ = 0;
   std::vector<kvcache::BlockHash> hashes_;
+  // KV in device memory: the pinned slots the blocks are staged in, slot i
+  // for transfer index i; declared before stream_, which reads them until
+  // it is gone.
+  engine::KvStaging::Lease staging_;
   kv_transport::KvSendStreamPtr stream_;
   std::chrono::steady_clock::time_point start_;
   int next_block_ = 0;

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 #include "server/worker/prompt_block_hashes.h"
 
 namespace tandem::worker {
@@ -32,13 +33,16 @@ std::shared_ptr<RemotePrefill> RemotePrefill::start(WorkerContext& context, Requ
     expected.hashes.push_back(hashes[i]);
   }
   absl::Status expect = absl::FailedPreconditionError("no KV receiver");
-  if (context.receiver != nullptr && blocks.size() == hashes.size()) {
-    expect = context.receiver->expect(
-        std::move(expected),
-        [self](const kv_transport::TransferResult& result) { self->onTransferDone(result); });
-  } else if (context.receiver != nullptr) {
+  if (context.receiver != nullptr && blocks.size() != hashes.size()) {
     expect = absl::InternalError(absl::StrFormat("the engine allocated %d blocks for %d",
                                                  blocks.size(), hashes.size()));
+  } else if (context.receiver != nullptr) {
+    expect = self->landInStaging(expected);
+    if (expect.ok()) {
+      expect = context.receiver->expect(
+          std::move(expected),
+          [self](const kv_transport::TransferResult& result) { self->onTransferDone(result); });
+    }
   }
   if (!expect.ok()) {
     std::lock_guard lock(self->mu_);
@@ -140,11 +144,36 @@ std::string RemotePrefill::failureReasonLocked() const {
   return "transfer_error";
 }
 
+absl::Status RemotePrefill::landInStaging(kv_transport::ExpectedTransfer& expected) {
+  if (context_.receive_staging == nullptr || expected.dst_block_ids.empty()) {
+    return absl::OkStatus();
+  }
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(landing_, context_.receive_staging->acquire(
+                                 static_cast<int>(expected.dst_block_ids.size())));
+  device_blocks_ = std::move(expected.dst_block_ids);
+  expected.dst_block_ids = landing_.slots();
+  return absl::OkStatus();
+}
+
+absl::Status RemotePrefill::uploadLandedLocked() {
+  if (landing_.size() == 0) return absl::OkStatus();
+  return context_.receive_staging->upload(landing_, 0, device_blocks_);
+}
+
 void RemotePrefill::maybeResolveLocked() {
   if (resolved_) return;
   if (!expect_error_ && (!rpc_status_.has_value() || !transfer_.has_value())) return;
   resolved_ = true;
-  const bool ok = !expect_error_ && !cancelled_ && rpc_status_->ok() && transfer_->status.ok();
+  bool ok = !expect_error_ && !cancelled_ && rpc_status_->ok() && transfer_->status.ok();
+  if (ok) {
+    // both sides are done: P no longer writes the slots, D verified them.
+    if (absl::Status uploaded = uploadLandedLocked(); !uploaded.ok()) {
+      ok = false;
+      transfer_->status = uploaded;
+    }
+  }
+  landing_.reset();
   if (ok) {
     context_.metrics->countPrefill(tandem::v1::PREFILL_KIND_REMOTE);
     on_resolved_(tandem::v1::PREFILL_KIND_REMOTE);

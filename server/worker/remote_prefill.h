@@ -58,6 +58,11 @@ class RemotePrefill : public std::enable_shared_from_this<RemotePrefill> {
   void onPrefillDone(const grpc::Status& status);
   // mu_ held; runs the outcome once both sides are known.
   void maybeResolveLocked();
+  // KV in device memory: points `expected` at staging slots (the G1 blocks
+  // are kept for the upload); ResourceExhausted when the pool is short.
+  absl::Status landInStaging(kv_transport::ExpectedTransfer& expected);
+  // KV in device memory: copies the landed blocks into G1 (mu_ held).
+  absl::Status uploadLandedLocked();
   // the failure reason for metrics, from what the two sides reported.
   std::string failureReasonLocked() const;
 
@@ -75,6 +80,10 @@ class RemotePrefill : public std::enable_shared_from_this<RemotePrefill> {
   std::optional<grpc::Status> rpc_status_;                    // guarded by mu_
   std::optional<kv_transport::TransferResult> transfer_;     // guarded by mu_
   std::optional<absl::Status> expect_error_;                 // guarded by mu_
+  // KV in device memory: the staging slots the blocks land in (slot i for
+  // transfer index i) and the G1 blocks they are uploaded to on success.
+  engine::KvStaging::Lease landing_;                          // guarded by mu_
+  std::vector<int32_t> device_blocks_;                        // guarded by mu_
   bool cancelled_ = false;                                    // guarded by mu_
   bool resolved_ = false;                                     // guarded by mu_
 };

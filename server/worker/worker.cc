@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <filesystem>
@@ -94,14 +95,7 @@ absl::Status Worker::startEngine(const WorkerOptions& options) {
   }
   ASSIGN_OR_RETURN(engine::EngineAssemblyPtr local,
                    engine::EngineAssembly::create(options.model_path, engine_options));
-  if (!local->kvInHostMemory()) {
-    // (after the assembly, so a missing device is the error one sees first)
-    return absl::UnimplementedError(
-        "tandem worker --backend hip: the KV transport between workers reads and writes KV "
-        "blocks in host memory, and this backend keeps them in device memory (staging through "
-        "pinned host buffers is not built yet); run workers with --backend cpu, or use "
-        "--backend hip with `tandem generate` or `tandem serve` without worker processes");
-  }
+  if (!local->kvInHostMemory()) RETURN_IF_ERROR(startStaging(options, *local));
   const kvcache::KvLayout layout = local->runner().kvLayout();
   context_.block_size = layout.block_size;
   context_.block_bytes = layout.blockBytes();
@@ -118,6 +112,36 @@ absl::Status Worker::startEngine(const WorkerOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status Worker::startStaging(const WorkerOptions& options,
+                                  const engine::EngineAssembly& local) {
+  const size_t block_bytes = local.runner().kvLayout().blockBytes();
+  const uint64_t slots = options.kv_staging_bytes / block_bytes;
+  if (slots < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--kv-staging-bytes ", options.kv_staging_bytes,
+                                                   " holds no KV block of ", block_bytes,
+                                                   " bytes"));
+  }
+  const int num_slots = static_cast<int>(std::min<uint64_t>(slots, 1 << 30));
+  if (servesPrefill(options.role)) {
+    ASSIGN_OR_RETURN(send_staging_,
+                     engine::KvStaging::create(local.backend(), local.runner(), num_slots));
+    context_.send_staging = send_staging_.get();
+  }
+  if (servesGenerate(options.role)) {
+    // D's landing slots are a memfd, so prefill workers on this host (shm)
+    // write straight into them, as into a cpu backend's KV storage.
+    ASSIGN_OR_RETURN(receive_staging_,
+                     engine::KvStaging::create(
+                         local.backend(), local.runner(), num_slots,
+                         [this](size_t bytes) -> absl::StatusOr<void*> {
+                           ASSIGN_OR_RETURN(region_, kv_transport::ShmRegion::create(bytes));
+                           return region_->data();
+                         }));
+    context_.receive_staging = receive_staging_.get();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Worker::startTransport(const WorkerOptions& options, const std::string& advertise) {
   if (servesGenerate(options.role)) {
     kv_transport::KvReceiverConfig config;
@@ -126,7 +150,9 @@ absl::Status Worker::startTransport(const WorkerOptions& options, const std::str
     config.grpc.port = 0;
     config.grpc.advertise_host = advertise;
     config.grpc.cluster_auth = options.cluster_auth;
+    // G1 itself, or (KV in device memory) the staging slots blocks land in
     kv_transport::KvStorage storage{region_->data(), context_.block_bytes, num_blocks_};
+    if (receive_staging_ != nullptr) storage.num_blocks = receive_staging_->capacity();
     ASSIGN_OR_RETURN(receiver_, kv_transport::createKvReceiver(
                                     config, storage,
                                     options.kv_transport == kv_transport::TransportChoice::kGrpc

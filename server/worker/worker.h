@@ -73,6 +73,8 @@ class Worker {
   // WorkerInfo the worker registers with.
   absl::Status start(const WorkerOptions& options);
   absl::Status startEngine(const WorkerOptions& options);
+  // with KV in device memory: the pinned pools transfers stage through.
+  absl::Status startStaging(const WorkerOptions& options, const engine::EngineAssembly& local);
   absl::Status startTransport(const WorkerOptions& options, const std::string& advertise);
   absl::Status startServers(const WorkerOptions& options, const std::string& advertise);
   void describeSelf(const WorkerOptions& options, const std::string& advertise);
@@ -83,6 +85,10 @@ class Worker {
   std::atomic<bool> draining_{false};
   kv_transport::ShmRegionPtr region_;
   std::unique_ptr<engine::EngineLoop> loop_;
+  // (after the loop, whose runner they copy from; before the receiver,
+  // whose storage the receiving one is)
+  engine::KvStagingPtr send_staging_;
+  engine::KvStagingPtr receive_staging_;
   std::unique_ptr<CallExecutor> executor_;
   std::unique_ptr<KvEventsFeed> kv_events_feed_;
   kv_transport::KvReceiverPtr receiver_;

@@ -11,6 +11,7 @@
 
 #include "common/call_executor.h"
 #include "server/engine/engine_loop.h"
+#include "server/engine/kv_staging.h"
 #include "server/kv_transport/kv_transport.h"
 #include "server/worker/call_tracker.h"
 #include "server/worker/prefill_peers.h"
@@ -30,6 +31,12 @@ struct WorkerContext {
   kv_transport::KvReceiver* receiver = nullptr;
   // P (prefill, both): pushes prefilled blocks; null on a decode worker.
   kv_transport::KvSender* sender = nullptr;
+  // with KV in device memory (a GPU backend) only: P stages the blocks it
+  // sends here, D lands the blocks it receives here (the receiver's storage)
+  // and uploads them into G1. Null with the cpu backend, whose G1 the
+  // transports read and write directly.
+  engine::KvStaging* send_staging = nullptr;
+  engine::KvStaging* receive_staging = nullptr;
   WorkerMetrics* metrics = nullptr;
   PrefillPeers* peers = nullptr;
   // runs the steps of Prefill calls (block sends) on a few threads.

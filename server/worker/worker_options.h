@@ -54,6 +54,11 @@ struct WorkerOptions {
   // P: how to push blocks; D: which receivers to serve (auto = grpc and
   // shm; ucx = UCX alone).
   kv_transport::TransportChoice kv_transport = kv_transport::TransportChoice::kAuto;
+  // with a GPU backend, the page-locked host memory KV transfers stage
+  // through, for each direction this worker's role has (P's sends, D's
+  // receives): it bounds the blocks in flight; a transfer that finds too
+  // few free is refused (D then prefills locally).
+  uint64_t kv_staging_bytes = uint64_t{1} << 30;
   // D: how long a remote prefill (the Prefill call and the transfer) may take.
   std::chrono::milliseconds prefill_timeout{10000};
   // P: faults tests inject into blocks in transit; null (outside tests) =

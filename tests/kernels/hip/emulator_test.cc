@@ -3,7 +3,10 @@
 // that is per block and bounds-checked, and the failures a GPU would hang or
 // corrupt memory on (barrier divergence, exited lanes, out-of-bounds shared
 // access) reported as errors. Streams run in order; events order streams.
+#include <atomic>
+#include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -195,6 +198,66 @@ TEST_P(EmulatorTest, StreamsRunInOrderAndEventsOrderThem) {
   EXPECT_EQ(hipEventDestroy(done), hipSuccess);
   EXPECT_EQ(hipStreamDestroy(a), hipSuccess);
   EXPECT_EQ(hipStreamDestroy(b), hipSuccess);
+}
+
+// the KV staging of a worker drives a transfer stream from its own threads
+// while the engine's thread launches kernels: every call holds the device,
+// so both streams' work completes exactly once and in order.
+TEST_P(EmulatorTest, HostThreadsDriveTheirOwnStreamsSideBySide) {
+  constexpr int kRounds = 2000;
+  int* d_x = device(std::vector<int>(64, 0));
+  int* d_y = device(std::vector<int>(64, 7));
+  hipStream_t compute, transfer;
+  ASSERT_EQ(hipStreamCreate(&compute), hipSuccess);
+  ASSERT_EQ(hipStreamCreate(&transfer), hipSuccess);
+  std::atomic<bool> copies_ok{true};
+  std::thread copier([&] {
+    void* pinned = nullptr;
+    if (hipHostMalloc(&pinned, 64 * sizeof(int), 0) != hipSuccess) {
+      copies_ok = false;
+      return;
+    }
+    std::vector<int> back(64);
+    for (int i = 0; i < kRounds; ++i) {
+      std::vector<int> src(64, i);
+      std::memcpy(pinned, src.data(), 64 * sizeof(int));
+      bool ok = hipMemcpyAsync(d_y, pinned, 64 * sizeof(int), hipMemcpyHostToDevice, transfer) ==
+                hipSuccess;
+      ok = ok && hipStreamSynchronize(transfer) == hipSuccess;
+      // a synchronous copy waits for the whole device: it runs the other
+      // thread's queued kernels too
+      ok = ok && hipMemcpy(back.data(), d_y, 64 * sizeof(int), hipMemcpyDeviceToHost) ==
+                     hipSuccess;
+      if (!ok || back != src) copies_ok = false;
+    }
+    if (hipHostFree(pinned) != hipSuccess) copies_ok = false;
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    ASSERT_EQ(gpu::launch("add_one", addOne, dim3(1), dim3(64), compute, d_x), hipSuccess);
+    if (i % 10 == 9) ASSERT_EQ(hipStreamSynchronize(compute), hipSuccess);
+  }
+  copier.join();
+  ASSERT_EQ(hipStreamSynchronize(compute), hipSuccess);
+  EXPECT_TRUE(copies_ok.load());
+  EXPECT_EQ(host(d_x, 64), std::vector<int>(64, kRounds));
+  EXPECT_EQ(hipStreamDestroy(compute), hipSuccess);
+  EXPECT_EQ(hipStreamDestroy(transfer), hipSuccess);
+}
+
+TEST_P(EmulatorTest, HostRegistrationsAreRememberedUntilUnregistered) {
+  std::vector<char> memory(4096);
+  const size_t before = emu::liveHostRegistrations();
+  ASSERT_EQ(hipHostRegister(memory.data(), 2048, hipHostRegisterDefault), hipSuccess);
+  EXPECT_EQ(emu::liveHostRegistrations(), before + 1);
+  // overlapping the range from either side is refused, as HIP does
+  EXPECT_EQ(hipHostRegister(memory.data() + 1024, 2048, hipHostRegisterDefault),
+            hipErrorInvalidValue);
+  ASSERT_EQ(hipHostRegister(memory.data() + 2048, 2048, hipHostRegisterDefault), hipSuccess);
+  EXPECT_EQ(hipHostUnregister(memory.data() + 1024), hipErrorInvalidValue);  // not a start
+  EXPECT_EQ(hipHostUnregister(memory.data()), hipSuccess);
+  EXPECT_EQ(hipHostUnregister(memory.data()), hipErrorInvalidValue);  // once
+  EXPECT_EQ(hipHostUnregister(memory.data() + 2048), hipSuccess);
+  EXPECT_EQ(emu::liveHostRegistrations(), before);
 }
 
 INSTANTIATE_TEST_SUITE_P(WaveSizes, EmulatorTest, ::testing::Values(64, 32),

@@ -2,6 +2,8 @@
 // memory pool, the release of every device allocation, pinned staging, and
 // the event ordering between the compute and transfer streams (a block
 // copied on the transfer stream is what the next compute op reads).
+#include <cstring>
+
 #include "kernels/emu/runtime.h"
 #include "kernels/hip/hip_backend.h"
 #include "tests/kernels/backend_parity_fixture.h"
@@ -33,6 +35,34 @@ TEST(HipBackendPoolTest, ReusesFreedBuffersOfTheSameSizeClassAndFreesAllAtTheEnd
     EXPECT_EQ(emu::liveAllocations(), before + 2);  // pinned memory is not device memory
   }
   EXPECT_EQ(emu::liveAllocations(), before);
+}
+
+// KV staging's copies: pinned host memory, a registration of existing
+// memory, and a transfer stream apart from the compute stream.
+TEST(HipBackendStagingTest, TransferStreamMovesBytesBetweenDeviceAndPinnedHost) {
+  auto backend = HipBackend::create();
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  HipBackend& hip = **backend;
+  constexpr size_t kBytes = 3000;
+  auto device = hip.allocate(kBytes);
+  auto pinned = hip.allocatePinnedHost(kBytes);
+  ASSERT_TRUE(device.ok() && pinned.ok());
+  std::vector<unsigned char> given(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) given[i] = static_cast<unsigned char>(i * 7 + 1);
+  const size_t registrations = emu::liveHostRegistrations();
+  auto registered = hip.pinHost(given.data(), kBytes);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  EXPECT_EQ(emu::liveHostRegistrations(), registrations + 1);
+  auto stream = hip.createTransferStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  (*stream)->copyToDevice((*device)->data(), given.data(), kBytes);
+  (*stream)->copyToHost((*pinned)->data(), (*device)->data(), kBytes);
+  ASSERT_TRUE((*stream)->synchronize().ok());
+  EXPECT_EQ(std::memcmp((*pinned)->data(), given.data(), kBytes), 0);
+  registered->reset();
+  EXPECT_EQ(emu::liveHostRegistrations(), registrations);
+  // the same memory again: the registration really went
+  EXPECT_TRUE(hip.pinHost(given.data(), kBytes).ok());
 }
 
 TEST(HipBackendCreateTest, ADeviceBeyondTheRuntimesCountIsAClearError) {
