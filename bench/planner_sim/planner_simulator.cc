@@ -65,7 +65,10 @@ std::vector<planner::LoadSample> trafficByInterval(const SimTrace& trace, int bl
     s.mean_input_tokens += static_cast<double>(r.prompt_tokens);
     s.mean_output_tokens += static_cast<double>(r.output_tokens);
     prompt[k] += static_cast<double>(r.prompt_tokens);
-    cached[k] += std::min<double>(static_cast<double>(hit * block_size), static_cast<double>(r.prompt_tokens));
+    const double c = std::min<double>(static_cast<double>(hit * block_size), static_cast<double>(r.prompt_tokens));
+    cached[k] += c;
+    s.mix.add(static_cast<double>(r.prompt_tokens), static_cast<double>(r.prompt_tokens) - c,
+              static_cast<double>(r.output_tokens));
   }
   for (size_t k = 0; k < out.size(); ++k) {
     planner::LoadSample& s = out[k];
@@ -160,6 +163,7 @@ class ClusterRun {
   // the interval being observed
   int64_t arrivals_ = 0;
   double isl_sum_ = 0, osl_sum_ = 0, cached_sum_ = 0;
+  planner::PromptMix mix_;
   std::vector<double> ttft_ms_, itl_ms_;
   // the whole run
   std::vector<double> all_ttft_ms_, all_itl_ms_;
@@ -255,6 +259,7 @@ absl::Status ClusterRun::route(int id, double now) {
   ++arrivals_;
   ++in_flight_;
   isl_sum_ += static_cast<double>(r.prompt_tokens);
+  mix_.add(static_cast<double>(r.prompt_tokens), static_cast<double>(fresh), static_cast<double>(r.output_tokens));
   osl_sum_ += static_cast<double>(r.output_tokens);
   cached_sum_ += static_cast<double>(cached);
   if (!d->prefill_address.empty()) {
@@ -369,6 +374,7 @@ void ClusterRun::decide(double now) {
     o.decode_kv_utilization = kv / o.ready.decode;
     o.decode_queue_requests = waiting / o.ready.decode;
   }
+  o.mix = mix_;
   predictor_->observe(o);
   const planner::PolicyInputs in{.observed = o, .predicted = predictor_->predict(), .current = current,
                                  .bounds = options_.bounds};
@@ -416,6 +422,7 @@ void ClusterRun::decide(double now) {
                               o.itl_slo_attainment});
   arrivals_ = 0;
   isl_sum_ = osl_sum_ = cached_sum_ = 0;
+  mix_ = {};
   ttft_ms_.clear();
   itl_ms_.clear();
 }
@@ -542,10 +549,13 @@ absl::StatusOr<PlannerPolicyResult> ClusterRun::run() {
 }  // namespace
 
 RoleCounts peakSize(const SimTrace& trace, const planner::WorkerProfile& profile, const PlannerSimOptions& options) {
-  const planner::SlaPolicy sizing(policyConfig(profile, options));
+  planner::SlaPolicy sizing(policyConfig(profile, options));
   RoleCounts peak{1, 1};
   for (const planner::LoadSample& s : trafficByInterval(trace, options.block_size, options.interval_s)) {
-    const RoleCounts need = sizing.size(s.request_rate, s.mean_input_tokens, s.mean_output_tokens, s.cached_fraction);
+    // the model sla sizes with: the interval's rate, the prompt-length mix
+    // of the window up to it.
+    sizing.observeMix(s.mix);
+    const RoleCounts need = sizing.sizeForMix(s.request_rate, sizing.mix());
     peak.prefill = std::max(peak.prefill, need.prefill);
     peak.decode = std::max(peak.decode, need.decode);
   }
@@ -571,13 +581,14 @@ absl::StatusOr<PlannerSimResult> simulatePlanner(const SimTrace& trace, const pl
                              ? planner::clampToBounds(options.static_counts, options.bounds)
                              : result.static_model_counts;
   // the dynamic policies start sized for the first cold start's traffic.
-  const planner::SlaPolicy sizing(policyConfig(profile, options));
+  planner::SlaPolicy sizing(policyConfig(profile, options));
   const std::vector<planner::LoadSample> traffic = trafficByInterval(trace, options.block_size, options.interval_s);
   RoleCounts initial{1, 1};
   const size_t first = static_cast<size_t>(std::ceil(options.cold_start_s / options.interval_s)) + 1;
   for (size_t k = 0; k < std::min(first, traffic.size()); ++k) {
     const planner::LoadSample& s = traffic[k];
-    const RoleCounts need = sizing.size(s.request_rate, s.mean_input_tokens, s.mean_output_tokens, s.cached_fraction);
+    sizing.observeMix(s.mix);
+    const RoleCounts need = sizing.sizeForMix(s.request_rate, sizing.mix());
     initial.prefill = std::max(initial.prefill, need.prefill);
     initial.decode = std::max(initial.decode, need.decode);
   }

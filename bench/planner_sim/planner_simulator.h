@@ -106,9 +106,12 @@ struct PlannerSimResult {
   std::string toSvg() const;
 };
 
-// the counts `static` runs with: the most the sla sizing (no corrections)
-// asks for over the trace's intervals, each interval's cached fraction taken
-// as what one shared cache of everything seen before would hold.
+// the counts `static` runs with by default: the most the sla sizing (no
+// corrections; each interval's rate with the prompt-length mix of the
+// window up to it, SlaPolicy::sizeForMix) asks for over the trace's
+// intervals, each prompt's cached part taken as what one shared cache of
+// everything seen before would hold (per-worker caches hold less: the
+// model's peak is a lower bound of what a static cluster needs).
 planner::RoleCounts peakSize(const SimTrace& trace, const planner::WorkerProfile& profile,
                              const PlannerSimOptions& options);
 
