@@ -106,7 +106,8 @@ for trace in ("azure", "mooncake", "mooncake_fixed_rates"):
     static = r["policies"]["static"]["gpu_hours"]
     s = json.load(open(f"{out}/{trace}.search.json")) if os.path.exists(f"{out}/{trace}.search.json") else {}
     for name, p in r["policies"].items():
-        vs = f"{100 * (p['gpu_hours'] / s['gpu_hours'] - 1):+.0f}%" if s.get("gpu_hours") else "none meets them"
+        vs = (f"{100 * (p['gpu_hours'] / s['gpu_hours'] - 1):+.0f}%" if s.get("gpu_hours")
+              else "none meets them" if s else "not searched")
         print(f"| {trace} | {name} | {100 * p['ttft_attainment']:.2f}% | {100 * p['itl_attainment']:.2f}% | "
               f"{p['slo_misses']} | {p['gpu_hours']:.1f} | {100 * (p['gpu_hours'] / static - 1):+.0f}% | {vs} | "
               f"{p['scale_events']} | {p['max_prefill']} | {p['max_decode']} |")
