@@ -32,6 +32,7 @@ struct SimulateArgs {
   std::string cold_start = "30s";
   std::string json_out;
   std::string plot_out;
+  std::vector<int> static_counts;
 };
 
 // "30s", "2m", "500ms" or a plain number of seconds.
@@ -65,6 +66,12 @@ absl::Status runSimulate(SimulateArgs args) {
   absl::StatusOr<double> cold = parseDuration(args.cold_start, "--cold-start");
   if (!cold.ok()) return cold.status();
   args.options.interval_s = *interval;
+  if (!args.static_counts.empty()) {
+    if (args.static_counts.size() != 2 || args.static_counts[0] < 0 || args.static_counts[1] < 1) {
+      return absl::InvalidArgumentError("--static-counts wants PREFILL,DECODE (decode at least 1)");
+    }
+    args.options.static_counts = {args.static_counts[0], args.static_counts[1]};
+  }
   args.options.cold_start_s = *cold;
   if (!(args.scale.speedup > 0)) return absl::InvalidArgumentError("--speedup must be positive");
   if (args.scale.replicas < 1) return absl::InvalidArgumentError("--replicas must be at least 1");
@@ -79,7 +86,7 @@ absl::Status runSimulate(SimulateArgs args) {
   args.options.progress = true;
   absl::StatusOr<bench::PlannerSimResult> result = bench::simulatePlanner(trace, *profile, args.options);
   if (!result.ok()) return result.status();
-  std::fprintf(stderr, "static sized for the peak: %d prefill + %d decode workers (the model's peak: %d + %d)\n",
+  std::fprintf(stderr, "static: %d prefill + %d decode workers (the sizing model at the busiest interval: %d + %d)\n",
                result->static_counts.prefill, result->static_counts.decode, result->static_model_counts.prefill,
                result->static_model_counts.decode);
   std::fprintf(stderr, "%-8s %10s %10s %10s %8s %8s %8s %10s %10s\n", "policy", "ttft_att", "itl_att", "gpu_h",
@@ -88,6 +95,16 @@ absl::Status runSimulate(SimulateArgs args) {
     std::fprintf(stderr, "%-8s %10.4f %10.4f %10.2f %8d %8d %8d %10lld %10.1f\n", p.policy.c_str(), p.ttft_attainment,
                  p.itl_attainment, p.gpu_hours, p.scale_events, p.max_prefill, p.max_decode,
                  static_cast<long long>(p.slo_misses), p.sim_wall_s);
+  }
+  std::fprintf(stderr, "misses by prompt length (TTFT misses / of them over the SLO by their own prefill / waiting at their decode worker / ITL misses):\n");
+  for (const bench::PlannerPolicyResult& p : result->policies) {
+    std::fprintf(stderr, "  %-8s", p.policy.c_str());
+    for (const bench::MissBucket& b : p.by_prompt) {
+      std::fprintf(stderr, " <=%s: %lld/%lld/%lld/%lld of %lld", b.max_prompt_tokens == INT64_MAX ? "inf" : absl::StrCat(b.max_prompt_tokens / 1024, "k").c_str(),
+                   static_cast<long long>(b.ttft_misses), static_cast<long long>(b.ttft_misses_service), static_cast<long long>(b.ttft_misses_local),
+                   static_cast<long long>(b.itl_misses), static_cast<long long>(b.requests));
+    }
+    std::fprintf(stderr, "\n");
   }
   if (absl::Status s = writeFile(args.json_out, result->toJson().dump(2) + "\n"); !s.ok()) return s;
   if (!args.plot_out.empty()) return writeFile(args.plot_out, result->toSvg());
@@ -131,6 +148,13 @@ void registerPlannerSimulateCommand(CLI::App* planner) {
       ->capture_default_str();
   cmd->add_option("--jobs", args->options.jobs, "policies simulated at once (0 = one per core)")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--static-counts", args->static_counts,
+                  "static's prefill,decode workers (default: the sizing model at the busiest interval)")
+      ->delimiter(',')
+      ->expected(2);
+  cmd->add_option("--router-learns-rates", args->options.router_learns_rates,
+                  "the router learns each prefill worker's rate from its first tokens (its default)")
       ->capture_default_str();
   cmd->add_option("--json", args->json_out, "write the results here (JSON)")->required();
   cmd->add_option("--plot", args->plot_out, "an SVG of offered load, workers per role and attainment over time");

@@ -3,6 +3,7 @@
 // one sample of load per interval, worker counts per role, bounds.
 #pragma once
 
+#include <array>
 #include <string>
 
 namespace tandem::planner {
@@ -27,6 +28,25 @@ struct ScalingBounds {
   RoleCounts min{0, 1};
   RoleCounts max{8, 8};
   int max_total = 16;
+};
+
+// The arrivals' prompt lengths by range: per range (upper ends kEdges, the
+// last unbounded) the requests and the sums of their prompt, uncached and
+// output tokens and of prompt x output (the KV a request holds, weighted by
+// how long it decodes). What the `sla` policy sizes prefill with when the
+// source has it (the M/G/N model per range, queue_model.h): the means alone
+// hide the long prompts that miss the TTFT SLO.
+struct PromptMix {
+  static constexpr std::array<double, 12> kEdges = {512,   1024,  2048,  4096,  8192,  16384,
+                                                    32768, 49152, 65536, 81920, 98304, 131072};
+  static constexpr size_t kRanges = kEdges.size() + 1;
+  std::array<double, kRanges> requests{}, prompt_tokens{}, uncached_tokens{}, output_tokens{}, prompt_x_output{};
+
+  void add(double prompt, double uncached, double output);
+  double total() const;
+  bool empty() const { return total() <= 0; }
+  // this = this x decay + other (a window that forgets at `decay` an interval).
+  void blend(const PromptMix& other, double decay);
 };
 
 // One interval of load as the router and workers saw it (or as a predictor
@@ -54,6 +74,7 @@ struct LoadSample {
   double decode_kv_utilization = 0; // used / total KV blocks on decode workers (0..1)
   double decode_queue_requests = 0; // requests waiting on decode workers, per worker
   RoleCounts ready;                 // workers routable now
+  PromptMix mix;                    // the arrivals' prompt lengths (empty: not measured)
 };
 
 // What a policy decided for the next interval, with why (logged and exported).

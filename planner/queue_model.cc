@@ -1,5 +1,6 @@
 #include "planner/queue_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -29,6 +30,60 @@ int workersForWait(double rate, double service_s, double max_wait_s, double quan
   if (rate <= 0 || service_s <= 0) return 0;
   int n = static_cast<int>(std::floor(rate * service_s)) + 1;
   while (waitQuantileS(n, rate, service_s, quantile) > max_wait_s && n < 1000000) ++n;
+  return n;
+}
+
+namespace {
+
+struct Moments {
+  double mean = 0, scv = 1;
+};
+
+Moments moments(std::span<const ServiceClass> classes) {
+  double m1 = 0, m2 = 0;
+  for (const ServiceClass& c : classes) {
+    m1 += c.share * c.service_s;
+    m2 += c.share * c.service_s * c.service_s;
+  }
+  Moments m;
+  m.mean = m1;
+  if (m1 > 0) m.scv = std::max(0.0, m2 / (m1 * m1) - 1);
+  return m;
+}
+
+}  // namespace
+
+double mgnWaitTail(int workers, double rate, double mean_s, double scv, double t) {
+  if (rate <= 0 || mean_s <= 0) return 0;
+  if (rate * mean_s >= workers) return 1;
+  const double c = erlangC(workers, rate * mean_s);
+  return c * std::exp(-(workers / mean_s - rate) * std::max(0.0, t) * 2 / (1 + scv));
+}
+
+double mgnMeanWaitS(int workers, double rate, double mean_s, double scv) {
+  if (rate <= 0 || mean_s <= 0) return 0;
+  if (rate * mean_s >= workers) return std::numeric_limits<double>::infinity();
+  return erlangC(workers, rate * mean_s) / (workers / mean_s - rate) * (1 + scv) / 2;
+}
+
+double prefillAttainment(int workers, double rate, std::span<const ServiceClass> classes, double slo_s) {
+  const Moments m = moments(classes);
+  double met = 0;
+  for (const ServiceClass& c : classes) {
+    if (c.service_s > slo_s) continue;
+    met += c.share * (1 - mgnWaitTail(workers, rate, m.mean, m.scv, slo_s - c.service_s));
+  }
+  return met;
+}
+
+int workersForAttainment(double rate, std::span<const ServiceClass> classes, double slo_s, double target) {
+  const Moments m = moments(classes);
+  if (rate <= 0 || m.mean <= 0) return 0;
+  double feasible = 0;
+  for (const ServiceClass& c : classes) feasible += c.service_s <= slo_s ? c.share : 0;
+  const double aim = std::min(target, feasible - (1 - target) / 10);
+  int n = static_cast<int>(std::floor(rate * m.mean)) + 1;
+  while (prefillAttainment(n, rate, classes, slo_s) < aim && n < 1000000) ++n;
   return n;
 }
 

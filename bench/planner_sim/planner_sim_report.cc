@@ -55,6 +55,14 @@ nlohmann::json PlannerSimResult::toJson() const {
                                {"finished", p.finished},
                                {"ttft_p99_ms", p.ttft_p99_ms},         {"itl_p99_ms", p.itl_p99_ms},
                                {"sim_wall_s", p.sim_wall_s},           {"timeline", std::move(t)}};
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const MissBucket& b : p.by_prompt) {
+      buckets.push_back({{"max_prompt_tokens", b.max_prompt_tokens}, {"requests", b.requests},
+                         {"ttft_misses", b.ttft_misses}, {"ttft_misses_service", b.ttft_misses_service},
+                         {"ttft_misses_local", b.ttft_misses_local},
+                         {"itl_misses", b.itl_misses}});
+    }
+    policies_json[p.policy]["misses_by_prompt"] = std::move(buckets);
   }
   j["policies"] = std::move(policies_json);
   return j;

@@ -65,7 +65,10 @@ std::vector<planner::LoadSample> trafficByInterval(const SimTrace& trace, int bl
     s.mean_input_tokens += static_cast<double>(r.prompt_tokens);
     s.mean_output_tokens += static_cast<double>(r.output_tokens);
     prompt[k] += static_cast<double>(r.prompt_tokens);
-    cached[k] += std::min<double>(static_cast<double>(hit * block_size), static_cast<double>(r.prompt_tokens));
+    const double c = std::min<double>(static_cast<double>(hit * block_size), static_cast<double>(r.prompt_tokens));
+    cached[k] += c;
+    s.mix.add(static_cast<double>(r.prompt_tokens), static_cast<double>(r.prompt_tokens) - c,
+              static_cast<double>(r.output_tokens));
   }
   for (size_t k = 0; k < out.size(); ++k) {
     planner::LoadSample& s = out[k];
@@ -120,7 +123,10 @@ class ClusterRun {
   struct Request {
     double arrival = 0, first_token = -1;
     int decode_slot = -1;
+    double prefill_s = 0;  // its own prefill alone: the uncached tokens as routed
+    bool local = false;    // prefilled by its decode worker
   };
+  MissBucket& bucketOf(int id);
 
   void addWorker(Role role, double now, double ready_at);
   void stop(int slot, double now);
@@ -157,6 +163,7 @@ class ClusterRun {
   // the interval being observed
   int64_t arrivals_ = 0;
   double isl_sum_ = 0, osl_sum_ = 0, cached_sum_ = 0;
+  planner::PromptMix mix_;
   std::vector<double> ttft_ms_, itl_ms_;
   // the whole run
   std::vector<double> all_ttft_ms_, all_itl_ms_;
@@ -247,15 +254,19 @@ absl::Status ClusterRun::route(int id, double now) {
   SimDecodeWorker& dw = *slots_[di].decode;
   const int64_t cached = dw.cachedTokens(r);
   const int64_t fresh = std::max<int64_t>(1, r.prompt_tokens - cached);
+  requests_[id].prefill_s =
+      profile_.prefillSeconds(static_cast<double>(fresh), static_cast<double>(r.prompt_tokens));
   ++arrivals_;
   ++in_flight_;
   isl_sum_ += static_cast<double>(r.prompt_tokens);
+  mix_.add(static_cast<double>(r.prompt_tokens), static_cast<double>(fresh), static_cast<double>(r.output_tokens));
   osl_sum_ += static_cast<double>(r.output_tokens);
   cached_sum_ += static_cast<double>(cached);
   if (!d->prefill_address.empty()) {
     slots_[by_address_[d->prefill_address]].prefill->enqueue(id, fresh, r.prompt_tokens, now);
     ++slots_[di].awaiting_kv;
   } else {
+    requests_[id].local = true;
     dw.addLocal(id, &r, fresh, now);
   }
   return absl::OkStatus();
@@ -268,10 +279,18 @@ void ClusterRun::onFirstToken(int id, double now) {
   const double ttft = (now - q.arrival) * 1000;
   ttft_ms_.push_back(ttft);
   all_ttft_ms_.push_back(ttft);
+  MissBucket& b = bucketOf(id);
+  ++b.requests;
   if (ttft <= options_.ttft_slo_ms) {
     ++ttft_good_;
   } else {
     missed_[id] = 1;
+    ++b.ttft_misses;
+    if (q.prefill_s * 1000 > options_.ttft_slo_ms) {
+      ++b.ttft_misses_service;
+    } else if (q.local) {
+      ++b.ttft_misses_local;
+    }
   }
 }
 
@@ -286,9 +305,22 @@ void ClusterRun::onFinished(int id, double now) {
     itl_ms_.push_back(itl);
     all_itl_ms_.push_back(itl);
     ++itl_counted_;
-    if (itl <= options_.itl_slo_ms) ++itl_good_; else missed_[id] = 1;
+    if (itl <= options_.itl_slo_ms) {
+      ++itl_good_;
+    } else {
+      missed_[id] = 1;
+      ++bucketOf(id).itl_misses;
+    }
   }
   if (missed_[id]) ++misses_;
+}
+
+MissBucket& ClusterRun::bucketOf(int id) {
+  const int64_t prompt = trace_.requests[id].prompt_tokens;
+  for (MissBucket& b : result_.by_prompt) {
+    if (prompt <= b.max_prompt_tokens) return b;
+  }
+  return result_.by_prompt.back();
 }
 
 RoleCounts ClusterRun::paidFor() const {
@@ -342,6 +374,7 @@ void ClusterRun::decide(double now) {
     o.decode_kv_utilization = kv / o.ready.decode;
     o.decode_queue_requests = waiting / o.ready.decode;
   }
+  o.mix = mix_;
   predictor_->observe(o);
   const planner::PolicyInputs in{.observed = o, .predicted = predictor_->predict(), .current = current,
                                  .bounds = options_.bounds};
@@ -389,6 +422,7 @@ void ClusterRun::decide(double now) {
                               o.itl_slo_attainment});
   arrivals_ = 0;
   isl_sum_ = osl_sum_ = cached_sum_ = 0;
+  mix_ = {};
   ttft_ms_.clear();
   itl_ms_.clear();
 }
@@ -469,6 +503,7 @@ absl::StatusOr<PlannerPolicyResult> ClusterRun::run() {
   ro.max_prefill_queue_tokens = int64_t{1} << 50;
   ro.load.default_prefill_tokens_per_s = profile_.prefillTokensPerS(2048);
   ro.load.default_decode_s_per_step = profile_.decodeItlMs(1, 2048) / 1000;
+  if (!options_.router_learns_rates) ro.load.sample_weight = 0;
   absl::StatusOr<std::unique_ptr<RoutePlanner>> router = RoutePlanner::create(ro, &index_);
   if (!router.ok()) return router.status();
   router_ = std::move(*router);
@@ -476,6 +511,7 @@ absl::StatusOr<PlannerPolicyResult> ClusterRun::run() {
   const size_t n = trace_.requests.size();
   requests_.assign(n, {});
   missed_.assign(n, 0);
+  for (int64_t max : {int64_t{2048}, int64_t{8192}, int64_t{32768}, int64_t{65536}, int64_t{98304}, INT64_MAX}) result_.by_prompt.push_back({.max_prompt_tokens = max});
   for (int i = 0; i < initial_.prefill; ++i) addWorker(Role::kPrefill, 0, 0);
   for (int i = 0; i < initial_.decode; ++i) addWorker(Role::kDecode, 0, 0);
   next_decision_ = options_.interval_s;
@@ -513,10 +549,13 @@ absl::StatusOr<PlannerPolicyResult> ClusterRun::run() {
 }  // namespace
 
 RoleCounts peakSize(const SimTrace& trace, const planner::WorkerProfile& profile, const PlannerSimOptions& options) {
-  const planner::SlaPolicy sizing(policyConfig(profile, options));
+  planner::SlaPolicy sizing(policyConfig(profile, options));
   RoleCounts peak{1, 1};
   for (const planner::LoadSample& s : trafficByInterval(trace, options.block_size, options.interval_s)) {
-    const RoleCounts need = sizing.size(s.request_rate, s.mean_input_tokens, s.mean_output_tokens, s.cached_fraction);
+    // the model sla sizes with: the interval's rate, the prompt-length mix
+    // of the window up to it.
+    sizing.observeMix(s.mix);
+    const RoleCounts need = sizing.sizeForMix(s.request_rate, sizing.mix());
     peak.prefill = std::max(peak.prefill, need.prefill);
     peak.decode = std::max(peak.decode, need.decode);
   }
@@ -537,15 +576,19 @@ absl::StatusOr<PlannerSimResult> simulatePlanner(const SimTrace& trace, const pl
   result.requests = static_cast<int64_t>(trace.requests.size());
   result.duration_s = trace.requests.back().arrival_s;
   result.options = options;
-  result.static_counts = peakSize(trace, profile, options);
+  result.static_model_counts = peakSize(trace, profile, options);
+  result.static_counts = options.static_counts.total() > 0
+                             ? planner::clampToBounds(options.static_counts, options.bounds)
+                             : result.static_model_counts;
   // the dynamic policies start sized for the first cold start's traffic.
-  const planner::SlaPolicy sizing(policyConfig(profile, options));
+  planner::SlaPolicy sizing(policyConfig(profile, options));
   const std::vector<planner::LoadSample> traffic = trafficByInterval(trace, options.block_size, options.interval_s);
   RoleCounts initial{1, 1};
   const size_t first = static_cast<size_t>(std::ceil(options.cold_start_s / options.interval_s)) + 1;
   for (size_t k = 0; k < std::min(first, traffic.size()); ++k) {
     const planner::LoadSample& s = traffic[k];
-    const RoleCounts need = sizing.size(s.request_rate, s.mean_input_tokens, s.mean_output_tokens, s.cached_fraction);
+    sizing.observeMix(s.mix);
+    const RoleCounts need = sizing.sizeForMix(s.request_rate, sizing.mix());
     initial.prefill = std::max(initial.prefill, need.prefill);
     initial.decode = std::max(initial.decode, need.decode);
   }
@@ -566,32 +609,16 @@ absl::StatusOr<PlannerSimResult> simulatePlanner(const SimTrace& trace, const pl
     ClusterRun run(trace, profile, options, options.policies[i], start, std::move(policy));
     runs[i] = run.run();
   };
-  // the dynamic policies first (in parallel); then static, sized for the
-  // peak: the most the model asks for in any interval, or the most workers
-  // sla held at once when it ran, whichever is larger.
-  std::vector<size_t> first_wave, second_wave;
-  for (size_t i = 0; i < n; ++i) (options.policies[i] == "static" ? second_wave : first_wave).push_back(i);
-  for (const std::vector<size_t>* wave : {&first_wave, &second_wave}) {
-    const size_t m = wave->size();
-    const size_t jobs = std::min<size_t>(
-        m, options.jobs > 0 ? static_cast<size_t>(options.jobs) : std::max<size_t>(1, std::thread::hardware_concurrency()));
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t k = next.fetch_add(1); k < m; k = next.fetch_add(1)) runOne((*wave)[k]);
-    };
-    std::vector<std::thread> threads;
-    for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
-    work();
-    for (std::thread& t : threads) t.join();
-    if (wave == &first_wave) {
-      result.static_model_counts = result.static_counts;
-      for (size_t i : first_wave) {
-        if (options.policies[i] != "sla" || !runs[i].ok()) continue;
-        result.static_counts.prefill = std::max(result.static_counts.prefill, runs[i]->max_prefill);
-        result.static_counts.decode = std::max(result.static_counts.decode, runs[i]->max_decode);
-      }
-    }
-  }
+  const size_t jobs = std::min<size_t>(
+      n, options.jobs > 0 ? static_cast<size_t>(options.jobs) : std::max<size_t>(1, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) runOne(k);
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
   for (absl::StatusOr<PlannerPolicyResult>& r : runs) {
     if (!r.ok()) return r.status();
     result.policies.push_back(std::move(*r));

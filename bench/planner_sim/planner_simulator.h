@@ -38,6 +38,15 @@ struct PlannerSimOptions {
   uint64_t seed = 0;
   int jobs = 0;           // policies at once; 0 = one per core
   bool progress = false;  // a line on stderr per tenth of the trace
+  // `static`'s counts; {0, 0}: peakSize's (the sizing model at the trace's
+  // busiest interval). bench/planner_sim.sh searches the smallest that
+  // meets the SLOs with it.
+  planner::RoleCounts static_counts;
+  // the router learns each prefill worker's throughput from its first
+  // tokens (its default); false keeps the profile's rate at 2k tokens for
+  // all (to show what the learned rates cost: they depend on the prompt
+  // lengths a worker last served, and mislead long prompts' routing).
+  bool router_learns_rates = true;
 };
 
 struct IntervalPoint {
@@ -47,6 +56,20 @@ struct IntervalPoint {
   int decode = 0;
   double ttft_attainment = 1;  // of the first tokens in it
   double itl_attainment = 1;   // of the requests that finished in it
+};
+
+// the requests of one prompt-length range and how many missed: TTFT misses
+// split into those whose own prefill (the uncached tokens as routed, at the
+// profile) exceeds the TTFT SLO, which no number of workers can meet, and
+// those that waited: for a prefill worker, or (prefilled by their decode
+// worker, the prompt almost all cached there) to join its batch.
+struct MissBucket {
+  int64_t max_prompt_tokens = 0;  // the range's upper end (inclusive)
+  int64_t requests = 0;
+  int64_t ttft_misses = 0;
+  int64_t ttft_misses_service = 0;  // own prefill alone over the SLO
+  int64_t ttft_misses_local = 0;    // the rest, of those prefilled by their decode worker
+  int64_t itl_misses = 0;
 };
 
 struct PlannerPolicyResult {
@@ -62,16 +85,17 @@ struct PlannerPolicyResult {
   double ttft_p99_ms = 0, itl_p99_ms = 0;
   double sim_wall_s = 0;
   std::vector<IntervalPoint> timeline;
+  std::vector<MissBucket> by_prompt;  // prompt ranges up to 2k, 8k, 32k, 64k, 96k, longer
 };
 
 struct PlannerSimResult {
   std::string trace;
   int64_t requests = 0;
   double duration_s = 0;  // the last arrival
-  // what `static` ran with: the larger of the model's peak (peakSize) and
-  // the most workers per role `sla` held when it ran too.
+  // what `static` ran with: options.static_counts when given, else the
+  // sizing model at the trace's busiest interval (static_model_counts).
   planner::RoleCounts static_counts;
-  planner::RoleCounts static_model_counts;  // peakSize alone
+  planner::RoleCounts static_model_counts;  // peakSize
   PlannerSimOptions options;
   std::vector<PlannerPolicyResult> policies;
 
@@ -82,9 +106,12 @@ struct PlannerSimResult {
   std::string toSvg() const;
 };
 
-// the counts `static` runs with: the most the sla sizing (no corrections)
-// asks for over the trace's intervals, each interval's cached fraction taken
-// as what one shared cache of everything seen before would hold.
+// the counts `static` runs with by default: the most the sla sizing (no
+// corrections; each interval's rate with the prompt-length mix of the
+// window up to it, SlaPolicy::sizeForMix) asks for over the trace's
+// intervals, each prompt's cached part taken as what one shared cache of
+// everything seen before would hold (per-worker caches hold less: the
+// model's peak is a lower bound of what a static cluster needs).
 planner::RoleCounts peakSize(const SimTrace& trace, const planner::WorkerProfile& profile,
                              const PlannerSimOptions& options);
 

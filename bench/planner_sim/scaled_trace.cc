@@ -16,15 +16,25 @@ SimTrace scaleTrace(const SimTrace& trace, const TraceScale& scale) {
     out.name += absl::StrFormat(" x%d replicas, speedup %g", replicas, speedup);
   }
   std::mt19937_64 rng(scale.seed * 7919 + 17);
-  // every copy moves by [0, 2 x jitter): none piles up at the start.
+  // every copy's arrivals move by [0, 2 x jitter) and those moved past the
+  // trace's end wrap to its start (the copy loops over the trace's span):
+  // none piles up at the start, and the start and end do not ramp.
   std::uniform_real_distribution<double> jitter(0, 2 * scale.jitter_s);
+  double first = 0, span = 0;
+  if (!trace.requests.empty()) {
+    first = trace.requests.front().arrival_s;
+    span = trace.requests.back().arrival_s - first;
+  }
   out.requests.reserve(trace.requests.size() * replicas);
   for (int k = 0; k < replicas; ++k) {
     // an odd multiplier keeps distinct hashes distinct within the copy.
     const uint64_t salt = static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull;
     for (const SimRequest& r : trace.requests) {
       SimRequest q = r;
-      if (replicas > 1) q.arrival_s = r.arrival_s + jitter(rng);
+      if (replicas > 1) {
+        q.arrival_s = r.arrival_s + jitter(rng);
+        if (span > 0 && q.arrival_s > first + span) q.arrival_s -= span;
+      }
       if (k > 0) {
         for (kvcache::BlockHash& h : q.hashes) h ^= salt;
       }

@@ -3,6 +3,7 @@
 #include "planner/policies.h"
 
 #include "gtest/gtest.h"
+#include "planner/queue_model.h"
 #include "planner/sla_policy.h"
 
 namespace tandem::planner {
@@ -147,6 +148,62 @@ TEST(SlaPolicyTest, LearnsNothingFromAnOverloadedDecodePool) {
   queued.decode_queue_requests = 30;
   for (int i = 0; i < 10; ++i) sla.decide(inputs(queued, {1, 1}));
   EXPECT_EQ(sla.itlCorrection(), 1);
+}
+
+TEST(SlaPolicyTest, AMixWithLongPromptsNeedsMorePrefillThanItsMeanPrompt) {
+  PolicyConfig c = config();
+  c.ttft_slo_ms = 2000;
+  SlaPolicy sla(c);
+  // 100 req/s: 97.2% of 1000-token prompts (0.1 s), 2% of 15 000 (1.5 s:
+  // it may wait only 0.5 s) and 0.8% of 30 000 (3 s: over the SLO alone).
+  PromptMix mix;
+  for (int i = 0; i < 972; ++i) mix.add(1000, 1000, 20);
+  for (int i = 0; i < 20; ++i) mix.add(15000, 15000, 20);
+  for (int i = 0; i < 8; ++i) mix.add(30000, 30000, 20);
+  const double mean = (972 * 1000.0 + 20 * 15000 + 8 * 30000) / 1000;
+  const RoleCounts means = sla.size(100, mean, 20, 0);
+  const RoleCounts mixed = sla.sizeForMix(100, mix);
+  EXPECT_GT(mixed.prefill, means.prefill);
+  // what that many reach: the 99% target (the 0.8% no count can serve
+  // leave 0.2% for the waits), and one fewer does not.
+  std::vector<ServiceClass> classes = {{0.972, 0.1}, {0.02, 1.5}, {0.008, 3}};
+  EXPECT_GE(prefillAttainment(mixed.prefill, 100, classes, 2), 0.99);
+  EXPECT_LT(prefillAttainment(mixed.prefill - 1, 100, classes, 2), 0.99);
+  // a window: an empty interval leaves the mix as it was.
+  sla.observeMix(mix);
+  sla.observeMix(PromptMix{});
+  EXPECT_EQ(sla.mix().total(), 1000);
+}
+
+TEST(SlaPolicyTest, AFasterTtftThanModelledNeverShrinksThePrefillPool) {
+  SlaPolicy sla(config());
+  const RoleCounts before = sla.size(20, 8000, 20, 0);
+  // the prefill alone is 0.8 s; the pool answers in 0.5 s on average (the
+  // wait model is pessimistic, or a cache the model missed): no reason to
+  // believe the profile's prefill is slower than measured.
+  LoadSample fast = traffic(20, 8000, 20);
+  fast.ttft_mean_ms = 500;
+  for (int i = 0; i < 10; ++i) sla.decide(inputs(fast, before));
+  EXPECT_EQ(sla.ttftCorrection(), 1);
+  EXPECT_EQ(sla.size(20, 8000, 20, 0).prefill, before.prefill);
+}
+
+TEST(SlaPolicyTest, APrefillBacklogAddsWorkersOnce) {
+  SlaPolicy sla(config());
+  const RoleCounts sized = sla.size(20, 8000, 20, 0);
+  // 20 000 tokens queued per ready prefill worker: 2 s each at 10k tokens/s,
+  // four times the 0.5 s SLO: the backlog wants 4x the ready workers more,
+  // at most doubling them.
+  LoadSample backlog = traffic(20, 8000, 20);
+  backlog.prefill_queue_tokens = 20000;
+  backlog.ready = sized;
+  const RoleCounts up = sla.decide(inputs(backlog, sized)).desired;
+  EXPECT_EQ(up.prefill, 2 * sized.prefill);
+  // next interval the new ones are still starting: nothing more.
+  EXPECT_EQ(sla.decide(inputs(backlog, up)).desired.prefill, up.prefill);
+  // a backlog of a quarter of the SLO a worker is the queue of normal work.
+  backlog.prefill_queue_tokens = 1000;
+  EXPECT_EQ(SlaPolicy(config()).decide(inputs(backlog, sized)).desired.prefill, sized.prefill);
 }
 
 TEST(LoadPolicyTest, SaturationAddsOneWorkerOfThatRole) {

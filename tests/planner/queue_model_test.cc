@@ -2,6 +2,7 @@
 #include "planner/queue_model.h"
 
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -30,6 +31,27 @@ TEST(QueueModelTest, WaitQuantileAndTheWorkersItNeeds) {
   EXPECT_EQ(n, 4);
   // pooling: ten times the traffic needs far fewer than ten times the workers.
   EXPECT_LT(workersForWait(100, 0.1, 0.1, 0.99), 10 * n);
+}
+
+TEST(QueueModelTest, MgnStretchesTheWaitByServiceVariabilityAndServesClassesByTheirSlack) {
+  // scv 1 is M/M/N: M/M/1 at rho 0.5, service 1 s: P(W > t) = 0.5 e^{-0.5 t}, mean wait 1 s.
+  EXPECT_NEAR(mgnWaitTail(1, 0.5, 1, 1, 2), 0.5 * std::exp(-1.0), 1e-12);
+  EXPECT_NEAR(mgnMeanWaitS(1, 0.5, 1, 1), 1, 1e-12);
+  // scv 3 (heavy-tailed prompts): twice the mean wait, a slower tail.
+  EXPECT_NEAR(mgnMeanWaitS(1, 0.5, 1, 3), 2, 1e-12);
+  EXPECT_NEAR(mgnWaitTail(1, 0.5, 1, 3, 2), 0.5 * std::exp(-0.5), 1e-12);
+  EXPECT_EQ(mgnWaitTail(1, 2, 1, 1, 5), 1);
+  // a class whose own service leaves no slack meets the SLO only unqueued;
+  // one over the SLO never does.
+  const std::vector<ServiceClass> c = {{0.9, 0.1}, {0.05, 1.0}, {0.05, 2.0}};
+  const double a = prefillAttainment(4, 5, c, 1.0);
+  EXPECT_LT(a, 0.95);
+  EXPECT_GT(a, 0.9 * (1 - mgnWaitTail(4, 5, 0.2, 0, 0)));
+  // the fewest workers: the 5% over the SLO leave 95% reachable, aimed at less a tenth of 1%.
+  const int n = workersForAttainment(5, c, 1.0, 0.99);
+  EXPECT_GE(prefillAttainment(n, 5, c, 1.0), 0.949);
+  EXPECT_LT(prefillAttainment(n - 1, 5, c, 1.0), 0.949);
+  EXPECT_EQ(workersForAttainment(0, c, 1.0, 0.99), 0);
 }
 
 }  // namespace
