@@ -197,6 +197,7 @@ int Worker::metricsPort() const { return http_ != nullptr ? http_->port() : -1; 
 void Worker::beginDrain() {
   std::lock_guard lock(drain_mu_);
   if (context_.draining.exchange(true)) return;
+  if (context_.stopping.load()) return;  // shutdown is under way
   std::fprintf(stderr,
                "tandem worker: draining: no new requests; finishing what runs (up to %g s, then "
                "the router migrates it)\n",
@@ -245,12 +246,12 @@ void Worker::shutdown(std::chrono::milliseconds grace) {
     stopped_ = true;
   }
   {
-    // the drain check uses what follows; it ends first.
+    // the drain check uses what follows; it ends first (and no drain starts now).
     std::lock_guard lock(drain_mu_);
+    context_.stopping = true;
     if (drain_timer_ != nullptr) drain_timer_->stop();
   }
   draining_ = true;
-  context_.stopping = true;
   context_.left_routing = true;
   {
     std::lock_guard lock(left_mu_);

@@ -130,7 +130,7 @@ TEST(RegistrationTest, ADrainingWorkerFinishesItsStreamThenLeavesRouting) {
   ASSERT_TRUE(waitFor([&] { return !registry.service.registered().empty(); }));
   const std::string address = (*worker)->info().address();
   testing::GenerateResult result;
-  std::thread stream([&] { result = testing::generate(address, {1, 2, 3, 4}, 400); });
+  std::thread stream([&] { result = testing::generate(address, {1, 2, 3, 4}, 200); });
   ASSERT_TRUE(waitFor([&] { return (*worker)->inFlight() > 0; }));
   (*worker)->beginDrain();
   EXPECT_EQ(registry.service.drains(), std::vector<bool>{true});
@@ -140,7 +140,7 @@ TEST(RegistrationTest, ADrainingWorkerFinishesItsStreamThenLeavesRouting) {
   stream.join();
   (*worker)->waitLeftRouting();
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
-  EXPECT_EQ(result.tokens.size(), 400u);
+  EXPECT_EQ(result.tokens.size(), 200u);
   if (running) {
     // (the stream may have ended before the Stats call on a fast machine)
     EXPECT_TRUE(draining.ok()) << draining.error_message();
