@@ -61,7 +61,7 @@ std::optional<WorkerState> waitForDecodeWorker(WorkerPool& pool, const sigset_t&
                                                int* sig, const std::function<void()>& on_reload) {
   while (true) {
     for (const WorkerState& w : pool.snapshot()) {
-      if (w.healthy && w.has_info && w.decodeCapable()) return w;
+      if (w.routable() && w.decodeCapable()) return w;
     }
     const timespec wait{0, 100 * 1000 * 1000};
     if (int s = sigtimedwait(&stop_signals, nullptr, &wait); s > 0) {

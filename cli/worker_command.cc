@@ -1,8 +1,10 @@
 // `tandem worker --role prefill|decode|both --model PATH --listen HOST:PORT`:
 // one worker process of a disaggregated deployment (DESIGN.md §1). It
 // serves tandem.v1.Worker over gRPC, /metrics over HTTP, and (with
-// --router) registers with the router. SIGINT or SIGTERM: deregister, stop
-// taking calls, let those in progress finish (up to --drain-timeout), exit 0.
+// --router) registers with the router. SIGINT or SIGTERM drains
+// (Worker::beginDrain): the router routes nothing new here, the streams in
+// progress finish here (up to --drain-timeout; then the router migrates
+// what is left), the worker leaves routing and exits 0.
 #include <signal.h>
 
 #include <cstdio>
@@ -20,6 +22,10 @@
 
 namespace tandem::cli {
 namespace {
+
+// after the worker left routing: how long calls still here (those the
+// router is migrating away past the drain deadline) may take to end.
+constexpr std::chrono::seconds kLeaveGrace{2};
 
 struct WorkerArgs {
   std::string role = "both";
@@ -75,9 +81,10 @@ absl::Status runWorker(const WorkerArgs& args,
   std::fflush(stderr);
 
   const int sig = waitForStopSignal(stop_signals);
-  std::fprintf(stderr, "tandem worker: %s, draining (up to %.0f s)\n",
-               stopSignalName(sig), args.drain_timeout_s);
-  worker->shutdown(options.drain_timeout);
+  std::fprintf(stderr, "tandem worker: %s\n", stopSignalName(sig));
+  worker->beginDrain();
+  worker->waitLeftRouting();
+  worker->shutdown(kLeaveGrace);
   std::fprintf(stderr, "tandem worker: stopped\n");
   return absl::OkStatus();
 }
@@ -114,7 +121,8 @@ void registerWorkerCommand(CLI::App& app,
                   "seconds a remote prefill may take before D prefills locally")
       ->capture_default_str();
   cmd->add_option("--drain-timeout", args->drain_timeout_s,
-                  "seconds in-flight calls may take to finish on SIGINT/SIGTERM")
+                  "seconds the streams in progress may take to finish here once the worker "
+                  "drains (SIGINT/SIGTERM, POST /drain); then the router migrates what is left")
       ->capture_default_str();
   cmd->add_option("--kv-staging-bytes", args->kv_staging_bytes,
                   "--backend hip: pinned host bytes KV transfers stage through, per direction "

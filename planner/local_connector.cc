@@ -111,7 +111,7 @@ absl::Status LocalConnector::scale(Role role, int target) {
 }
 
 void LocalConnector::drain(const std::string& name) {
-  std::fprintf(stderr, "tandem planner: local: draining %s (SIGTERM; it deregisters, finishes its requests, exits)\n",
+  std::fprintf(stderr, "tandem planner: local: draining %s (SIGTERM; it leaves routing, finishes its requests, exits)\n",
                name.c_str());
   absl::Status status = supervisor_->stop(name, options_.drain_timeout + kKillSlack);
   std::fprintf(stderr, "tandem planner: local: %s %s\n", name.c_str(),

@@ -6,12 +6,13 @@
 //
 // Scale-down drains (the contract of planner/connector.h): the newest
 // workers of the role get SIGTERM at once, and each then, on its own
-// (server/worker/worker.h, Worker::shutdown): deregisters from the router,
-// which stops routing to it (a request planned for it just before fails
-// over to another worker, unstarted); turns its health NOT_SERVING; lets
-// the calls in progress finish until its --drain-timeout (the router
-// migrates a decode stream it abandons to another worker, so no request is
-// lost); then exits. The supervisor SIGKILLs one that is still alive
+// (server/worker/worker.h, Worker::beginDrain): tells the router it drains,
+// so the router routes nothing new to it and no longer counts it as
+// capacity (a request planned for it just before is still served); turns
+// its health NOT_SERVING; finishes the streams it has (no migration); once
+// idle, or at its --drain-timeout (the router then migrates the streams
+// left to another worker, so no request is lost), leaves routing and
+// exits. The supervisor SIGKILLs one that is still alive
 // drain_timeout + 5 s after its SIGTERM. scale() returns once the signals
 // are sent; the drains go on on threads of their own.
 #pragma once

@@ -75,11 +75,11 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry) {
                .Add({});
   workers_ = &prometheus::BuildGauge()
                   .Name("tandem:router_workers")
-                  .Help("workers known to the router by role and health")
+                  .Help("workers known to the router by role and state (healthy, unhealthy, draining)")
                   .Register(registry);
   for (tandem::v1::WorkerRole role :
        {tandem::v1::WORKER_ROLE_PREFILL, tandem::v1::WORKER_ROLE_DECODE, tandem::v1::WORKER_ROLE_BOTH}) {
-    for (const char* state : {"healthy", "unhealthy"}) {
+    for (const char* state : {"healthy", "unhealthy", "draining"}) {
       workers_->Add({{"role", std::string(rpc::workerRoleName(role))}, {"state", state}});
     }
   }
@@ -117,10 +117,11 @@ void ClusterMetrics::countPrefill(tandem::v1::PrefillKind kind) {
   prefills_->Add({{"kind", std::string(name)}}).Increment();
 }
 
-void ClusterMetrics::setWorkers(tandem::v1::WorkerRole role, bool healthy, int count) {
-  workers_->Add({{"role", std::string(rpc::workerRoleName(role))},
-                 {"state", healthy ? "healthy" : "unhealthy"}})
-      .Set(count);
+void ClusterMetrics::setWorkers(tandem::v1::WorkerRole role, WorkerHealth health, int count) {
+  const char* state = health == WorkerHealth::kHealthy     ? "healthy"
+                      : health == WorkerHealth::kUnhealthy ? "unhealthy"
+                                                           : "draining";
+  workers_->Add({{"role", std::string(rpc::workerRoleName(role))}, {"state", state}}).Set(count);
 }
 
 void ClusterMetrics::setKvIndexBlocks(const std::string& worker, size_t blocks) {

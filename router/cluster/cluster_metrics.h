@@ -21,6 +21,9 @@
 
 namespace tandem::router::cluster {
 
+// the state label of tandem:router_workers.
+enum class WorkerHealth { kHealthy, kUnhealthy, kDraining };
+
 class ClusterMetrics {
  public:
   // registers the families on `registry`, which must outlive this object.
@@ -55,10 +58,11 @@ class ClusterMetrics {
   // tandem:router_shed_requests_total: refused because no worker could
   // meet the TTFT SLO.
   void countShed() { shed_->Increment(); }
-  // tandem:router_workers{role, state="healthy|unhealthy"} = count; role
-  // is rpc::workerRoleName(role).
-  void setWorkers(tandem::v1::WorkerRole role, bool healthy, int count);
-  // the load of the healthy workers of `role`, summed from their last
+  // tandem:router_workers{role, state="healthy|unhealthy|draining"} = count;
+  // role is rpc::workerRoleName(role). "healthy" ones take new requests;
+  // "draining" ones answer but only finish their streams (scale-down).
+  void setWorkers(tandem::v1::WorkerRole role, WorkerHealth health, int count);
+  // the load of the healthy, not draining workers of `role`, summed from their last
   // WorkerStats (what the planner scales on): tandem:router_role_requests_running{role},
   // tandem:router_role_requests_waiting{role}, tandem:router_role_prefill_tokens_queued{role},
   // tandem:router_role_kv_blocks{role} and tandem:router_role_kv_used_blocks{role}.

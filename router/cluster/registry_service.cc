@@ -22,7 +22,7 @@ grpc::ServerUnaryReactor* RegistryService::Deregister(grpc::CallbackServerContex
                                                       const tandem::v1::DeregisterRequest* request,
                                                       tandem::v1::DeregisterResponse* response) {
   if (grpc::Status s = auth_->check(*context); !s.ok()) return grpc_util::rejectedUnary(context, s);
-  pool_->deregisterWorker(request->worker_id());
+  pool_->deregisterWorker(request->worker_id(), request->draining());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -47,7 +47,7 @@ absl::StatusOr<generation::RequestId> RemoteGenerator::submit(std::vector<int32_
   bool fits = false;
   const int64_t final_len = static_cast<int64_t>(prompt.size()) + params.max_tokens;
   for (const WorkerState& w : workers) {
-    if (!w.healthy || !w.has_info || !w.decodeCapable()) continue;
+    if (!w.routable() || !w.decodeCapable()) continue;
     // the workers serve one model; the smallest limits are the safe ones.
     max_model_len = any ? std::min(max_model_len, w.info.max_model_len()) : w.info.max_model_len();
     vocab_size = any ? std::min(vocab_size, w.info.vocab_size()) : w.info.vocab_size();
@@ -290,7 +290,7 @@ int RemoteGenerator::numInFlight() const {
 
 bool RemoteGenerator::ready() const {
   for (const WorkerState& w : pool_->snapshot()) {
-    if (w.healthy && w.has_info && w.decodeCapable()) return true;
+    if (w.routable() && w.decodeCapable()) return true;
   }
   return false;
 }
@@ -298,7 +298,7 @@ bool RemoteGenerator::ready() const {
 generation::GeneratorLoad RemoteGenerator::load() const {
   generation::GeneratorLoad load;
   for (const WorkerState& w : pool_->snapshot()) {
-    if (!w.healthy || !w.has_stats) continue;
+    if (!w.routable() || !w.has_stats) continue;
     load.num_running += w.stats.num_running();
     load.num_waiting += w.stats.num_waiting();
     load.num_blocks += w.stats.num_blocks();

@@ -67,7 +67,7 @@ bool RoutePlanner::decodeCandidates(const std::vector<WorkerState>& workers, int
                                     double now_s, std::vector<RouteCandidate>& out) const {
   out.clear();
   for (const WorkerState& w : workers) {
-    if (!w.healthy || !w.has_info || !w.decodeCapable() || !fitsInCache(w, final_len)) continue;
+    if (!w.routable() || !w.decodeCapable() || !fitsInCache(w, final_len)) continue;
     if (honour_exclude && std::find(exclude.begin(), exclude.end(), w.address) != exclude.end()) {
       continue;
     }
@@ -152,7 +152,7 @@ absl::StatusOr<RouteDecision> RoutePlanner::plan(const RouteQuery& query,
   std::vector<RouteCandidate> prefill;
   if (decision.uncached_tokens > options_.max_local_prefill_tokens) {
     for (const WorkerState& w : workers) {
-      if (!w.healthy || !w.has_info || !w.prefillOnly()) continue;
+      if (!w.routable() || !w.prefillOnly()) continue;
       RouteCandidate c = candidate(w, query.now_s);
       if (std::max<double>(c.load.queued_prefill_tokens, w.stats.num_prefill_tokens_queued()) >=
           static_cast<double>(options_.max_prefill_queue_tokens)) {

@@ -1,4 +1,4 @@
-// Where one request goes: the decode worker D, chosen among the healthy
+// Where one request goes: the decode worker D, chosen among the routable (healthy, not draining)
 // decode-capable ones whose cache can hold the request by the routing
 // policy (routing_policy.h; default kv: the least predicted time to first
 // token given what each worker holds of the prompt, per tier, in the KV

@@ -89,6 +89,7 @@ absl::Status WorkerPool::registerWorker(const tandem::v1::WorkerInfo& info) {
     // KV state are new.
     e.state.has_stats = false;
     e.state.stats.Clear();
+    e.state.draining = false;
   }
   e.state.sources |= kRegistered;
   e.state.info = info;
@@ -120,11 +121,15 @@ void WorkerPool::setModelName(const std::string& model_name) {
   publishMetricsLocked();
 }
 
-void WorkerPool::deregisterWorker(const std::string& worker_id) {
+void WorkerPool::deregisterWorker(const std::string& worker_id, bool draining) {
   std::lock_guard lock(mu_);
   for (auto it = workers_.begin(); it != workers_.end(); ++it) {
     Entry& e = it->second;
     if (!e.state.has_info || e.state.info.worker_id() != worker_id) continue;
+    if (draining) {
+      e.state.draining = true;
+      break;
+    }
     e.state.sources &= ~static_cast<uint32_t>(kRegistered);
     if (e.state.sources == 0) {
       workers_.erase(it);
@@ -148,7 +153,9 @@ void WorkerPool::setDiscovered(WorkerSource source, const std::vector<std::strin
         std::find(addresses.begin(), addresses.end(), it->first) == addresses.end()) {
       sources &= ~static_cast<uint32_t>(source);
     }
-    it = sources == 0 ? workers_.erase(it) : std::next(it);
+    // a draining worker that still answers keeps its streams until it leaves.
+    const bool keep = sources != 0 || (it->second.state.draining && it->second.state.healthy);
+    it = keep ? std::next(it) : workers_.erase(it);
   }
   publishMetricsLocked();
 }
@@ -241,6 +248,7 @@ void WorkerPool::onInfo(const std::string& address, bool ok, const tandem::v1::W
   e.state.info.set_address(address);
   e.state.has_info = true;
   e.state.has_stats = false;
+  e.state.draining = false;
   // healthy once its Stats answer.
 }
 
@@ -273,6 +281,9 @@ void WorkerPool::onStats(const std::string& address, const std::string& worker_i
   e.failures = 0;
   e.state.stats = stats;
   e.state.has_stats = true;
+  // once draining, a worker stays so (a Stats answer from before its drain
+  // may arrive after its Deregister).
+  e.state.draining = e.state.draining || stats.draining();
   setHealthyLocked(e, true);
 }
 
@@ -281,7 +292,9 @@ void WorkerPool::dropStaleLocked() {
   for (auto it = workers_.begin(); it != workers_.end();) {
     const Entry& e = it->second;
     const bool registered_only = e.state.sources == kRegistered;
-    if (registered_only && !e.state.healthy && now - e.unhealthy_since > options_.drop_after) {
+    // sources == 0: a draining worker discovery no longer lists, now gone.
+    if ((e.state.sources == 0 && !e.state.healthy) ||
+        (registered_only && !e.state.healthy && now - e.unhealthy_since > options_.drop_after)) {
       it = workers_.erase(it);
     } else {
       ++it;
@@ -291,18 +304,25 @@ void WorkerPool::dropStaleLocked() {
 
 void WorkerPool::publishMetricsLocked() {
   if (metrics_ == nullptr) return;
-  std::map<std::pair<tandem::v1::WorkerRole, bool>, int> counts;
+  std::map<std::pair<tandem::v1::WorkerRole, WorkerHealth>, int> counts;
   for (tandem::v1::WorkerRole role :
        {tandem::v1::WORKER_ROLE_PREFILL, tandem::v1::WORKER_ROLE_DECODE, tandem::v1::WORKER_ROLE_BOTH}) {
-    counts[{role, true}] = 0;
-    counts[{role, false}] = 0;
+    for (WorkerHealth health : {WorkerHealth::kHealthy, WorkerHealth::kUnhealthy, WorkerHealth::kDraining}) {
+      counts[{role, health}] = 0;
+    }
   }
   std::map<tandem::v1::WorkerRole, ClusterMetrics::RoleLoad> loads = {
       {tandem::v1::WORKER_ROLE_PREFILL, {}}, {tandem::v1::WORKER_ROLE_DECODE, {}},
       {tandem::v1::WORKER_ROLE_BOTH, {}}};
   for (const auto& [address, e] : workers_) {
-    if (e.state.has_info) ++counts[{e.state.info.role(), e.state.healthy}];
-    if (!e.state.has_info || !e.state.healthy || !e.state.has_stats) continue;
+    if (e.state.has_info) {
+      const WorkerHealth health = !e.state.healthy ? WorkerHealth::kUnhealthy
+                                  : e.state.draining ? WorkerHealth::kDraining
+                                                     : WorkerHealth::kHealthy;
+      ++counts[{e.state.info.role(), health}];
+    }
+    // a draining worker is no capacity: the planner sizes without it.
+    if (!e.state.routable() || !e.state.has_stats) continue;
     ClusterMetrics::RoleLoad& load = loads[e.state.info.role()];
     const tandem::v1::WorkerStats& s = e.state.stats;
     load.running += s.num_running();

@@ -12,6 +12,15 @@
 // registration from a known address with a new worker_id replaces the
 // entry (a restarted worker).
 //
+// A draining worker (Deregister with draining, or Stats saying so: a
+// scale-down) stays in the pool, healthy, while it answers: nothing new is
+// routed to it (routable() is false), it counts as state="draining" and
+// not in the role gauges (the planner's capacity), and the streams it has
+// are left to finish there. It leaves with its final Deregister, or turns
+// unhealthy (dead, or past its drain deadline: Stats UNAVAILABLE) and then
+// its streams migrate. One that discovery no longer lists (a pod whose
+// readiness failed) is kept while it drains and answers.
+//
 // What workers report is checked (worker_report_check.h): a bad WorkerInfo
 // is refused, bad WorkerStats count as a failed poll. Once the router
 // serves a model (setModelName), a worker of another model is refused.
@@ -63,6 +72,11 @@ struct WorkerState {
   bool healthy = false;
   bool has_stats = false;
   tandem::v1::WorkerStats stats;
+  // leaving: finishes its streams, takes no new request (see WorkerPool).
+  bool draining = false;
+
+  // a new request may go here.
+  bool routable() const { return healthy && has_info && !draining; }
 
   bool decodeCapable() const {
     return info.role() == tandem::v1::WORKER_ROLE_DECODE || info.role() == tandem::v1::WORKER_ROLE_BOTH;
@@ -97,9 +111,10 @@ class WorkerPool {
   // already known with another one are dropped (registered only) or turn
   // unhealthy (listed or discovered).
   void setModelName(const std::string& model_name);
-  // Registry.Deregister: the worker shuts down. it is dropped unless it is
-  // also listed or discovered, in which case it turns unhealthy.
-  void deregisterWorker(const std::string& worker_id);
+  // Registry.Deregister. `draining`: the worker begins to drain (kept,
+  // not routed to). Else it leaves now: dropped unless it is also listed
+  // or discovered, in which case it turns unhealthy.
+  void deregisterWorker(const std::string& worker_id, bool draining = false);
   // the addresses `source` (kStaticList, kWorkersFile or kDns) lists now;
   // replaces what it listed before.
   void setDiscovered(WorkerSource source, const std::vector<std::string>& addresses);

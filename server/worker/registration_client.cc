@@ -73,6 +73,17 @@ void RegistrationClient::heartbeat() {
   heartbeat_.runAfter(interval, [this] { heartbeat(); });
 }
 
+void RegistrationClient::drain() {
+  {
+    std::lock_guard lock(mu_);
+    if (draining_ || stopping_) return;
+    draining_ = true;
+  }
+  // a router that restarts from now on does not learn this worker again.
+  heartbeat_.stop();  // waits for a Register call in progress
+  deregister(/*draining=*/true);
+}
+
 void RegistrationClient::stop() {
   {
     std::lock_guard lock(mu_);
@@ -80,10 +91,15 @@ void RegistrationClient::stop() {
     stopping_ = true;
   }
   heartbeat_.stop();  // waits for a Register call in progress
+  deregister(/*draining=*/false);
+}
+
+void RegistrationClient::deregister(bool draining) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + kDeregisterTimeout);
   tandem::v1::DeregisterRequest request;
   request.set_worker_id(info_.worker_id());
+  request.set_draining(draining);
   tandem::v1::DeregisterResponse response;
   (void)stub_->Deregister(&ctx, request, &response);
 }

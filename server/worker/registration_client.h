@@ -2,7 +2,8 @@
 // at once and then every heartbeat_interval_ms the router asks for (1 s when
 // it names none or cannot be reached), so a restarted router relearns the
 // worker within one interval. Failures are logged once (and the recovery),
-// retried, and never fatal. stop() deregisters. The heartbeat is a
+// retried, and never fatal. drain() tells the router the worker drains;
+// stop() deregisters. The heartbeat is a
 // blocking call, so it runs on a TimerQueue of this client's own; the next
 // one is due an interval after the previous answer.
 #pragma once
@@ -27,6 +28,10 @@ class RegistrationClient {
   // stop()s.
   ~RegistrationClient();
 
+  // stops the heartbeat and calls Registry.Deregister with draining (the
+  // router routes nothing new here and leaves the open streams be), bounded
+  // like stop(). Idempotent; nothing after stop().
+  void drain();
   // stops the heartbeat and calls Registry.Deregister (bounded by a short
   // deadline; a router that cannot be reached is not waited for).
   // Idempotent.
@@ -38,11 +43,14 @@ class RegistrationClient {
  private:
   // one Register call; schedules the next.
   void heartbeat();
+  // one Deregister call, bounded by a short deadline.
+  void deregister(bool draining);
 
   const std::string router_address_;
   const tandem::v1::WorkerInfo info_;
   std::unique_ptr<tandem::v1::Registry::Stub> stub_;
   mutable std::mutex mu_;
+  bool draining_ = false;   // guarded by mu_
   bool stopping_ = false;   // guarded by mu_
   int registered_ = 0;      // guarded by mu_
   bool failing_ = false;    // on the heartbeat thread only

@@ -29,6 +29,9 @@ constexpr int kCallThreads = 4;
 // timeouts, this only guards against a stuck one.
 constexpr std::chrono::seconds kWorkGrace{15};
 
+// how often a draining worker checks whether it is idle or past its deadline.
+constexpr std::chrono::milliseconds kDrainCheck{100};
+
 bool isWildcard(const std::string& host) {
   return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
 }
@@ -220,10 +223,41 @@ int Worker::metricsPort() const { return http_ != nullptr ? http_->port() : -1; 
 void Worker::beginDrain() {
   std::lock_guard lock(drain_mu_);
   if (context_.draining.exchange(true)) return;
-  std::fprintf(stderr, "tandem worker: draining: leaving routing, finishing what runs\n");
+  if (context_.stopping.load()) return;  // shutdown is under way
+  std::fprintf(stderr,
+               "tandem worker: draining: no new requests; finishing what runs (up to %g s, then "
+               "the router migrates it)\n",
+               std::chrono::duration<double>(context_.options.drain_timeout).count());
   draining_ = true;
   if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(false);
+  if (registration_ != nullptr) registration_->drain();
+  drain_deadline_ = std::chrono::steady_clock::now() + context_.options.drain_timeout;
+  drain_timer_ = std::make_unique<TimerQueue>("drain");
+  drain_timer_->runEvery(std::chrono::steady_clock::now(), kDrainCheck, [this] { checkDrain(); });
+}
+
+void Worker::checkDrain() {
+  if (context_.left_routing.load()) return;
+  if (inFlight() == 0) {
+    leaveRouting("idle");
+  } else if (std::chrono::steady_clock::now() >= drain_deadline_) {
+    leaveRouting("drain deadline passed; the router migrates what still runs");
+  }
+}
+
+void Worker::leaveRouting(const char* why) {
+  std::fprintf(stderr, "tandem worker: leaving routing (%s)\n", why);
+  context_.left_routing = true;
   if (registration_ != nullptr) registration_->stop();
+  {
+    std::lock_guard lock(left_mu_);
+  }
+  left_cv_.notify_all();
+}
+
+void Worker::waitLeftRouting() {
+  std::unique_lock lock(left_mu_);
+  left_cv_.wait(lock, [this] { return context_.left_routing.load(); });
 }
 
 int Worker::inFlight() const {
@@ -237,8 +271,18 @@ void Worker::shutdown(std::chrono::milliseconds grace) {
     if (stopped_) return;
     stopped_ = true;
   }
+  {
+    // the drain check uses what follows; it ends first (and no drain starts now).
+    std::lock_guard lock(drain_mu_);
+    context_.stopping = true;
+    if (drain_timer_ != nullptr) drain_timer_->stop();
+  }
   draining_ = true;
-  context_.stopping = true;
+  context_.left_routing = true;
+  {
+    std::lock_guard lock(left_mu_);
+  }
+  left_cv_.notify_all();
   if (registration_ != nullptr) registration_->stop();
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "common/call_executor.h"
 #include "common/http/http_server.h"
+#include "common/timer_queue.h"
 #include "grpcpp/grpcpp.h"
 #include "server/kv_transport/shm_region.h"
 #include "server/worker/kv_events_feed.h"
@@ -52,12 +54,18 @@ class Worker {
   // null without --router.
   RegistrationClient* registration() { return registration_.get(); }
 
-  // the first step of a planned stop (the pod's preStop, POST /drain):
-  // /health turns 503, gRPC health NOT_SERVING, Stats UNAVAILABLE (so the
-  // router stops routing here within its failures_to_unhealthy polls) and
-  // the worker deregisters; calls in progress and any that still arrive
-  // are served. Idempotent; returns after the deregistration.
+  // the first step of a planned stop (scale-down: SIGTERM, the pod's
+  // preStop, POST /drain): /health turns 503, gRPC health NOT_SERVING, and
+  // the router is told the worker drains (Deregister with draining; Stats
+  // say draining), so it routes nothing new here and leaves the streams in
+  // progress to finish here (calls that still arrive are served too). Once
+  // nothing is in flight, or options.drain_timeout after the drain began,
+  // the worker leaves routing: Stats UNAVAILABLE and the final Deregister
+  // (the router migrates a stream still here). Idempotent; returns once
+  // the router was told.
   void beginDrain();
+  // after beginDrain: blocks until the worker left routing.
+  void waitLeftRouting();
   // requests running or waiting in the engine plus KV transfers in progress.
   int inFlight() const;
 
@@ -78,6 +86,10 @@ class Worker {
   absl::Status startTransport(const WorkerOptions& options, const std::string& advertise);
   absl::Status startServers(const WorkerOptions& options, const std::string& advertise);
   void describeSelf(const WorkerOptions& options, const std::string& advertise);
+  // on drain_timer_: leaves routing once idle or past drain_deadline_.
+  void checkDrain();
+  // Stats UNAVAILABLE, the final Deregister; wakes waitLeftRouting.
+  void leaveRouting(const char* why);
 
   WorkerContext context_;
   WorkerMetrics metrics_;
@@ -102,6 +114,11 @@ class Worker {
   int max_model_len_ = 0;
   std::string metrics_url_;  // "" without a metrics port
   std::mutex drain_mu_;  // one beginDrain at a time
+  std::chrono::steady_clock::time_point drain_deadline_;  // set by beginDrain
+  std::mutex left_mu_;
+  std::condition_variable left_cv_;
+  // checks a draining worker (checkDrain); stopped by shutdown.
+  std::unique_ptr<TimerQueue> drain_timer_;
   std::mutex shutdown_mu_;
   bool stopped_ = false;  // guarded by shutdown_mu_
 };

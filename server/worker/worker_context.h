@@ -51,9 +51,12 @@ struct WorkerContext {
   std::atomic<uint64_t> next_request_id{1};
   // remote prefills (D) and prefill jobs (P) in progress.
   std::atomic<int> transfers_in_flight{0};
-  // set when the worker begins draining (Worker::beginDrain): Stats
-  // answers UNAVAILABLE so routers stop sending new work.
+  // set when the worker begins draining (Worker::beginDrain): Stats say
+  // draining, so routers send no new work and leave its streams be.
   std::atomic<bool> draining{false};
+  // set when the draining worker leaves routing (idle, or past its drain
+  // deadline): Stats answers UNAVAILABLE, so routers migrate what is left.
+  std::atomic<bool> left_routing{false};
   // set when the worker starts shutting down.
   std::atomic<bool> stopping{false};
   // work to wait for before the engine and transport go away.

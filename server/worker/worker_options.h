@@ -65,7 +65,9 @@ struct WorkerOptions {
   // none (server/kv_transport/kv_fault_injector.h).
   kv_transport::KvFaultInjectorPtr kv_faults;
   engine::EngineAssemblyOptions engine;
-  // how long shutdown lets calls in progress finish before cancelling them.
+  // the drain deadline (Worker::beginDrain): how long the streams in
+  // progress may take to finish here; past it the worker leaves routing
+  // and the router migrates what is left.
   std::chrono::milliseconds drain_timeout{30000};
 };
 

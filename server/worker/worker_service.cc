@@ -47,9 +47,9 @@ grpc::ServerUnaryReactor* WorkerService::Stats(grpc::CallbackServerContext* cont
   if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
     return grpc_util::rejectedUnary(context, s);
   }
-  if (context_.draining.load()) {
+  if (context_.left_routing.load()) {
     return grpc_util::rejectedUnary(
-        context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker is draining"));
+        context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker has left routing"));
   }
   const engine::EngineLoopStats stats = context_.loop->stats();
   response->set_worker_id(context_.info.worker_id());
@@ -61,6 +61,7 @@ grpc::ServerUnaryReactor* WorkerService::Stats(grpc::CallbackServerContext* cont
   response->set_num_prefill_tokens_queued(stats.num_prefill_tokens_queued);
   response->set_last_event_id(context_.loop->kvEvents().lastEventId());
   response->set_num_transfers_in_flight(context_.transfers_in_flight.load());
+  response->set_draining(context_.draining.load());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -216,6 +216,7 @@ grpc::Status FakeWorker::Stats(grpc::ServerContext* context, const tandem::v1::S
   if (fail_stats) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "scripted failure");
   std::lock_guard lock(mu_);
   *response = stats_;
+  response->set_draining(draining.load());
   response->set_worker_id(config_.worker_id);
   response->set_last_event_id(last_event_id_);
   return grpc::Status::OK;

@@ -52,6 +52,7 @@ class FakeWorker final : public tandem::v1::Worker::Service {
   // scripted behaviour
   void setStats(int running, int waiting, int free_blocks, int64_t prefill_queued = 0);
   std::atomic<bool> fail_stats{false};
+  std::atomic<bool> draining{false};  // what Stats says of WorkerStats.draining
   std::atomic<int> die_after{-1};  // Generate fails (UNAVAILABLE) after this many tokens
   std::atomic<int> token_delay_ms{0};
   // the first KvEvents call answers OUT_OF_RANGE.

@@ -223,6 +223,52 @@ TEST_F(RemoteGeneratorTest, MigratesOffAWorkerThePoolFindsUnhealthy) {
   EXPECT_TRUE(waitFor([&] { return d1_.cancelledGenerates() == 1; }));
 }
 
+// scale-down: the stream on a draining worker finishes there (no
+// migration) and new requests go to the other one.
+TEST_F(RemoteGeneratorTest, AStreamOnADrainingWorkerFinishesThereAndNewRequestsGoElsewhere) {
+  d1_.token_delay_ms = 20;
+  d2_.setStats(5, 0, 1000);  // d1 is chosen first
+  addWorkers({&d1_, &d2_});
+  makeBackend();
+  Collected out;
+  ASSERT_TRUE(submit(5, 30, &out).ok());
+  ASSERT_TRUE(waitFor([&] { return out.tokens().size() >= 2; }));
+  pool_->deregisterWorker("d1", /*draining=*/true);
+  Collected next;
+  ASSERT_TRUE(submit(5, 4, &next).ok());
+  ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1 && next.numFinals() == 1; }));
+  EXPECT_EQ(out.tokens(), expectedTokens(5, 30));
+  EXPECT_EQ(next.tokens(), expectedTokens(5, 4));
+  EXPECT_EQ(d1_.generateRequests().size(), 1u);
+  EXPECT_EQ(d2_.generateRequests().size(), 1u);
+  EXPECT_EQ(d1_.cancelledGenerates(), 0);
+  EXPECT_EQ(counter("tandem:router_migrations_total"), 0);
+}
+
+// the drain's deadline (or the worker's death): a draining worker that
+// stops answering has its stream migrated, as any lost worker.
+TEST_F(RemoteGeneratorTest, AStreamOnADrainingWorkerThatLeavesMigrates) {
+  d1_.token_delay_ms = 40;
+  d2_.setStats(5, 0, 1000);
+  addWorkers({&d1_, &d2_});
+  makeBackend();
+  Collected out;
+  ASSERT_TRUE(submit(5, 30, &out).ok());
+  ASSERT_TRUE(waitFor([&] { return out.tokens().size() >= 2; }));
+  d1_.draining = true;
+  ASSERT_TRUE(waitFor([&] {
+    for (const WorkerState& w : pool_->snapshot()) {
+      if (w.address == d1_.address()) return w.draining;
+    }
+    return false;
+  }));
+  d1_.fail_stats = true;  // past its drain deadline: Stats UNAVAILABLE
+  ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1; }));
+  EXPECT_EQ(out.tokens(), expectedTokens(5, 30));
+  EXPECT_EQ(d2_.generateRequests().size(), 1u);
+  EXPECT_EQ(counter("tandem:router_migrations_total"), 1);
+}
+
 TEST_F(RemoteGeneratorTest, FailsWithErrorWhenNoDecodeWorkerComesBack) {
   d1_.die_after = 2;
   addWorkers({&d1_});

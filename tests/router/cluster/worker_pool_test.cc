@@ -150,6 +150,54 @@ TEST_F(WorkerPoolTest, DeregisterRemovesTheWorker) {
   EXPECT_TRUE(pool_.snapshot().empty());
 }
 
+// scale-down: a worker that drains stays, answering, but takes nothing new;
+// its final Deregister removes it.
+TEST_F(WorkerPoolTest, ADrainingDeregisterKeepsTheWorkerButNotRoutable) {
+  FakeWorker worker(FakeWorkerConfig{});
+  worker.start();
+  ASSERT_TRUE(registerWorker(worker.info()).ok());
+  auto deregister = [&](bool draining) {
+    grpc::ClientContext context;
+    tandem::v1::DeregisterRequest request;
+    request.set_worker_id("w1");
+    request.set_draining(draining);
+    tandem::v1::DeregisterResponse response;
+    return registry_stub_->Deregister(&context, request, &response);
+  };
+  ASSERT_TRUE(deregister(/*draining=*/true).ok());
+  std::optional<WorkerState> w = find(pool_, worker.address());
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->healthy);
+  EXPECT_TRUE(w->draining);
+  EXPECT_FALSE(w->routable());
+  // a heartbeat that raced the drain does not undo it; polls keep it healthy.
+  ASSERT_TRUE(registerWorker(worker.info()).ok());
+  pool_.pollOnce();
+  w = find(pool_, worker.address());
+  EXPECT_TRUE(w->healthy && w->draining);
+  ASSERT_TRUE(deregister(/*draining=*/false).ok());
+  EXPECT_TRUE(pool_.snapshot().empty());
+}
+
+// a listed worker says it drains in its Stats; discovery dropping it (its
+// readiness failed) keeps it while it answers, and drops it once it stops.
+TEST_F(WorkerPoolTest, AListedWorkerDrainingThroughItsStatsIsKeptUntilItStopsAnswering) {
+  FakeWorker worker(FakeWorkerConfig{});
+  worker.start();
+  pool_.setDiscovered(kDns, {worker.address()});
+  ASSERT_TRUE(waitFor([&] { return find(pool_, worker.address())->routable(); }));
+  worker.draining = true;
+  ASSERT_TRUE(waitFor([&] { return find(pool_, worker.address())->draining; }));
+  pool_.setDiscovered(kDns, {});
+  pool_.pollOnce();
+  std::optional<WorkerState> w = find(pool_, worker.address());
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->healthy);
+  EXPECT_FALSE(w->routable());
+  worker.fail_stats = true;  // it left routing (idle or past its drain deadline)
+  ASSERT_TRUE(waitFor([&] { return !find(pool_, worker.address()).has_value(); }));
+}
+
 // a fake or broken worker must not steer routing: a negative load would
 // attract every request.
 TEST_F(WorkerPoolTest, AWorkerReportingImpossibleStatsIsNotHealthy) {
@@ -335,6 +383,43 @@ TEST(WorkerPoolMetricsTest, SumsTheLoadOfHealthyWorkersPerRole) {
     return roleGauge(registry, "tandem:router_role_requests_waiting", "decode") == 2;
   }));
   pool.stop();
+}
+
+// the value of tandem:router_workers{role, state}; -1 when absent.
+double workersGauge(prometheus::Registry& registry, const std::string& role, const std::string& state) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != "tandem:router_workers") continue;
+    for (const auto& m : family.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& l : m.label) labels[l.name] = l.value;
+      if (labels["role"] == role && labels["state"] == state) return m.gauge.value;
+    }
+  }
+  return -1;
+}
+
+// a draining worker is no capacity: the planner reads healthy workers and
+// the role sums, and neither counts it.
+TEST(WorkerPoolMetricsTest, ADrainingWorkerCountsAsDrainingAndNotInTheRoleLoad) {
+  prometheus::Registry registry;
+  ClusterMetrics metrics(registry);
+  WorkerPool pool(fastOptions(), &metrics);
+  FakeWorker d1(FakeWorkerConfig{.worker_id = "d1"});
+  FakeWorker d2(FakeWorkerConfig{.worker_id = "d2"});
+  d1.start();
+  d2.start();
+  d1.setStats(3, 0, 900);
+  d2.setStats(1, 0, 900);
+  for (FakeWorker* w : {&d1, &d2}) ASSERT_TRUE(pool.registerWorker(w->info()).ok());
+  pool.pollOnce();
+  EXPECT_EQ(roleGauge(registry, "tandem:router_role_requests_running", "decode"), 4);
+  pool.deregisterWorker("d1", /*draining=*/true);
+  EXPECT_EQ(workersGauge(registry, "decode", "healthy"), 1);
+  EXPECT_EQ(workersGauge(registry, "decode", "draining"), 1);
+  EXPECT_EQ(roleGauge(registry, "tandem:router_role_requests_running", "decode"), 1);
+  EXPECT_EQ(roleGauge(registry, "tandem:router_role_kv_blocks", "decode"), 1000);
+  pool.deregisterWorker("d1");
+  EXPECT_EQ(workersGauge(registry, "decode", "draining"), 0);
 }
 
 }  // namespace

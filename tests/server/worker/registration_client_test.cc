@@ -2,6 +2,7 @@
 // heartbeat interval the router names, and deregisters when it stops; a
 // router that is not there yet does not stop it.
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -33,6 +34,7 @@ class RecordingRegistry final : public tandem::v1::Registry::CallbackService {
     {
       std::lock_guard lock(mu_);
       deregistered_.push_back(request->worker_id());
+      drains_.push_back(request->draining());
     }
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
@@ -47,11 +49,17 @@ class RecordingRegistry final : public tandem::v1::Registry::CallbackService {
     std::lock_guard lock(mu_);
     return deregistered_;
   }
+  // DeregisterRequest.draining of each Deregister, in order.
+  std::vector<bool> drains() {
+    std::lock_guard lock(mu_);
+    return drains_;
+  }
 
  private:
   std::mutex mu_;
   std::vector<tandem::v1::WorkerInfo> registered_;
   std::vector<std::string> deregistered_;
+  std::vector<bool> drains_;
 };
 
 struct RegistryServer {
@@ -99,6 +107,47 @@ TEST(RegistrationTest, RegistersRepeatedlyAndDeregistersOnShutdown) {
   (*worker)->shutdown(std::chrono::milliseconds(100));
   EXPECT_EQ(registry.service.deregistered(),
             std::vector<std::string>{(*worker)->info().worker_id()});
+}
+
+// Worker.Stats of the worker at `address`.
+grpc::Status stats(const std::string& address, tandem::v1::WorkerStats* out) {
+  auto stub = tandem::v1::Worker::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return stub->Stats(&ctx, tandem::v1::StatsRequest(), out);
+}
+
+// scale-down: the worker tells the router it drains and its Stats say so
+// while a stream runs there (served to its end); once idle it leaves
+// routing: the final Deregister, Stats UNAVAILABLE.
+TEST(RegistrationTest, ADrainingWorkerFinishesItsStreamThenLeavesRouting) {
+  RegistryServer registry;
+  WorkerOptions options = testing::smallWorkerOptions(tandem::v1::WORKER_ROLE_DECODE);
+  options.router_address = "127.0.0.1:" + std::to_string(registry.port);
+  options.drain_timeout = std::chrono::seconds(60);
+  auto worker = Worker::create(options);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_TRUE(waitFor([&] { return !registry.service.registered().empty(); }));
+  const std::string address = (*worker)->info().address();
+  testing::GenerateResult result;
+  std::thread stream([&] { result = testing::generate(address, {1, 2, 3, 4}, 200); });
+  ASSERT_TRUE(waitFor([&] { return (*worker)->inFlight() > 0; }));
+  (*worker)->beginDrain();
+  EXPECT_EQ(registry.service.drains(), std::vector<bool>{true});
+  tandem::v1::WorkerStats s;
+  const grpc::Status draining = stats(address, &s);
+  const bool running = (*worker)->inFlight() > 0;
+  stream.join();
+  (*worker)->waitLeftRouting();
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_EQ(result.tokens.size(), 200u);
+  if (running) {
+    // (the stream may have ended before the Stats call on a fast machine)
+    EXPECT_TRUE(draining.ok()) << draining.error_message();
+    EXPECT_TRUE(s.draining());
+  }
+  EXPECT_EQ(registry.service.drains(), (std::vector<bool>{true, false}));
+  EXPECT_EQ(stats(address, &s).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 // the router starts after the worker (or restarted): the worker keeps
