@@ -3,6 +3,7 @@
 // serves tandem.v1.Worker over gRPC, /metrics over HTTP, and (with
 // --router) registers with the router. SIGINT or SIGTERM: deregister, stop
 // taking calls, let those in progress finish (up to --drain-timeout), exit 0.
+// SIGHUP re-reads the cluster TLS certificate, key and CA (--cluster-tls-*).
 #include <signal.h>
 
 #include <cstdio>
@@ -72,7 +73,8 @@ absl::Status runWorker(const WorkerArgs& args,
   }
   std::fflush(stderr);
 
-  const int sig = waitForStopSignal(stop_signals);
+  const int sig = waitForStopSignal(
+      stop_signals, [&options] { reloadClusterTls(*options.cluster_auth, "tandem worker"); });
   std::fprintf(stderr, "tandem worker: %s, draining (up to %.0f s)\n",
                stopSignalName(sig), args.drain_timeout_s);
   worker->shutdown(options.drain_timeout);
