@@ -9,20 +9,14 @@
 # the repository's seeds only.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/.." && pwd)"
-build="$(cd "$1" && pwd)"
-fuzz_build="$(realpath -m "${2:-$root/build-fuzz}")"
+source "$here/lib/e2e_setup.sh"
+fuzz_build="$(realpath -m "${2:-$e2e_root/build-fuzz}")"
 out="$(realpath -m "${3:-bad_input.json}")"
-work="$build/e2e/bad_input"
-[[ -d "$build/e2e/node_modules" ]] || { echo "bad_input.sh: run tests/e2e/run.sh $build --setup first" >&2; exit 1; }
-mkdir -p "$work"
-cp "$root/tests/e2e/harness.mjs" "$here/bad_input.mjs" "$work"/
-dirs=("$root/fuzz/corpus/http_request" "$root/fuzz/corpus/openai_request")
+dirs=("$e2e_root/fuzz/corpus/http_request" "$e2e_root/fuzz/corpus/openai_request")
 if [[ "${SMOKE:-0}" != 1 ]]; then
   for t in http_request openai_request; do
     [[ -d "$fuzz_build/corpus/$t" ]] && dirs+=("$fuzz_build/corpus/$t")
   done
 fi
-export TANDEM_BINARY="$build/tandem" TANDEM_SOURCE_DIR="$root"
-cd "$work"
+e2e_setup bad_input "$1" "$e2e_root/tests/e2e/harness.mjs" "$here/bad_input.mjs"
 exec node bad_input.mjs "$out" "${dirs[@]}"

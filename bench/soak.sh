@@ -8,13 +8,7 @@
 # Needs the e2e npm clients (tests/e2e/run.sh BUILD_DIR --setup).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="$(cd "$1" && pwd)"
+source "$here/lib/e2e_setup.sh"
 out="$(realpath -m "${5:-soak.json}")"
-work="$build/e2e/soak"
-[[ -d "$build/e2e/node_modules" ]] || { echo "soak.sh: run tests/e2e/run.sh $build --setup first" >&2; exit 1; }
-mkdir -p "$work"
-cp "$here/../tests/integration/cluster.mjs" "$here/soak.mjs" "$work"/
-export TANDEM_BINARY="$build/tandem" TANDEM_SOURCE_DIR="$(cd "$here/.." && pwd)"
-ulimit -n 65536 2>/dev/null || true
-cd "$work"
+e2e_setup soak "$1" "$e2e_root/tests/integration/cluster.mjs" "$here/soak.mjs"
 exec node soak.mjs "${2:-1000}" "${3:-600}" "${4:-0.1}" "$out"

@@ -15,7 +15,8 @@ void addClusterFlags(CLI::App* cmd, ClusterFlags* flags) {
                   "a file holding the cluster's shared secret (default: $TANDEM_CLUSTER_SECRET): "
                   "internal calls carry it, internal ports require it");
   cmd->add_option("--cluster-tls-cert", flags->options.tls_cert_file,
-                  "PEM certificate of this process for mutual TLS between cluster processes");
+                  "PEM certificate of this process for mutual TLS between cluster processes "
+                  "(with its key and the CA, re-read on SIGHUP)");
   cmd->add_option("--cluster-tls-key", flags->options.tls_key_file,
                   "PEM private key of --cluster-tls-cert");
   cmd->add_option("--cluster-tls-ca", flags->options.tls_ca_file,
@@ -41,6 +42,21 @@ void warnIfUnauthenticated(const grpc_util::ClusterAuth& auth, const char* who) 
                        "internal ports listen on loopback only\n",
                  who);
   }
+}
+
+void reloadClusterTls(const grpc_util::ClusterAuth& auth, const char* who) {
+  if (!auth.hasTls()) return;
+  if (absl::Status s = auth.reloadTls(); s.ok()) {
+    const auto material = auth.tlsMaterial();
+    std::fprintf(stderr,
+                 "%s: SIGHUP: cluster TLS certificate re-read (%s, serial %s); new internal "
+                 "connections use it\n",
+                 who, material->subject.c_str(), material->serial.c_str());
+  } else {
+    std::fprintf(stderr, "%s: SIGHUP: keeping the cluster TLS certificate in use: %s\n", who,
+                 s.ToString().c_str());
+  }
+  std::fflush(stderr);
 }
 
 absl::StatusOr<std::string> randomClusterSecret() {

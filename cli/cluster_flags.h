@@ -28,6 +28,12 @@ absl::StatusOr<grpc_util::ClusterAuthPtr> clusterAuth(const ClusterFlags& flags)
 // nothing; called once the internal listeners are up.
 void warnIfUnauthenticated(const grpc_util::ClusterAuth& auth, const char* who);
 
+// SIGHUP: re-reads the cluster's TLS certificate, key and CA when
+// configured (ClusterAuth::reloadTls: internal listeners and new channels
+// use them); a failure keeps what was in use. One line on stderr, as
+// `who`, says what happened; nothing without cluster TLS.
+void reloadClusterTls(const grpc_util::ClusterAuth& auth, const char* who);
+
 // a fresh random secret: 32 bytes from the kernel's CSPRNG, as 64 hex digits.
 absl::StatusOr<std::string> randomClusterSecret();
 

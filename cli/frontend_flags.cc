@@ -78,7 +78,7 @@ absl::StatusOr<router::FrontendOptions> frontendOptions(const FrontendFlags& fla
 
 void reloadFrontend(const router::FrontendOptions& options, const char* who) {
   if (options.tls == nullptr && options.admission.api_key_limits == nullptr) {
-    std::fprintf(stderr, "%s: SIGHUP: no TLS certificate or API key file to re-read\n", who);
+    std::fprintf(stderr, "%s: SIGHUP: no public TLS certificate or API key file to re-read\n", who);
   }
   if (options.tls != nullptr) {
     if (absl::Status s = options.tls->reload(); s.ok()) {

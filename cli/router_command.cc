@@ -5,7 +5,8 @@
 // (--workers, --workers-file, --workers-dns). The router learns the model
 // from the first healthy decode worker (tokenizer from its model path, or
 // from --model), then serves. SIGINT or SIGTERM drains like `tandem serve`;
-// SIGHUP re-reads the TLS certificate and the API key file.
+// SIGHUP re-reads the TLS certificate, the API key file and the cluster's
+// TLS certificate.
 #include <signal.h>
 
 #include <cstdio>
@@ -80,9 +81,12 @@ absl::Status runRouter(RouterArgs args) {
     return absl::InvalidArgumentError("the router needs its gRPC port");
   }
   ASSIGN_OR_RETURN(router::FrontendOptions frontend_options, frontendOptions(args.web));
-  const auto reload = [&frontend_options] { reloadFrontend(frontend_options, "tandem router"); };
   const char* http_scheme = frontend_options.tls != nullptr ? "https" : "http";
   ASSIGN_OR_RETURN(grpc_util::ClusterAuthPtr auth, clusterAuth(args.cluster));
+  const auto reload = [&frontend_options, &auth] {
+    reloadFrontend(frontend_options, "tandem router");
+    reloadClusterTls(*auth, "tandem router");
+  };
   RegistryServerOptions registry_options;
   registry_options.host = args.internal_host.empty() ? args.web.options.host : args.internal_host;
   registry_options.port = args.internal_port;

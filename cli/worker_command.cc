@@ -5,6 +5,7 @@
 // (Worker::beginDrain): the router routes nothing new here, the streams in
 // progress finish here (up to --drain-timeout; then the router migrates
 // what is left), the worker leaves routing and exits 0.
+// SIGHUP re-reads the cluster TLS certificate, key and CA (--cluster-tls-*).
 #include <signal.h>
 
 #include <cstdio>
@@ -80,7 +81,8 @@ absl::Status runWorker(const WorkerArgs& args,
   }
   std::fflush(stderr);
 
-  const int sig = waitForStopSignal(stop_signals);
+  const int sig = waitForStopSignal(
+      stop_signals, [&options] { reloadClusterTls(*options.cluster_auth, "tandem worker"); });
   std::fprintf(stderr, "tandem worker: %s\n", stopSignalName(sig));
   worker->beginDrain();
   worker->waitLeftRouting();

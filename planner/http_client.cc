@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/match.h"
@@ -17,6 +18,7 @@
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "boost/beast/ssl.hpp"
+#include "planner/host_resolver.h"
 
 namespace tandem::planner {
 namespace {
@@ -65,7 +67,7 @@ struct Outcome {
   std::string error;
 };
 
-asio::awaitable<void> plainCall(tcp::socket& socket, const tcp::resolver::results_type& endpoints,
+asio::awaitable<void> plainCall(tcp::socket& socket, const Endpoints& endpoints,
                                 http::request<http::string_body> req, Outcome* out) {
   out->error = "connect";
   co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
@@ -81,7 +83,7 @@ asio::awaitable<void> plainCall(tcp::socket& socket, const tcp::resolver::result
 }
 
 asio::awaitable<void> tlsCall(beast::ssl_stream<tcp::socket>& stream,
-                              const tcp::resolver::results_type& endpoints,
+                              const Endpoints& endpoints,
                               http::request<http::string_body> req, Outcome* out) {
   out->error = "connect";
   co_await asio::async_connect(beast::get_lowest_layer(stream), endpoints, asio::use_awaitable);
@@ -157,13 +159,15 @@ absl::StatusOr<HttpUrl> parseHttpUrl(const std::string& url) {
 absl::StatusOr<HttpReply> httpCall(const HttpCall& call) {
   absl::StatusOr<HttpUrl> url = parseHttpUrl(call.url);
   if (!url.ok()) return url.status();
+  // the name's resolution counts against the call's timeout like the rest.
+  const auto deadline = std::chrono::steady_clock::now() + call.timeout;
+  absl::StatusOr<Endpoints> endpoints = resolveHost(url->host, url->port, call.timeout);
+  if (!endpoints.ok()) return endpoints.status();
+  const auto left = std::max(std::chrono::milliseconds(1),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 deadline - std::chrono::steady_clock::now()));
   asio::io_context io;
-  tcp::resolver resolver(io);
   boost::system::error_code ec;
-  const tcp::resolver::results_type endpoints = resolver.resolve(url->host, std::to_string(url->port), ec);
-  if (ec) {
-    return absl::UnavailableError(absl::StrCat("cannot resolve ", url->host, ": ", ec.message()));
-  }
   Outcome outcome;
   std::string failure;
   auto on_done = [&failure](std::exception_ptr e) {
@@ -189,12 +193,12 @@ absl::StatusOr<HttpReply> httpCall(const HttpCall& call) {
       SSL_set_tlsext_host_name(ssl, url->host.c_str());
       SSL_set1_host(ssl, url->host.c_str());
     }
-    asio::co_spawn(io, tlsCall(*tls_stream, endpoints, std::move(req), &outcome), on_done);
+    asio::co_spawn(io, tlsCall(*tls_stream, *endpoints, std::move(req), &outcome), on_done);
   } else {
     socket.emplace(io);
-    asio::co_spawn(io, plainCall(*socket, endpoints, std::move(req), &outcome), on_done);
+    asio::co_spawn(io, plainCall(*socket, *endpoints, std::move(req), &outcome), on_done);
   }
-  io.run_for(call.timeout);
+  io.run_for(left);
   if (!io.stopped()) {
     // the timeout passed: close the connection and let the coroutine unwind.
     if (tls_stream) beast::get_lowest_layer(*tls_stream).close(ec);

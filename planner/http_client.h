@@ -1,8 +1,8 @@
 // A small blocking HTTP/1.1 client (Boost.Beast over Asio, OpenSSL for
 // https), one request a connection, for what the planner calls: the
 // router's /metrics and the Kubernetes API server's scale subresource.
-// Every call is bounded by its timeout (connect, TLS handshake, write and
-// read together). Thread-safe: each call owns its I/O context.
+// Every call is bounded by its timeout (name resolution, connect, TLS
+// handshake, write and read together; planner/host_resolver.h). Thread-safe: each call owns its I/O context.
 #pragma once
 
 #include <chrono>
@@ -52,7 +52,9 @@ struct HttpReply {
 // the server sent is OK, whatever its status. Errors: InvalidArgument for
 // a bad URL or TLS material; Unavailable when the server cannot be reached,
 // the TLS handshake or certificate check fails, the connection breaks or
-// the timeout passes (the message says which and where).
+// the timeout passes (the message says which and where); DeadlineExceeded
+// when the host name does not resolve within the timeout, ResourceExhausted
+// while earlier lookups that timed out still hang (resolveHost's errors).
 absl::StatusOr<HttpReply> httpCall(const HttpCall& call);
 
 }  // namespace tandem::planner

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc/reloadable_server_credentials.h"
 #include "common/host_port.h"
 #include "common/mapped_file.h"
 #include "grpcpp/support/client_interceptor.h"
@@ -93,15 +94,10 @@ absl::StatusOr<ClusterAuthPtr> ClusterAuth::create(const ClusterAuthOptions& opt
   auth->secret_ = options.secret;
   auth->allow_insecure_ = options.allow_insecure;
   if (tls_files == 3) {
-    absl::StatusOr<std::string> cert = readNamedFile(options.tls_cert_file, "cluster TLS certificate");
-    if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = readNamedFile(options.tls_key_file, "cluster TLS key");
-    if (!key.ok()) return key.status();
-    absl::StatusOr<std::string> ca = readNamedFile(options.tls_ca_file, "cluster TLS CA");
-    if (!ca.ok()) return ca.status();
-    auth->cert_ = *std::move(cert);
-    auth->key_ = *std::move(key);
-    auth->ca_ = *std::move(ca);
+    absl::StatusOr<tls::CertificateStorePtr> store = tls::CertificateStore::create(
+        {options.tls_cert_file, options.tls_key_file, options.tls_ca_file});
+    if (!store.ok()) return store.status();
+    auth->tls_ = *std::move(store);
   }
   return auth;
 }
@@ -142,21 +138,20 @@ absl::Status ClusterAuth::checkListenHost(std::string_view host) const {
 
 std::shared_ptr<grpc::ServerCredentials> ClusterAuth::serverCredentials() const {
   if (!hasTls()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options(
-      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  options.pem_root_certs = ca_;
-  options.pem_key_cert_pairs.push_back({key_, cert_});
-  return grpc::SslServerCredentials(options);
+  // the store holds the cluster CA as its client CA: client certificates
+  // are required and verified against it.
+  return reloadableServerCredentials(tls_);
 }
 
 std::shared_ptr<grpc::Channel> ClusterAuth::channel(const std::string& address,
                                                     const grpc::ChannelArguments& args) const {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (hasTls()) {
+    const std::shared_ptr<const tls::TlsMaterial> material = tls_->current();
     grpc::SslCredentialsOptions options;
-    options.pem_root_certs = ca_;
-    options.pem_private_key = key_;
-    options.pem_cert_chain = cert_;
+    options.pem_root_certs = material->client_ca_pem;
+    options.pem_private_key = material->key_pem;
+    options.pem_cert_chain = material->cert_pem;
     credentials = grpc::SslCredentials(options);
   } else {
     credentials = grpc::InsecureChannelCredentials();
@@ -167,6 +162,15 @@ std::shared_ptr<grpc::Channel> ClusterAuth::channel(const std::string& address,
       std::make_unique<SecretInterceptorFactory>(std::make_shared<const std::string>(secret_)));
   return grpc::experimental::CreateCustomChannelWithInterceptors(address, credentials, args,
                                                                  std::move(interceptors));
+}
+
+absl::Status ClusterAuth::reloadTls() const {
+  if (!hasTls()) return absl::OkStatus();
+  return tls_->reload();
+}
+
+std::shared_ptr<const tls::TlsMaterial> ClusterAuth::tlsMaterial() const {
+  return hasTls() ? tls_->current() : nullptr;
 }
 
 grpc::Status ClusterAuth::check(const grpc::ServerContextBase& context) const {

@@ -15,7 +15,15 @@
 //  - mutual TLS: listeners present this process's certificate and require
 //    and verify the peer's against the cluster CA; channels present theirs
 //    and verify the server's (its certificate must name the host others
-//    dial, as a DNS or IP subject alternative name).
+//    dial, as a DNS or IP subject alternative name). The certificate, key
+//    and CA live in a tls::CertificateStore, the one the public front ends
+//    use: reloadTls() (on SIGHUP) re-reads them, internal listeners present
+//    and verify with the new ones at their next handshake
+//    (reloadableServerCredentials), and channel() builds new channels with
+//    them. gRPC 1.51 offers no channel credentials that could follow a
+//    store, so whoever keeps a channel compares tlsGeneration() with the one
+//    it was made at and makes a new channel when it differs; connections
+//    already open keep their session either way.
 // With neither, internal listeners may bind loopback addresses only
 // (checkListenHost), unless the operator chose allow_insecure.
 //
@@ -33,6 +41,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/tls/certificate_store.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tandem::grpc_util {
@@ -78,7 +87,7 @@ class ClusterAuth {
   static absl::StatusOr<std::string> readSecret(const std::string& secret_file);
 
   bool hasSecret() const { return !secret_.empty(); }
-  bool hasTls() const { return !cert_.empty(); }
+  bool hasTls() const { return tls_ != nullptr; }
   // calls are authenticated (a secret or mutual TLS).
   bool authenticated() const { return hasSecret() || hasTls(); }
   bool allowInsecure() const { return allow_insecure_; }
@@ -90,12 +99,29 @@ class ClusterAuth {
   absl::Status checkListenHost(std::string_view host) const;
 
   // what internal listeners listen with: TLS requiring and verifying
-  // client certificates, or plain (insecure) transport.
+  // client certificates (whatever the TLS files held at the last
+  // successful reloadTls(), at every new handshake), or plain (insecure)
+  // transport.
   std::shared_ptr<grpc::ServerCredentials> serverCredentials() const;
   // a channel to the peer at `address` (host:port) whose calls carry the
-  // secret (a client interceptor adds it), over mutual TLS when configured.
+  // secret (a client interceptor adds it), over mutual TLS when configured
+  // with the certificate, key and CA current now (see tlsGeneration()).
   std::shared_ptr<grpc::Channel> channel(const std::string& address,
                                          const grpc::ChannelArguments& args = {}) const;
+
+  // re-reads the TLS files (tls::CertificateStore::reload: the key must
+  // match the certificate, the CA file must hold a certificate). On
+  // success new handshakes of the internal listeners and channels made
+  // from now on use them, and tlsGeneration() grows; on error nothing
+  // changes. OK, doing nothing, without TLS. Thread-safe.
+  absl::Status reloadTls() const;
+  // 0 without TLS; else grows by one with every successful reloadTls(). A
+  // channel made at another generation than the current one carries the
+  // old certificate and should be replaced by a new channel().
+  uint64_t tlsGeneration() const { return tls_ != nullptr ? tls_->generation() : 0; }
+  // the TLS material in use (subject and serial for log lines); null
+  // without TLS.
+  std::shared_ptr<const tls::TlsMaterial> tlsMaterial() const;
 
   // OK when the call carries the secret (or none is configured; the TLS
   // handshake already verified the peer's certificate when TLS is on);
@@ -106,9 +132,7 @@ class ClusterAuth {
   ClusterAuth() = default;
 
   std::string secret_;
-  std::string cert_;  // PEM contents; empty = no TLS
-  std::string key_;
-  std::string ca_;
+  tls::CertificateStorePtr tls_;  // null = no TLS; client_ca = the cluster CA
   bool allow_insecure_ = false;
 };
 

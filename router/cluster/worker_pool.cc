@@ -59,8 +59,18 @@ WorkerPool::Entry& WorkerPool::entryLocked(const std::string& address) {
     it->second.state.address = address;
     it->second.unhealthy_since = Clock::now();
     it->second.stub = newStub(address);
+    it->second.stub_tls_generation = options_.auth->tlsGeneration();
   }
   return it->second;
+}
+
+const std::shared_ptr<tandem::v1::Worker::Stub>& WorkerPool::currentStubLocked(Entry& e) {
+  const uint64_t generation = options_.auth->tlsGeneration();
+  if (e.stub_tls_generation != generation) {
+    e.stub = newStub(e.state.address);
+    e.stub_tls_generation = generation;
+  }
+  return e.stub;
 }
 
 void WorkerPool::setHealthyLocked(Entry& e, bool healthy) {
@@ -171,7 +181,7 @@ std::vector<WorkerState> WorkerPool::snapshot() const {
 std::shared_ptr<tandem::v1::Worker::Stub> WorkerPool::stub(const std::string& address) {
   std::lock_guard lock(mu_);
   auto it = workers_.find(address);
-  if (it != workers_.end()) return it->second.stub;
+  if (it != workers_.end()) return currentStubLocked(it->second);
   return newStub(address);
 }
 
@@ -197,12 +207,12 @@ void WorkerPool::pollOnce() {
   std::vector<std::pair<std::shared_ptr<Call>, std::shared_ptr<tandem::v1::Worker::Stub>>> calls;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [address, e] : workers_) {
+    for (auto& [address, e] : workers_) {
       auto call = std::make_shared<Call>();
       call->address = address;
       if (e.state.has_info) call->worker_id = e.state.info.worker_id();
       call->context.set_deadline(std::chrono::system_clock::now() + options_.rpc_deadline);
-      calls.emplace_back(std::move(call), e.stub);
+      calls.emplace_back(std::move(call), currentStubLocked(e));
     }
   }
   auto latch = std::make_shared<Latch>();

@@ -121,7 +121,8 @@ class WorkerPool {
 
   std::vector<WorkerState> snapshot() const;
   // the stub for calls to the worker at `address` (one channel per address,
-  // kept while the pool knows it).
+  // kept while the pool knows it, replaced by a new one after the cluster's
+  // TLS files were reloaded).
   std::shared_ptr<tandem::v1::Worker::Stub> stub(const std::string& address);
   // marks the worker unhealthy now (a call to it failed in a way that says
   // it is gone); the next successful poll makes it healthy again.
@@ -137,6 +138,7 @@ class WorkerPool {
     int failures = 0;
     std::chrono::steady_clock::time_point unhealthy_since;
     std::shared_ptr<tandem::v1::Worker::Stub> stub;
+    uint64_t stub_tls_generation = 0;  // options_.auth->tlsGeneration() when stub was made
   };
 
   // a stub over a new channel to `address` (options_.auth).
@@ -145,6 +147,8 @@ class WorkerPool {
   absl::Status checkModelLocked(const tandem::v1::WorkerInfo& info) const;
   // mu_ held.
   Entry& entryLocked(const std::string& address);
+  // mu_ held. e.stub, made anew when the cluster's TLS material changed.
+  const std::shared_ptr<tandem::v1::Worker::Stub>& currentStubLocked(Entry& e);
   void setHealthyLocked(Entry& e, bool healthy);
   void dropStaleLocked();
   void publishMetricsLocked();

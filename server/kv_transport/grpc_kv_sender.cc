@@ -316,15 +316,19 @@ absl::StatusOr<std::unique_ptr<GrpcKvSender>> GrpcKvSender::create(const KvSende
 
 std::shared_ptr<grpc::Channel> GrpcKvSender::channelFor(const std::string& address) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& ch = channels_[address];
-  if (ch == nullptr) {
+  const auto& auth =
+      options_.cluster_auth != nullptr ? options_.cluster_auth : grpc_util::ClusterAuth::none();
+  // a reload of the cluster's TLS files makes the next transfer use a new
+  // channel with the new certificate; streams open on the old one finish there.
+  const uint64_t generation = auth->tlsGeneration();
+  CachedChannel& ch = channels_[address];
+  if (ch.channel == nullptr || ch.tls_generation != generation) {
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(-1);
-    const auto& auth =
-        options_.cluster_auth != nullptr ? options_.cluster_auth : grpc_util::ClusterAuth::none();
-    ch = auth->channel(address, args);
+    ch.channel = auth->channel(address, args);
+    ch.tls_generation = generation;
   }
-  return ch;
+  return ch.channel;
 }
 
 absl::StatusOr<KvSendStreamPtr> GrpcKvSender::open(const TransferTarget& target) {

@@ -6,6 +6,7 @@
 // kernel copies them, so the source is read from memory once.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,7 +37,11 @@ class GrpcKvSender : public KvSender {
 
   KvSenderOptions options_;
   std::mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_;
+  struct CachedChannel {
+    std::shared_ptr<grpc::Channel> channel;
+    uint64_t tls_generation = 0;  // cluster_auth->tlsGeneration() when it was made
+  };
+  absl::flat_hash_map<std::string, CachedChannel> channels_;
 };
 
 }  // namespace tandem::kv_transport

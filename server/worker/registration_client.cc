@@ -31,7 +31,8 @@ RegistrationClient::RegistrationClient(std::string router_address, tandem::v1::W
                                        const grpc_util::ClusterAuthPtr& auth)
     : router_address_(std::move(router_address)),
       info_(std::move(info)),
-      stub_(tandem::v1::Registry::NewStub(auth->channel(router_address_, channelArgs()))) {
+      auth_(auth) {
+  refreshStub();
   heartbeat_.runAt(TimerQueue::Clock::now(), [this] { heartbeat(); });
 }
 
@@ -42,7 +43,15 @@ int RegistrationClient::numRegistered() const {
   return registered_;
 }
 
+void RegistrationClient::refreshStub() {
+  const uint64_t generation = auth_->tlsGeneration();
+  if (stub_ != nullptr && generation == stub_tls_generation_) return;
+  stub_ = tandem::v1::Registry::NewStub(auth_->channel(router_address_, channelArgs()));
+  stub_tls_generation_ = generation;
+}
+
 void RegistrationClient::heartbeat() {
+  refreshStub();
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
   tandem::v1::RegisterResponse response;
@@ -101,6 +110,7 @@ void RegistrationClient::deregister(bool draining) {
   request.set_worker_id(info_.worker_id());
   request.set_draining(draining);
   tandem::v1::DeregisterResponse response;
+  refreshStub();
   (void)stub_->Deregister(&ctx, request, &response);
 }
 

@@ -1,9 +1,11 @@
 // Keeps a worker registered with its router: Registry.Register(WorkerInfo)
 // at once and then every heartbeat_interval_ms the router asks for (1 s when
 // it names none or cannot be reached), so a restarted router relearns the
-// worker within one interval. Failures are logged once (and the recovery),
-// retried, and never fatal. drain() tells the router the worker drains;
-// stop() deregisters. The heartbeat is a
+// worker within one interval. A reload of the cluster's TLS files (SIGHUP)
+// reaches the next call: it goes out on a new channel with the new
+// certificate. Failures are logged once (and the recovery), retried, and
+// never fatal. drain() tells the router the worker drains; stop()
+// deregisters. The heartbeat is a
 // blocking call, so it runs on a TimerQueue of this client's own; the next
 // one is due an interval after the previous answer.
 #pragma once
@@ -45,10 +47,15 @@ class RegistrationClient {
   void heartbeat();
   // one Deregister call, bounded by a short deadline.
   void deregister(bool draining);
+  // a new stub when the cluster's TLS material changed since the last one
+  // was made (heartbeat thread, or stop() once the heartbeat is over).
+  void refreshStub();
 
   const std::string router_address_;
   const tandem::v1::WorkerInfo info_;
+  const grpc_util::ClusterAuthPtr auth_;
   std::unique_ptr<tandem::v1::Registry::Stub> stub_;
+  uint64_t stub_tls_generation_ = 0;  // auth_->tlsGeneration() when stub_ was made
   mutable std::mutex mu_;
   bool draining_ = false;   // guarded by mu_
   bool stopping_ = false;   // guarded by mu_

@@ -16,7 +16,7 @@ FakeWorker::~FakeWorker() { shutdown(); }
 void FakeWorker::start() {
   stopping_ = false;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:" + std::to_string(port_), grpc::InsecureServerCredentials(),
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port_), config_.auth->serverCredentials(),
                            &port_);
   builder.RegisterService(this);
   server_ = builder.BuildAndStart();

@@ -33,7 +33,8 @@ struct FakeWorkerConfig {
   int num_blocks = 1000;
   int64_t lower_tier_blocks = 0;  // G2 + G3 capacity it reports
   std::string model_name = "fake";
-  // what Stats and Info require of their callers (as a real worker's API does).
+  // what Stats and Info require of their callers (as a real worker's API
+  // does), and how the listener listens (mutual TLS when it has TLS).
   grpc_util::ClusterAuthPtr auth = grpc_util::ClusterAuth::none();
 };
 

@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 #include "router/cluster/registry_service.h"
 #include "router/cluster/worker_discovery.h"
+#include "tests/common/tls/test_pki.h"
 #include "tests/router/cluster/fake_worker.h"
 #include "tests/test_paths.h"
 
@@ -240,6 +241,59 @@ TEST(WorkerPoolAuthTest, PollsCarryTheClusterSecret) {
   w = find(without, worker.address());
   EXPECT_FALSE(w->healthy);
   EXPECT_FALSE(w->has_info);
+}
+
+// the cluster's mutual TLS moves from an old CA to a new one: both sides'
+// files are replaced and reloaded (SIGHUP), then the worker restarts on the
+// same port. The pool's polls reach it only over a new channel with the new
+// certificate (its old channel would reconnect with the old one and be
+// refused).
+TEST(WorkerPoolAuthTest, AfterATlsReloadPollsUseTheNewCertificate) {
+  using tls::testing::readFile;
+  using tls::testing::writeFile;
+  tls::testing::TestPki old_pki("old cluster CA");
+  tls::testing::TestPki new_pki("new cluster CA");
+  const std::string dir = tandem::testing::makeTempDir();
+  // writes `name`'s cluster files (certificate, key, CA) from `pki` and
+  // returns their options.
+  const auto install = [&](const std::string& name, tls::testing::TestPki& pki, long serial) {
+    const tls::testing::TestCert cert = pki.issue(name, serial, name);
+    grpc_util::ClusterAuthOptions o{.tls_cert_file = dir + "/" + name + ".pem",
+                                    .tls_key_file = dir + "/" + name + ".key",
+                                    .tls_ca_file = dir + "/" + name + "-ca.pem"};
+    writeFile(o.tls_cert_file, readFile(cert.cert_file));
+    writeFile(o.tls_key_file, readFile(cert.key_file));
+    writeFile(o.tls_ca_file, readFile(pki.caFile()));
+    return o;
+  };
+  absl::StatusOr<grpc_util::ClusterAuthPtr> router_auth =
+      grpc_util::ClusterAuth::create(install("router", old_pki, 1));
+  absl::StatusOr<grpc_util::ClusterAuthPtr> worker_auth =
+      grpc_util::ClusterAuth::create(install("worker", old_pki, 2));
+  ASSERT_TRUE(router_auth.ok()) << router_auth.status();
+  ASSERT_TRUE(worker_auth.ok()) << worker_auth.status();
+  FakeWorker worker(FakeWorkerConfig{.auth = *worker_auth});
+  worker.start();
+  WorkerPoolOptions options = fastOptions();
+  options.auth = *router_auth;
+  WorkerPool pool(options, nullptr);
+  pool.setDiscovered(kStaticList, {worker.address()});
+  ASSERT_TRUE(waitFor([&] {
+    pool.pollOnce();
+    return find(pool, worker.address())->has_stats;
+  }));
+
+  install("router", new_pki, 3);
+  install("worker", new_pki, 4);
+  ASSERT_TRUE((*router_auth)->reloadTls().ok());
+  ASSERT_TRUE((*worker_auth)->reloadTls().ok());
+  worker.shutdown();
+  worker.start();
+  worker.setStats(7, 0, 100);
+  EXPECT_TRUE(waitFor([&] {
+    pool.pollOnce();
+    return find(pool, worker.address())->stats.num_running() == 7;
+  }));
 }
 
 // once the router serves a model, a listed worker of another one is never

@@ -1,13 +1,19 @@
 // A worker started with a router address registers with it, again every
 // heartbeat interval the router names, and deregisters when it stops; a
-// router that is not there yet does not stop it.
+// router that is not there yet does not stop it; after a reload of the
+// cluster's TLS files its heartbeats present the new certificate.
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/worker/registration_client.h"
 #include "server/worker/worker.h"
 #include "tandem/v1/worker.grpc.pb.h"
+#include "tests/common/tls/test_pki.h"
+#include "tests/test_paths.h"
 #include "tests/server/worker/worker_test_client.h"
 
 namespace tandem::worker {
@@ -63,10 +69,11 @@ class RecordingRegistry final : public tandem::v1::Registry::CallbackService {
 };
 
 struct RegistryServer {
-  explicit RegistryServer(int port_wanted = 0) {
+  explicit RegistryServer(int port_wanted = 0,
+                          const grpc_util::ClusterAuthPtr& auth = grpc_util::ClusterAuth::none()) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:" + std::to_string(port_wanted),
-                             grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(port_wanted), auth->serverCredentials(),
+                             &port);
     builder.RegisterService(&service);
     server = builder.BuildAndStart();
   }
@@ -169,6 +176,58 @@ TEST(RegistrationTest, KeepsTryingUntilTheRouterIsUp) {
   ASSERT_TRUE(waitFor([&] { return !registry.service.registered().empty(); }));
   EXPECT_EQ(registry.service.registered()[0].role(), tandem::v1::WORKER_ROLE_PREFILL);
   EXPECT_TRUE(registry.service.registered()[0].kv_endpoint().empty());
+}
+
+// the cluster moves from an old CA to a new one: both sides' files are
+// replaced and reloaded (SIGHUP), then the router restarts on the same
+// port. Its new listener takes only the new CA's certificates, so the
+// worker is registered again only if its heartbeat made a new channel
+// with the new certificate.
+TEST(RegistrationTest, AfterATlsReloadHeartbeatsPresentTheNewCertificate) {
+  using tls::testing::readFile;
+  using tls::testing::writeFile;
+  tls::testing::TestPki old_pki("old cluster CA");
+  tls::testing::TestPki new_pki("new cluster CA");
+  const std::string dir = tandem::testing::makeTempDir();
+  const auto install = [&](const std::string& name, tls::testing::TestPki& pki, long serial) {
+    const tls::testing::TestCert cert = pki.issue(name, serial, name);
+    grpc_util::ClusterAuthOptions o{.tls_cert_file = dir + "/" + name + ".pem",
+                                    .tls_key_file = dir + "/" + name + ".key",
+                                    .tls_ca_file = dir + "/" + name + "-ca.pem"};
+    writeFile(o.tls_cert_file, readFile(cert.cert_file));
+    writeFile(o.tls_key_file, readFile(cert.key_file));
+    writeFile(o.tls_ca_file, readFile(pki.caFile()));
+    return o;
+  };
+  absl::StatusOr<grpc_util::ClusterAuthPtr> router_auth =
+      grpc_util::ClusterAuth::create(install("router", old_pki, 1));
+  absl::StatusOr<grpc_util::ClusterAuthPtr> worker_auth =
+      grpc_util::ClusterAuth::create(install("worker", old_pki, 2));
+  ASSERT_TRUE(router_auth.ok()) << router_auth.status();
+  ASSERT_TRUE(worker_auth.ok()) << worker_auth.status();
+  auto registry = std::make_unique<RegistryServer>(0, *router_auth);
+  const int port = registry->port;
+  tandem::v1::WorkerInfo info;
+  info.set_worker_id("d1");
+  RegistrationClient client("127.0.0.1:" + std::to_string(port), info, *worker_auth);
+  // waits up to 30 s (TLS handshakes on a loaded, sanitized build).
+  const auto eventually = [](const std::function<bool()>& cond) {
+    for (int i = 0; i < 3000; ++i) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  ASSERT_TRUE(eventually([&] { return !registry->service.registered().empty(); }));
+
+  install("router", new_pki, 3);
+  install("worker", new_pki, 4);
+  ASSERT_TRUE((*router_auth)->reloadTls().ok());
+  ASSERT_TRUE((*worker_auth)->reloadTls().ok());
+  registry.reset();
+  registry = std::make_unique<RegistryServer>(port, *router_auth);
+  ASSERT_EQ(registry->port, port);
+  EXPECT_TRUE(eventually([&] { return !registry->service.registered().empty(); }));
 }
 
 }  // namespace
