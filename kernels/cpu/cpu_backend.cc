@@ -4,12 +4,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/quant_blocks.h"
 #include "common/status.h"
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/host_buffer.h"
 #include "kernels/rope_frequencies.h"
 
@@ -90,8 +93,12 @@ void CpuBackend::embedding(const Tensor& table, const Tensor& ids, const Tensor&
   for (int64_t i = 0; i < ids.rows; ++i) {
     const int32_t id = ids.as<int32_t>()[i];
     TANDEM_CHECK(id >= 0 && id < table.rows);
-    kernels_.toF32(static_cast<const char*>(table.data) + id * row_bytes, table.dtype,
-                   out.as<float>() + i * out.cols, table.cols);
+    const char* row = static_cast<const char*>(table.data) + id * row_bytes;
+    if (quant::isQuantized(table.dtype)) {
+      quant::dequantizeRow(table.dtype, row, out.as<float>() + i * out.cols, table.cols);
+    } else {
+      kernels_.toF32(row, table.dtype, out.as<float>() + i * out.cols, table.cols);
+    }
   }
 }
 
@@ -111,6 +118,16 @@ void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, co
   TANDEM_CHECK(bias == nullptr || (bias->dtype == DType::kF32 && bias->numel() == w.rows));
   const MatmulArgs args{x.as<float>(), w.data, w.dtype, bias != nullptr ? bias->as<float>() : nullptr,
                         y.as<float>(), x.rows, w.rows, x.cols};
+  if (quant::isQuantized(w.dtype)) {
+    quantMatmul(args, kernels_, pool_.size(), [&](int count, const std::function<void(int)>& fn) {
+      if (count == 1 || pool_.size() == 1) {
+        for (int t = 0; t < count; ++t) fn(t);
+      } else {
+        pool_.parallelFor(count, [&](int task, int) { fn(task); });
+      }
+    });
+    return;
+  }
   if (args.m * args.n * args.k < kMinParallelMatmulWork || pool_.size() == 1) {
     kernels_.matmul(args, 0, args.n);
     return;
