@@ -93,12 +93,8 @@ void CpuBackend::embedding(const Tensor& table, const Tensor& ids, const Tensor&
   for (int64_t i = 0; i < ids.rows; ++i) {
     const int32_t id = ids.as<int32_t>()[i];
     TANDEM_CHECK(id >= 0 && id < table.rows);
-    const char* row = static_cast<const char*>(table.data) + id * row_bytes;
-    if (quant::isQuantized(table.dtype)) {
-      quant::dequantizeRow(table.dtype, row, out.as<float>() + i * out.cols, table.cols);
-    } else {
-      kernels_.toF32(row, table.dtype, out.as<float>() + i * out.cols, table.cols);
-    }
+    kernels_.toF32(static_cast<const char*>(table.data) + id * row_bytes, table.dtype,
+                   out.as<float>() + i * out.cols, table.cols);
   }
 }
 

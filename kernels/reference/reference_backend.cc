@@ -51,11 +51,6 @@ void ReferenceBackend::embedding(const Tensor& table, const Tensor& ids, const T
   for (int64_t i = 0; i < ids.rows; ++i) {
     const int32_t id = ids.as<int32_t>()[i];
     TANDEM_CHECK(id >= 0 && id < table.rows);
-    if (quant::isQuantized(table.dtype)) {
-      quant::dequantizeRow(table.dtype, table.as<char>() + id * table.rowBytes(),
-                           out.as<float>() + i * out.cols, table.cols);
-      continue;
-    }
     for (int64_t j = 0; j < table.cols; ++j) {
       out.as<float>()[i * out.cols + j] = loadElement(table.data, table.dtype, id * table.cols + j);
     }
