@@ -7,6 +7,8 @@
 #
 #   bench/engine_vs_llamacpp.sh LLAMA_BIN_DIR TANDEM_BENCH MODEL.gguf [MODEL.gguf ...]
 #
+# Models of any dtype both compute: F32, F16, and the quantized Q8_0 and
+# Q4_K_M (e.g. `tandem model synth --format gguf --dtype q8_0|q4_k_m ...`).
 # TANDEM_BENCH is the model_runner_bench binary. Environment: THREADS (2),
 # REPEATS (5), PROMPT (512), DECODE (128), BATCH (16), BATCH_DECODE (32).
 # SMOKE=1: one repeat of a 16-token prompt and 8 decoded tokens, which checks
@@ -15,7 +17,7 @@
 set -euo pipefail
 
 if [[ $# -lt 3 ]]; then
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,16p' "$0" >&2
   exit 2
 fi
 llama_bin=$1 tandem_bench=$2

@@ -167,8 +167,15 @@ absl::Status runSynth(const SynthArgs& args) {
     opts.dtype = DType::kF16;
   } else if (args.dtype == "bf16") {
     opts.dtype = DType::kBF16;
+  } else if (args.dtype == "q8_0") {
+    opts.dtype = DType::kQ8_0;
+  } else if (args.dtype == "q4_0") {
+    opts.dtype = DType::kQ4_0;
+  } else if (args.dtype == "q4_k_m") {
+    opts.q4_k_m = true;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--dtype must be f32, f16 or bf16, got '", args.dtype, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dtype must be f32, f16, bf16, q8_0, q4_0 or q4_k_m, got '", args.dtype, "'"));
   }
   opts.vocab_from = args.vocab_from;
   opts.seed = args.seed;
@@ -227,7 +234,8 @@ void registerModelCommand(CLI::App& app) {
   synth->add_option("--shape", sargs->shape,
                     "e.g. dim=768,layers=12,heads=12,kv_heads=12,ffn=2048,vocab=32000 "
                     "(also head_dim=, max_pos=, arch=llama|mistral|qwen2|qwen3, rope_scaling=llama3)")->required();
-  synth->add_option("--dtype", sargs->dtype, "f32, f16 or bf16")->capture_default_str();
+  synth->add_option("--dtype", sargs->dtype,
+                    "f32, f16 or bf16; gguf also q8_0, q4_0 or q4_k_m (llama.cpp's mix of q4_k and q6_k)")->capture_default_str();
   synth->add_option("--vocab-from", sargs->vocab_from, "take the tokenizer of an HF dir (tokenizer.json) or a .gguf, converting between formats as needed");
   synth->add_option("--seed", sargs->seed, "random seed")->capture_default_str();
   setAction(synth, [sargs] { return runSynth(*sargs); });

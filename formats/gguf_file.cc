@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/quant_blocks.h"
 #include "common/status.h"
 
 namespace tandem::model {
@@ -25,7 +26,10 @@ absl::StatusOr<DType> dtypeFromGgml(uint32_t t) {
   switch (t) {
     case 0: return DType::kF32;
     case 1: return DType::kF16;
+    case 2: return DType::kQ4_0;
     case 8: return DType::kQ8_0;
+    case 12: return DType::kQ4_K;
+    case 14: return DType::kQ6_K;
     case 26: return DType::kI32;
     case 30: return DType::kBF16;
     default: return absl::UnimplementedError(absl::StrCat("ggml type ", t));
@@ -276,13 +280,14 @@ class GgufParser {
     if (!dtype.ok()) {
       return absl::UnimplementedError(absl::StrCat(
           path(), ": tensor ", info->name, " has unsupported ggml type ", type,
-          " (supported: F32=0, F16=1, Q8_0=8, I32=26, BF16=30)"));
+          " (supported: F32=0, F16=1, Q4_0=2, Q8_0=8, Q4_K=12, Q6_K=14, I32=26, BF16=30)"));
     }
     info->dtype = *dtype;
-    if (info->dtype == DType::kQ8_0 && ne[0] % 32 != 0) {
+    const int block = quant::blockValues(info->dtype);
+    if (ne[0] % block != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          path(), ": q8_0 tensor ", info->name, " has a row length ", ne[0],
-          " that is not a multiple of 32"));
+          path(), ": ", std::string(dtypeName(info->dtype)), " tensor ", info->name, " has a row length ",
+          ne[0], " that is not a multiple of ", block));
     }
     if (info->offset % alignment != 0) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -47,6 +47,10 @@ uint32_t ggmlType(DType t) {
   switch (t) {
     case DType::kF16: return 1;
     case DType::kBF16: return 30;
+    case DType::kQ4_0: return 2;
+    case DType::kQ8_0: return 8;
+    case DType::kQ4_K: return 12;
+    case DType::kQ6_K: return 14;
     default: return 0;
   }
 }
@@ -155,7 +159,7 @@ absl::Status GgufWriter::write(const std::string& path, const TensorFill& fill) 
     for (auto d = e.shape.rbegin(); d != e.shape.rend(); ++d) put<uint64_t>(&head, *d);
     put<uint32_t>(&head, ggmlType(e.dtype));
     put<uint64_t>(&head, offset);
-    offset = alignUp(offset + numelOf(e.shape) * dtypeSize(e.dtype));
+    offset = alignUp(offset + rowBytes(e.dtype, numelOf(e.shape)));
   }
   head.resize(alignUp(head.size()), '\0');
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(path.c_str(), "wb"), &std::fclose);
@@ -165,7 +169,7 @@ absl::Status GgufWriter::write(const std::string& path, const TensorFill& fill) 
   }
   static const char kZeros[kAlignment] = {};
   for (size_t i = 0; i < tensors_.size(); ++i) {
-    uint64_t bytes = numelOf(tensors_[i].shape) * dtypeSize(tensors_[i].dtype);
+    uint64_t bytes = rowBytes(tensors_[i].dtype, numelOf(tensors_[i].shape));
     RETURN_IF_ERROR(streamTensor(out.get(), path, i, numelOf(tensors_[i].shape),
                                  tensors_[i].dtype, fill));
     size_t pad = alignUp(bytes) - bytes;

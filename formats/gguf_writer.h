@@ -29,7 +29,8 @@ class GgufWriter {
   // copies a value parsed from another GGUF file, keeping its exact type.
   void setValue(const std::string& key, const GgufValue& value);
 
-  // declares the next tensor (f32, f16 or bf16) with its row-major shape.
+  // declares the next tensor (f32, f16, bf16, or q8_0/q4_0/q4_k/q6_k with
+  // rows of whole blocks) with its row-major shape.
   void addTensor(std::string name, DType dtype, std::vector<int64_t> shape);
 
   absl::Status write(const std::string& path, const TensorFill& fill) const;

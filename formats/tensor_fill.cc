@@ -5,11 +5,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/quant_blocks.h"
+#include "common/quantize.h"
 
 namespace tandem::model {
 
 void appendAs(DType dtype, const float* values, size_t count, std::string* bytes) {
   size_t at = bytes->size();
+  if (quant::isQuantized(dtype)) {
+    bytes->resize(at + rowBytes(dtype, count));
+    quant::quantizeRow(dtype, values, bytes->data() + at, static_cast<int64_t>(count));
+    return;
+  }
   if (dtype == DType::kF32) {
     bytes->resize(at + count * 4);
     std::memcpy(bytes->data() + at, values, count * 4);

@@ -18,12 +18,13 @@ namespace tandem::model {
 // the tensor with index `tensor` in the order the writer was given them.
 using TensorFill = std::function<void(size_t tensor, uint64_t first, size_t count, float* out)>;
 
-// converts `count` floats to `dtype` (f32, f16 or bf16) and appends them to
-// `bytes`.
+// converts `count` floats to `dtype` (f32, f16, bf16, or a quantized type
+// with `count` whole blocks) and appends them to `bytes`.
 void appendAs(DType dtype, const float* values, size_t count, std::string* bytes);
 
 // writes the data of one tensor of `numel` elements to `out` in chunks,
-// asking `fill` for the values; `out` is an open stdio stream.
+// asking `fill` for the values; `out` is an open stdio stream. A quantized
+// tensor's rows must be whole blocks (chunks are a multiple of 256 values).
 absl::Status streamTensor(std::FILE* out, const std::string& path, size_t tensor, uint64_t numel,
                           DType dtype, const TensorFill& fill);
 

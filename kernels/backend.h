@@ -3,7 +3,10 @@
 // cpu backend, a hip backend and the host emulator are interchangeable.
 //
 // Conventions every implementation keeps:
-//  - activations are F32; weights may be F32, F16 or BF16.
+//  - activations are F32; weights may be F32, F16 or BF16, and matmul
+//    weights also GGUF block-quantized (q8_0, q4_0, q4_k, q6_k:
+//    common/quant_blocks.h); the model binds quantized embedding tables and
+//    norms as F32.
 //  - all tensors are dense row-major 2-D views (kernels/tensor.h) into memory
 //    of this backend: buffers from allocate()/importHost(), never foreign
 //    pointers. Index tensors (token ids, positions, slots, block tables) are
@@ -117,7 +120,8 @@ class Backend {
   virtual void rmsNorm(const Tensor& x, const Tensor& weight, float eps,
                        const Tensor& out) = 0;
 
-  // y = x * w^T (+ bias). x [M, K] F32, w [N, K] F32/F16/BF16, bias [1, N]
+  // y = x * w^T (+ bias). x [M, K] F32, w [N, K] F32/F16/BF16 or quantized
+  // (K a multiple of the block), bias [1, N]
   // F32 or null, y [M, N] F32 (must not alias x).
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& y) = 0;

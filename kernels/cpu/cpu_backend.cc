@@ -4,12 +4,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/quant_blocks.h"
 #include "common/status.h"
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/host_buffer.h"
 #include "kernels/rope_frequencies.h"
 
@@ -111,6 +114,16 @@ void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, co
   TANDEM_CHECK(bias == nullptr || (bias->dtype == DType::kF32 && bias->numel() == w.rows));
   const MatmulArgs args{x.as<float>(), w.data, w.dtype, bias != nullptr ? bias->as<float>() : nullptr,
                         y.as<float>(), x.rows, w.rows, x.cols};
+  if (quant::isQuantized(w.dtype)) {
+    quantMatmul(args, kernels_, pool_.size(), [&](int count, const std::function<void(int)>& fn) {
+      if (count == 1 || pool_.size() == 1) {
+        for (int t = 0; t < count; ++t) fn(t);
+      } else {
+        pool_.parallelFor(count, [&](int task, int) { fn(task); });
+      }
+    });
+    return;
+  }
   if (args.m * args.n * args.k < kMinParallelMatmulWork || pool_.size() == 1) {
     kernels_.matmul(args, 0, args.n);
     return;

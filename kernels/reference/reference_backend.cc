@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/quant_blocks.h"
 #include "common/status.h"
 #include "kernels/host_buffer.h"
 #include "kernels/rope_frequencies.h"
@@ -72,12 +73,17 @@ void ReferenceBackend::rmsNorm(const Tensor& x, const Tensor& weight, float eps,
 
 void ReferenceBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
   TANDEM_CHECK(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows);
-  for (int64_t m = 0; m < x.rows; ++m) {
-    for (int64_t n = 0; n < w.rows; ++n) {
+  // a quantized w is read through the scalar dequantizer, a row at a time.
+  std::vector<float> w_row(quant::isQuantized(w.dtype) ? w.cols : 0);
+  for (int64_t n = 0; n < w.rows; ++n) {
+    if (!w_row.empty()) {
+      quant::dequantizeRow(w.dtype, w.as<char>() + n * w.rowBytes(), w_row.data(), w.cols);
+    }
+    for (int64_t m = 0; m < x.rows; ++m) {
       double acc = bias != nullptr ? bias->as<float>()[n] : 0.0;
       for (int64_t k = 0; k < x.cols; ++k) {
         acc += static_cast<double>(x.as<float>()[m * x.cols + k]) *
-               loadElement(w.data, w.dtype, n * w.cols + k);
+               (w_row.empty() ? loadElement(w.data, w.dtype, n * w.cols + k) : w_row[k]);
       }
       y.as<float>()[m * y.cols + n] = static_cast<float>(acc);
     }

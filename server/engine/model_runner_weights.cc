@@ -2,9 +2,11 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/quant_blocks.h"
 #include "common/status.h"
 
 namespace tandem::engine {
@@ -18,9 +20,31 @@ class Binder {
   Binder(const model::ModelWeights& weights, kernels::Backend& backend, ModelTensors* out)
       : weights_(weights), backend_(backend), out_(out) {}
 
-  // the tensor `name` as a [rows, cols] backend tensor.
+  // the matmul weight `name` as a [rows, cols] backend tensor, quantized
+  // weights as they are.
   absl::StatusOr<Tensor> bind(const std::string& name, int64_t rows, int64_t cols) {
+    return bindAs(name, rows, cols, /*keep_quantized=*/true);
+  }
+
+  // a tensor that is not a matmul weight (embedding table, norm): a
+  // quantized one is dequantized to F32 at load, so every backend's
+  // embedding and rmsNorm read it.
+  absl::StatusOr<Tensor> bindDense(const std::string& name, int64_t rows, int64_t cols) {
+    return bindAs(name, rows, cols, /*keep_quantized=*/false);
+  }
+
+  absl::StatusOr<Tensor> bindAs(const std::string& name, int64_t rows, int64_t cols,
+                                bool keep_quantized) {
     ASSIGN_OR_RETURN(const model::TensorView* t, check(name, rows, cols));
+    if (quant::isQuantized(t->dtype) && !keep_quantized) {
+      std::vector<float> values(static_cast<size_t>(rows * cols));
+      quant::dequantizeRow(t->dtype, t->data, values.data(), rows * cols);
+      ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(values.size() * sizeof(float)));
+      backend_.upload(buf->data(), values.data(), values.size() * sizeof(float));
+      Tensor out = Tensor::of(*buf, DType::kF32, rows, cols);
+      out_->buffers.push_back(std::move(buf));
+      return out;
+    }
     ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.importHost(t->data, t->bytes));
     Tensor out = Tensor::of(*buf, t->dtype, rows, cols);
     out_->buffers.push_back(std::move(buf));
@@ -31,12 +55,7 @@ class Binder {
   absl::StatusOr<Tensor> bindBias(const std::string& name, int64_t n) {
     ASSIGN_OR_RETURN(const model::TensorView* t, check(name, 1, n));
     std::vector<float> values(n);
-    const auto* half = static_cast<const uint16_t*>(t->data);
-    for (int64_t i = 0; i < n; ++i) {
-      values[i] = t->dtype == DType::kF32   ? static_cast<const float*>(t->data)[i]
-                  : t->dtype == DType::kF16 ? f16ToF32(half[i])
-                                            : bf16ToF32(half[i]);
-    }
+    quant::dequantizeRow(t->dtype, t->data, values.data(), n);
     ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(n * sizeof(float)));
     backend_.upload(buf->data(), values.data(), n * sizeof(float));
     Tensor out = Tensor::of(*buf, DType::kF32, 1, n);
@@ -53,10 +72,11 @@ class Binder {
                                                      absl::StrJoin(t->shape, ", "), "], want [",
                                                      rows, ", ", cols, "]"));
     }
-    if (t->dtype != DType::kF32 && t->dtype != DType::kF16 && t->dtype != DType::kBF16) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " has dtype ",
-                                                     std::string(dtypeName(t->dtype)),
-                                                     "; only f32, f16 and bf16 are supported"));
+    if (t->dtype != DType::kF32 && t->dtype != DType::kF16 && t->dtype != DType::kBF16 &&
+        !quant::isQuantized(t->dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor ", name, " has dtype ", std::string(dtypeName(t->dtype)),
+          "; only f32, f16, bf16, q8_0, q4_0, q4_k and q6_k are supported"));
     }
     return t;
   }
@@ -76,20 +96,21 @@ absl::StatusOr<ModelTensors> bindModelTensors(const model::ModelWeights& weights
   Binder b(weights, backend, &m);
   const int64_t hidden = c.hidden_size, ffn = c.intermediate_size, hd = c.head_dim;
   const int64_t q_out = c.num_heads * hd, kv_out = c.num_kv_heads * hd;
-  ASSIGN_OR_RETURN(m.embed, b.bind("model.embed_tokens.weight", c.vocab_size, hidden));
-  ASSIGN_OR_RETURN(m.final_norm, b.bind("model.norm.weight", 1, hidden));
+  ASSIGN_OR_RETURN(m.embed, b.bindDense("model.embed_tokens.weight", c.vocab_size, hidden));
+  ASSIGN_OR_RETURN(m.final_norm, b.bindDense("model.norm.weight", 1, hidden));
   if (weights.find("lm_head.weight") != nullptr) {
     ASSIGN_OR_RETURN(m.lm_head, b.bind("lm_head.weight", c.vocab_size, hidden));
   } else if (c.tie_word_embeddings) {
-    m.lm_head = m.embed;
+    // the output projection of a quantized table stays quantized.
+    ASSIGN_OR_RETURN(m.lm_head, b.bind("model.embed_tokens.weight", c.vocab_size, hidden));
   } else {
     return absl::InvalidArgumentError("model has no lm_head.weight and untied embeddings");
   }
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string p = absl::StrCat("model.layers.", i, ".");
     LayerTensors l;
-    ASSIGN_OR_RETURN(l.attn_norm, b.bind(p + "input_layernorm.weight", 1, hidden));
-    ASSIGN_OR_RETURN(l.ffn_norm, b.bind(p + "post_attention_layernorm.weight", 1, hidden));
+    ASSIGN_OR_RETURN(l.attn_norm, b.bindDense(p + "input_layernorm.weight", 1, hidden));
+    ASSIGN_OR_RETURN(l.ffn_norm, b.bindDense(p + "post_attention_layernorm.weight", 1, hidden));
     ASSIGN_OR_RETURN(l.q, b.bind(p + "self_attn.q_proj.weight", q_out, hidden));
     ASSIGN_OR_RETURN(l.k, b.bind(p + "self_attn.k_proj.weight", kv_out, hidden));
     ASSIGN_OR_RETURN(l.v, b.bind(p + "self_attn.v_proj.weight", kv_out, hidden));
@@ -103,8 +124,8 @@ absl::StatusOr<ModelTensors> bindModelTensors(const model::ModelWeights& weights
       ASSIGN_OR_RETURN(l.v_bias, b.bindBias(p + "self_attn.v_proj.bias", kv_out));
     }
     if (c.qk_norm) {
-      ASSIGN_OR_RETURN(l.q_norm, b.bind(p + "self_attn.q_norm.weight", 1, hd));
-      ASSIGN_OR_RETURN(l.k_norm, b.bind(p + "self_attn.k_norm.weight", 1, hd));
+      ASSIGN_OR_RETURN(l.q_norm, b.bindDense(p + "self_attn.q_norm.weight", 1, hd));
+      ASSIGN_OR_RETURN(l.k_norm, b.bindDense(p + "self_attn.k_norm.weight", 1, hd));
     }
     m.layers.push_back(std::move(l));
   }

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/mapped_file.h"
+#include "common/quant_blocks.h"
 #include "common/status.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_tokenizer_from_gguf.h"
@@ -175,7 +178,37 @@ absl::Status writeHf(const SynthOptions& o, const ModelConfig& c, const SynthVoc
                       });
 }
 
-uint32_t ggufFileType(DType t) { return t == DType::kF16 ? 1 : t == DType::kBF16 ? 32 : 0; }
+// llama_ftype numbers: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q8_0 7, Q4_K_M 15,
+// BF16 32 (a q4_k or q6_k for everything has no ftype of its own: Q4_K_M's).
+uint32_t ggufFileType(const SynthOptions& o) {
+  if (o.q4_k_m) return 15;
+  switch (o.dtype) {
+    case DType::kF16: return 1;
+    case DType::kBF16: return 32;
+    case DType::kQ4_0: return 2;
+    case DType::kQ8_0: return 7;
+    case DType::kQ4_K: case DType::kQ6_K: return 15;
+    default: return 0;
+  }
+}
+
+// llama.cpp's use_more_bits(i, n) of llama_tensor_get_type.
+bool useMoreBits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// the GGUF dtype of the HF tensor `e` under the options.
+DType ggufTensorDType(const SynthOptions& o, const ModelConfig& c, const ExpectedTensor& e) {
+  if (e.shape.size() == 1) return DType::kF32;  // norms, as llama.cpp's converter
+  if (!o.q4_k_m) return o.dtype;
+  if (e.shape.back() % quant::kQK_K != 0) return DType::kQ8_0;
+  if (e.name == "lm_head.weight") return DType::kQ6_K;
+  const bool v = e.name.ends_with("self_attn.v_proj.weight");
+  const bool down = e.name.ends_with("mlp.down_proj.weight");
+  if (v || down) {
+    const int layer = std::atoi(e.name.c_str() + std::string_view("model.layers.").size());
+    if (useMoreBits(layer, c.num_layers)) return DType::kQ6_K;
+  }
+  return DType::kQ4_K;
+}
 
 absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthVocab& vocab) {
   // llama.cpp has no "mistral" GGUF architecture: mistral is llama there.
@@ -197,7 +230,7 @@ absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthV
   w.setU32(p + "attention.value_length", c.head_dim);
   w.setU32(p + "rope.dimension_count", c.head_dim);
   w.setU32(p + "vocab_size", c.vocab_size);
-  w.setU32("general.file_type", ggufFileType(o.dtype));
+  w.setU32("general.file_type", ggufFileType(o));
   RETURN_IF_ERROR(addGgufVocab(vocab, c, &w));
   // llama3 scaling is the rope_freqs tensor, first as llama.cpp writes it.
   const size_t extra = c.rope_freq_factors.empty() ? 0 : 1;
@@ -207,7 +240,13 @@ absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthV
   std::vector<ExpectedTensor> tensors = expectedTensors(c);
   std::vector<uint64_t> keys;
   for (const ExpectedTensor& e : tensors) {
-    w.addTensor(ggufNameFromHf(e.name), e.shape.size() == 1 ? DType::kF32 : o.dtype, e.shape);
+    const DType dtype = ggufTensorDType(o, c, e);
+    if (quant::isQuantized(dtype) && e.shape.back() % quant::blockValues(dtype) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "synth: ", e.name, " has rows of ", e.shape.back(), " values, not a multiple of ",
+          std::string(dtypeName(dtype)), "'s block of ", quant::blockValues(dtype)));
+    }
+    w.addTensor(ggufNameFromHf(e.name), dtype, e.shape);
     keys.push_back(tensorKey(o.seed, e.name));
   }
   // llama.cpp's llama layout keeps q/k rows in Meta's interleaved rope order:
@@ -291,8 +330,13 @@ absl::StatusOr<SynthShape> parseShape(const std::string& spec) {
 
 absl::Status writeSynthModel(const SynthOptions& o) {
   if (o.out.empty()) return absl::InvalidArgumentError("synth: no output path");
-  if (o.dtype != DType::kF32 && o.dtype != DType::kF16 && o.dtype != DType::kBF16) {
-    return absl::InvalidArgumentError("synth: dtype must be f32, f16 or bf16");
+  const bool quantized = o.q4_k_m || quant::isQuantized(o.dtype);
+  if (o.dtype != DType::kF32 && o.dtype != DType::kF16 && o.dtype != DType::kBF16 &&
+      !quant::isQuantized(o.dtype)) {
+    return absl::InvalidArgumentError("synth: dtype must be f32, f16, bf16, q8_0, q4_0, q4_k or q6_k");
+  }
+  if (quantized && o.format != SynthOptions::Format::kGguf) {
+    return absl::InvalidArgumentError("synth: quantized dtypes are GGUF only (--format gguf)");
   }
   ASSIGN_OR_RETURN(SynthVocab vocab, loadSynthVocab(o.vocab_from));
   ASSIGN_OR_RETURN(ModelConfig c, synthConfig(o.shape, vocab));

@@ -33,7 +33,15 @@ struct SynthOptions {
   std::string out;  // a directory (hf) or a .gguf file path
   Format format = Format::kHf;
   SynthShape shape;
-  DType dtype = DType::kF32;  // f32, f16 or bf16
+  // f32, f16 or bf16; in GGUF also q8_0, q4_0, q4_k or q6_k for every
+  // matrix (1-D tensors stay f32).
+  DType dtype = DType::kF32;
+  // GGUF only: llama.cpp's Q4_K_M mix instead of one dtype for every
+  // matrix: q6_k for output.weight and for the attn_v / ffn_down of the
+  // layers llama.cpp's use_more_bits() picks (the first and last eighth and
+  // every third between), q4_k for the rest; a matrix whose rows are not a
+  // multiple of 256 falls back to q8_0 (llama.cpp would use q5_0 / q8_0).
+  bool q4_k_m = false;
   // an HF dir with tokenizer.json or a .gguf whose tokenizer.* keys to copy.
   std::string vocab_from;
   uint64_t seed = 0;

@@ -191,10 +191,51 @@ TEST_F(GgufFileTest, RejectsAbsurdCounts) {
 }
 
 TEST_F(GgufFileTest, RejectsUnknownGgmlTypeNamingTensorAndType) {
-  auto f = GgufFile::open(write("type.gguf", validFile(/*ggml_type=*/12).bytes()));
+  auto f = GgufFile::open(write("type.gguf", validFile(/*ggml_type=*/3).bytes()));
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.status().message().find("tensor w"), std::string::npos) << f.status();
-  EXPECT_NE(f.status().message().find("type 12"), std::string::npos) << f.status();
+  EXPECT_NE(f.status().message().find("type 3"), std::string::npos) << f.status();
+}
+
+// a file with one tensor "q" of `rows` rows of `cols` values of a quantized
+// ggml type, its data `row_bytes` a row of zeros.
+Bytes quantizedFile(uint32_t ggml_type, uint64_t cols, uint64_t rows, size_t row_bytes) {
+  Bytes b;
+  b.pod<uint32_t>(0x46554747).pod<uint32_t>(3).pod<uint64_t>(1).pod<uint64_t>(0);
+  b.str("q").pod<uint32_t>(2).pod<uint64_t>(cols).pod<uint64_t>(rows).pod<uint32_t>(ggml_type)
+      .pod<uint64_t>(0);
+  b.pad(32);
+  for (size_t i = 0; i < rows * row_bytes; ++i) b.pod<uint8_t>(0);
+  return b;
+}
+
+TEST_F(GgufFileTest, LoadsTheQuantizedTypesOfQ4KMFiles) {
+  struct Type {
+    uint32_t ggml;
+    DType dtype;
+    size_t row_bytes;  // of 256 values
+  };
+  for (Type t : {Type{2, DType::kQ4_0, 8 * 18}, Type{8, DType::kQ8_0, 8 * 34},
+                 Type{12, DType::kQ4_K, 144}, Type{14, DType::kQ6_K, 210}}) {
+    auto f = GgufFile::open(write("q.gguf", quantizedFile(t.ggml, 256, 3, t.row_bytes).bytes()));
+    ASSERT_TRUE(f.ok()) << t.ggml << ": " << f.status();
+    const GgufTensorInfo* q = (*f)->findTensor("q");
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->dtype, t.dtype);
+    EXPECT_EQ(q->bytes, 3 * t.row_bytes);
+    EXPECT_EQ(q->shape, (std::vector<int64_t>{3, 256}));
+  }
+}
+
+TEST_F(GgufFileTest, RejectsQuantizedRowsThatAreNotWholeBlocks) {
+  auto f = GgufFile::open(write("q.gguf", quantizedFile(12, 128, 2, 72).bytes()));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(f.status().message().find("q4_k tensor q"), std::string::npos) << f.status();
+  EXPECT_NE(f.status().message().find("multiple of 256"), std::string::npos) << f.status();
+  f = GgufFile::open(write("q.gguf", quantizedFile(2, 48, 1, 18).bytes()));
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("multiple of 32"), std::string::npos) << f.status();
 }
 
 TEST_F(GgufFileTest, RejectsTensorDataPastTheEnd) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/mapped_file.h"
+#include "common/quant_blocks.h"
 #include "gtest/gtest.h"
 #include "server/model/weights.h"
 #include "tests/test_paths.h"
@@ -213,6 +214,72 @@ TEST_F(SynthTest, RejectsLlama3RopeScalingForQwen) {
   o.shape = *shape;
   EXPECT_EQ(writeSynthModel(o).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(parseShape("dim=64,layers=1,heads=4,ffn=128,rope_scaling=yarn").ok());
+}
+
+// q8_0 and llama.cpp's Q4_K_M mix: the dtypes of each tensor, and the
+// dequantized values of each within its format's resolution of the f32
+// synth of the same seed.
+TEST_F(SynthTest, WritesQuantizedGgufThatDequantizesToTheF32Model) {
+  const std::string shape = "dim=256,layers=8,heads=4,kv_heads=2,ffn=512,vocab=512";
+  SynthOptions f = options("f32", SynthOptions::Format::kGguf, DType::kF32);
+  f.shape = *parseShape(shape);
+  SynthOptions q8 = options("q8", SynthOptions::Format::kGguf, DType::kQ8_0);
+  q8.shape = f.shape;
+  SynthOptions km = options("q4km", SynthOptions::Format::kGguf, DType::kF32);
+  km.shape = f.shape;
+  km.q4_k_m = true;
+  for (const SynthOptions* o : {&f, &q8, &km}) ASSERT_TRUE(writeSynthModel(*o).ok()) << o->out;
+  auto fw = ModelWeights::load(f.out);
+  auto q8w = ModelWeights::load(q8.out);
+  auto kmw = ModelWeights::load(km.out);
+  ASSERT_TRUE(fw.ok() && q8w.ok() && kmw.ok());
+  EXPECT_EQ(*(*q8w)->gguf()->getInt("general.file_type"), 7);
+  EXPECT_EQ(*(*kmw)->gguf()->getInt("general.file_type"), 15);
+
+  auto dtypeOf = [&](const ModelWeightsPtr& w, const std::string& name) {
+    const TensorView* t = w->find(name);
+    return t == nullptr ? DType::kI32 : t->dtype;
+  };
+  EXPECT_EQ(dtypeOf(*q8w, "model.layers.3.mlp.up_proj.weight"), DType::kQ8_0);
+  EXPECT_EQ(dtypeOf(*q8w, "model.norm.weight"), DType::kF32);
+  EXPECT_EQ(dtypeOf(*kmw, "lm_head.weight"), DType::kQ6_K);
+  EXPECT_EQ(dtypeOf(*kmw, "model.embed_tokens.weight"), DType::kQ4_K);
+  EXPECT_EQ(dtypeOf(*kmw, "model.layers.0.self_attn.q_proj.weight"), DType::kQ4_K);
+  // use_more_bits(i, 8): layers 0 (first eighth), 7 (last eighth), 3 and 6
+  // ((i - 1) % 3 == 2) get q6_k for attn_v and ffn_down.
+  for (int i = 0; i < 8; ++i) {
+    const DType want = (i == 0 || i == 3 || i == 6 || i == 7) ? DType::kQ6_K : DType::kQ4_K;
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    EXPECT_EQ(dtypeOf(*kmw, p + "self_attn.v_proj.weight"), want) << i;
+    EXPECT_EQ(dtypeOf(*kmw, p + "mlp.down_proj.weight"), want) << i;
+    EXPECT_EQ(dtypeOf(*kmw, p + "mlp.gate_proj.weight"), DType::kQ4_K) << i;
+  }
+
+  for (const ModelWeightsPtr* w : {&*q8w, &*kmw}) {
+    for (const auto& [name, t] : (*fw)->tensors()) {
+      const TensorView* q = (*w)->find(name);
+      ASSERT_NE(q, nullptr) << name;
+      ASSERT_EQ(q->shape, t.shape) << name;
+      std::vector<float> y(t.numel());
+      quant::dequantizeRow(q->dtype, q->data, y.data(), t.numel());
+      const auto* x = static_cast<const float*>(t.data);
+      // weights are uniform with std 0.02 (|x| <= 0.0347): a 4-bit step of
+      // that range is ~0.005; 8 bits ~0.0003.
+      const float tol = q->dtype == DType::kQ8_0 ? 0.0004f : q->dtype == DType::kF32 ? 0.0f : 0.006f;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        ASSERT_NEAR(y[i], x[i], tol) << name << " (" << dtypeName(q->dtype) << ") at " << i;
+      }
+    }
+  }
+}
+
+TEST_F(SynthTest, RejectsQuantizedHfAndRowsThatAreNotWholeBlocks) {
+  SynthOptions hf = options("hfq", SynthOptions::Format::kHf, DType::kQ8_0);
+  EXPECT_EQ(writeSynthModel(hf).code(), absl::StatusCode::kInvalidArgument);
+  SynthOptions g = options("odd", SynthOptions::Format::kGguf, DType::kQ4_K);  // dim 64
+  const absl::Status s = writeSynthModel(g);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("block of 256"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+// y = x * w^T for a block-quantized w (q8_0, q4_0, q4_k, q6_k) on the cpu
+// backend. Few rows of x (decode, small batches): x is quantized to 8-bit
+// blocks once per call and each weight row is dotted in integers
+// (quant_dot.h), read from memory once for all rows of x. Many rows
+// (prefill): each task dequantizes a panel of weight rows to F32 once and
+// runs the dense F32 kernel on it, so a panel's conversion is shared by every
+// row of x.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "kernels/cpu/kernel_table.h"
+
+namespace tandem::kernels::cpu {
+
+// runs fn(task) for every task in [0, count), possibly in parallel.
+using ParallelTasks = std::function<void(int count, const std::function<void(int task)>& fn)>;
+
+// rows of x up to which the integer-dot path runs; above it, dequantized
+// panels and the dense gemm.
+inline constexpr int64_t kQuantDotMaxRows = 16;
+
+// args.w_dtype must be quantized and args.k a multiple of its block size.
+// `dense` supplies the F32 kernels (and the simd level of the dot table);
+// `threads` sizes the task split.
+void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
+                 const ParallelTasks& parallel);
+
+}  // namespace tandem::kernels::cpu

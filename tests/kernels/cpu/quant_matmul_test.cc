@@ -1,0 +1,148 @@
+// The cpu backend's matmul with block-quantized weights (q8_0, q4_0, q4_k,
+// q6_k) against dequantizeRow() followed by an exact F32 matmul, at every
+// simd level this processor has, on decode (integer dots over 8-bit
+// activations) and prefill (dequantized panels + the dense gemm) shapes.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/quant_blocks.h"
+#include "common/quantize.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/quant_dot.h"
+#include "kernels/cpu/quant_matmul.h"
+
+namespace tandem::kernels::cpu {
+namespace {
+
+struct Case {
+  DType dtype;
+  int64_t m, n, k;
+  SimdLevel level;
+  int threads;
+};
+
+std::string caseName(const testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  return std::string(dtypeName(c.dtype)) + "_m" + std::to_string(c.m) + "_n" + std::to_string(c.n) +
+         "_k" + std::to_string(c.k) + "_" + std::string(simdLevelName(c.level)) + "_t" +
+         std::to_string(c.threads);
+}
+
+std::vector<float> randomValues(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+class QuantMatmulTest : public testing::TestWithParam<Case> {};
+
+// The integer path rounds each activation to its block's 8-bit grid: the
+// error of x[k] is at most amax(block of k) / 254 (half a step of amax/127),
+// so |y - y_exact| <= sum_k |w[k]| * amax(block(k)) / 254, plus float
+// rounding of the sums. The panel path is F32 throughout: float rounding only.
+TEST_P(QuantMatmulTest, MatchesDequantizedF32) {
+  const Case c = GetParam();
+  if (c.level > detectSimdLevel()) GTEST_SKIP() << "processor lacks " << simdLevelName(c.level);
+  const std::vector<float> w_f = randomValues(c.n * c.k, 1);
+  std::vector<float> x = randomValues(c.m * c.k, 2);
+  const std::vector<float> bias = randomValues(c.n, 3);
+  const size_t row_bytes = rowBytes(c.dtype, c.k);
+  std::vector<char> w_q(row_bytes * c.n);
+  std::vector<float> w_dq(c.n * c.k);
+  for (int64_t j = 0; j < c.n; ++j) {
+    quant::quantizeRow(c.dtype, w_f.data() + j * c.k, w_q.data() + j * row_bytes, c.k);
+    quant::dequantizeRow(c.dtype, w_q.data() + j * row_bytes, w_dq.data() + j * c.k, c.k);
+  }
+  auto backend = CpuBackend::create({.num_threads = c.threads, .simd_level = c.level});
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  std::vector<float> y(c.m * c.n, NAN);
+  const Tensor bias_t = Tensor::of(bias.data(), DType::kF32, 1, c.n);
+  (*backend)->matmul(Tensor::of(x.data(), DType::kF32, c.m, c.k),
+                     Tensor::of(w_q.data(), c.dtype, c.n, c.k), &bias_t,
+                     Tensor::of(y.data(), DType::kF32, c.m, c.n));
+
+  const int64_t block = usesBlock256(c.dtype) ? 256 : 32;
+  const bool integer_path = c.m <= kQuantDotMaxRows;
+  for (int64_t r = 0; r < c.m; ++r) {
+    std::vector<float> amax(c.k / block, 0.0f);
+    for (int64_t i = 0; i < c.k; ++i) {
+      amax[i / block] = std::max(amax[i / block], std::fabs(x[r * c.k + i]));
+    }
+    for (int64_t j = 0; j < c.n; ++j) {
+      double exact = bias[j], magnitude = std::fabs(bias[j]), quant_bound = 0.0;
+      for (int64_t i = 0; i < c.k; ++i) {
+        const double wv = w_dq[j * c.k + i], xv = x[r * c.k + i];
+        exact += wv * xv;
+        magnitude += std::fabs(wv * xv);
+        quant_bound += std::fabs(wv) * amax[i / block] / 254.0;
+      }
+      const double tol = (integer_path ? quant_bound * 1.01 : 0.0) + 2e-5 * magnitude + 1e-5;
+      ASSERT_NEAR(y[r * c.n + j], exact, tol) << "row " << r << " col " << j;
+    }
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2}) {
+      // decode, a small batch at the integer path's edge, prefill just past
+      // it and a long one; odd weight row counts everywhere.
+      for (int64_t m : {int64_t{1}, int64_t{3}, kQuantDotMaxRows, kQuantDotMaxRows + 1, int64_t{67}}) {
+        out.push_back({t, m, 37, 512, level, 1});
+      }
+      out.push_back({t, 1, 300, 768, level, 2});   // threaded decode
+      out.push_back({t, 40, 131, 256, level, 2});  // threaded prefill, a partial panel
+    }
+    if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx2, 1});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantMatmulTest, testing::ValuesIn(cases()), caseName);
+
+// the avx2 dots compute the same integer sums as the scalar ones; only the
+// float accumulation order differs.
+TEST(QuantDotTablesTest, Avx2MatchesScalar) {
+  if (detectSimdLevel() < SimdLevel::kAvx2) GTEST_SKIP() << "no avx2";
+  const int64_t k = 1024;
+  const std::vector<float> w = randomValues(k, 4), x = randomValues(k, 5);
+  const QuantDotTable& s = scalarQuantDots();
+  const QuantDotTable& v = avx2QuantDots();
+  std::vector<ActBlock32> xs32(k / 32), xv32(k / 32);
+  std::vector<ActBlock256> xs256(k / 256), xv256(k / 256);
+  s.quantize32(x.data(), xs32.data(), k);
+  v.quantize32(x.data(), xv32.data(), k);
+  s.quantize256(x.data(), xs256.data(), k);
+  v.quantize256(x.data(), xv256.data(), k);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    ASSERT_EQ(xs32[b].d, xv32[b].d);
+    ASSERT_EQ(std::memcmp(xs32[b].qs, xv32[b].qs, 32), 0) << "block " << b;
+  }
+  for (int64_t b = 0; b < k / 256; ++b) {
+    ASSERT_EQ(std::memcmp(xs256[b].qs, xv256[b].qs, 256), 0) << "block " << b;
+    ASSERT_EQ(std::memcmp(xs256[b].bsums, xv256[b].bsums, sizeof(xs256[b].bsums)), 0);
+  }
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    std::vector<char> wq(rowBytes(t, k));
+    quant::quantizeRow(t, w.data(), wq.data(), k);
+    float a = 0, b = 0;
+    switch (t) {
+      case DType::kQ8_0: a = s.dotQ8_0(wq.data(), xs32.data(), k); b = v.dotQ8_0(wq.data(), xv32.data(), k); break;
+      case DType::kQ4_0: a = s.dotQ4_0(wq.data(), xs32.data(), k); b = v.dotQ4_0(wq.data(), xv32.data(), k); break;
+      case DType::kQ4_K: a = s.dotQ4_K(wq.data(), xs256.data(), k); b = v.dotQ4_K(wq.data(), xv256.data(), k); break;
+      default: a = s.dotQ6_K(wq.data(), xs256.data(), k); b = v.dotQ6_K(wq.data(), xv256.data(), k); break;
+    }
+    EXPECT_NEAR(a, b, 1e-4 * (std::fabs(a) + 1)) << dtypeName(t);
+  }
+}
+
+}  // namespace
+}  // namespace tandem::kernels::cpu
