@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
+#include "router/generate/client_gone.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
@@ -49,10 +50,7 @@ void CompletionCall::start(const Admission& admission, AdmissionSlot slot,
                                                           std::move(request), std::move(prompts),
                                                           writer, arrival));
   // a client that goes away cancels every choice.
-  std::weak_ptr<CompletionCall> weak = call;
-  writer->onClose([weak] {
-    if (auto c = weak.lock()) c->clientGone();
-  });
+  callOnClientGone(*writer, call, &CompletionCall::clientGone);
   call->submitAll(admission);
 }
 

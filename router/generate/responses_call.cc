@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
+#include "router/generate/client_gone.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
@@ -35,10 +36,7 @@ void ResponsesCall::start(const Admission& admission, AdmissionSlot slot,
   std::shared_ptr<ResponsesCall> call(new ResponsesCall(admission.context(), std::move(slot),
                                                         std::move(request), std::move(prompts),
                                                         writer, arrival));
-  std::weak_ptr<ResponsesCall> weak = call;
-  writer->onClose([weak] {
-    if (auto c = weak.lock()) c->clientGone();
-  });
+  callOnClientGone(*writer, call, &ResponsesCall::clientGone);
   call->submit(admission);
 }
 
