@@ -1,10 +1,9 @@
 #include "kvcache/cache_sizing.h"
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "common/mapped_file.h"
 #include "common/status.h"
 
 namespace tandem::kvcache {
@@ -50,15 +49,10 @@ absl::StatusOr<int64_t> blocksForMemoryFraction(double fraction, const KvLayout&
     return absl::InvalidArgumentError(
         absl::StrFormat("kv cache memory fraction must be in (0, 1], got %g", fraction));
   }
-  std::ifstream in(meminfo_path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrFormat("cannot read %s", meminfo_path));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto available = parseMemInfoBytes(text.str(), "MemAvailable");
+  ASSIGN_OR_RETURN(const std::string text, readFile(meminfo_path));
+  auto available = parseMemInfoBytes(text, "MemAvailable");
   if (absl::IsNotFound(available.status())) {
-    available = parseMemInfoBytes(text.str(), "MemFree");
+    available = parseMemInfoBytes(text, "MemFree");
   }
   if (!available.ok()) return available.status();
   const auto budget = static_cast<uint64_t>(static_cast<double>(*available) * fraction);

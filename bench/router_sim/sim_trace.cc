@@ -1,26 +1,17 @@
 #include "bench/router_sim/sim_trace.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "bench/loadgen/azure_workload.h"
 #include "bench/loadgen/mooncake_workload.h"
+#include "common/mapped_file.h"
 
 namespace tandem::bench {
 namespace {
 
 constexpr int kMooncakeBlockTokens = 512;
-
-absl::StatusOr<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open the trace ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // the hash of sub-block `j` of trace block `id` after `parent`.
 kvcache::BlockHash subBlockHash(kvcache::BlockHash parent, uint64_t id, int j) {

@@ -1,14 +1,13 @@
 #include "router/generate/api_key_file.h"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/mapped_file.h"
 
 namespace tandem::router {
 namespace {
@@ -82,11 +81,10 @@ absl::StatusOr<std::vector<ApiKeyEntry>> parseApiKeys(std::string_view text, std
 }
 
 absl::StatusOr<std::vector<ApiKeyEntry>> readApiKeyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the API key file '", path, "'"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parseApiKeys(text.str(), path);
+  // not readNamedFile: an empty file is parseApiKeys' error, which says why.
+  absl::StatusOr<std::string> text = readFile(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat("cannot read the API key file '", path, "'"));
+  return parseApiKeys(*text, path);
 }
 
 }  // namespace tandem::router

@@ -1,10 +1,11 @@
 #include "router/generate/completion_call.h"
 
-#include <cstdio>
 #include <random>
 
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
+#include "router/generate/call_answer.h"
+#include "router/generate/client_gone.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
@@ -30,10 +31,6 @@ const char* finishName(generation::FinishReason reason) {
   return "";
 }
 
-const std::vector<http::HttpHeader> kSseHeaders = {
-    {"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
-const std::vector<http::HttpHeader> kJsonHeaders = {{"Content-Type", "application/json"}};
-
 std::string sseEvent(const std::string& json) { return "data: " + json + "\n\n"; }
 
 const char* endpointLabel(openai::Endpoint e) {
@@ -49,10 +46,7 @@ void CompletionCall::start(const Admission& admission, AdmissionSlot slot,
                                                           std::move(request), std::move(prompts),
                                                           writer, arrival));
   // a client that goes away cancels every choice.
-  std::weak_ptr<CompletionCall> weak = call;
-  writer->onClose([weak] {
-    if (auto c = weak.lock()) c->clientGone();
-  });
+  callOnClientGone(*writer, call, &CompletionCall::clientGone);
   call->submitAll(admission);
 }
 
@@ -114,15 +108,13 @@ void CompletionCall::submitAll(const Admission& admission) {
     }
     choice->generator_id = *id;
   }
-  if (request_.stream) writer_->startStream(200, kSseHeaders);
+  if (request_.stream) writer_->startStream(200, sseHeaders());
 }
 
 void CompletionCall::refuse(const openai::ApiError& error) {
   answered_ = true;
   metrics_.end(endpointLabel(request_.endpoint), error.status);
-  std::vector<http::HttpHeader> headers = kJsonHeaders;
-  if (error.status == 429) headers.push_back({"Retry-After", "1"});
-  writer_->respond(error.status, std::move(headers), openai::errorBody(error));
+  respondError(*writer_, error);
 }
 
 void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
@@ -139,7 +131,7 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
       writer_->write("data: [DONE]\n\n");
       writer_->finish();
     } else {
-      writer_->respond(500, kJsonHeaders, openai::errorBody(error));
+      writer_->respond(500, jsonHeaders(), openai::errorBody(error));
     }
     return;
   }
@@ -251,7 +243,7 @@ void CompletionCall::complete() {
   std::vector<openai::ChoiceResult> results;
   results.reserve(choices_.size());
   for (auto& choice : choices_) results.push_back(std::move(choice->result));
-  writer_->respond(200, kJsonHeaders, openai::renderResponse(meta_, request_, results, u));
+  writer_->respond(200, jsonHeaders(), openai::renderResponse(meta_, request_, results, u));
 }
 
 void CompletionCall::clientGone() {
@@ -264,15 +256,11 @@ void CompletionCall::clientGone() {
 }
 
 bool CompletionCall::cutOffSlowClient() {
-  const size_t backlog = writer_->pendingBytes();
-  if (backlog <= context_.max_stream_backlog_bytes) return false;
+  if (!router::cutOffSlowClient(context_, *writer_, metrics_, endpointLabel(request_.endpoint),
+                                meta_.id, [this] { cancelAll(); })) {
+    return false;
+  }
   answered_ = true;
-  cancelAll();
-  metrics_.end(endpointLabel(request_.endpoint), 499);
-  if (context_.metrics != nullptr) context_.metrics->countSlowClient();
-  std::fprintf(stderr, "tandem router: %s: the client left %zu bytes unread; cancelled and closed\n",
-               meta_.id.c_str(), backlog);
-  writer_->abort();
   return true;
 }
 

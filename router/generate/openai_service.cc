@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
+#include "router/generate/call_answer.h"
 #include "router/generate/responses_call.h"
 #include "router/generate/tokenize_handler.h"
 #include "router/openai/openai_response.h"
@@ -15,8 +16,6 @@
 
 namespace tandem::router {
 namespace {
-
-const std::vector<http::HttpHeader> kJson = {{"Content-Type", "application/json"}};
 
 enum class Method { kGet, kPost };  // kGet also takes HEAD
 
@@ -115,14 +114,14 @@ void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr wr
 }
 
 void OpenAiService::live(http::HttpRequest&, http::ResponseWriterPtr writer) {
-  writer->respond(200, kJson, R"({"status":"ok"})");
+  writer->respond(200, jsonHeaders(), R"({"status":"ok"})");
 }
 
 void OpenAiService::health(http::HttpRequest&, http::ResponseWriterPtr writer) {
   if (draining_ || !ready() || !context_.generator->ready()) {
     sendError(writer, openai::errorFor(503, draining_ ? "shutting down" : "not ready"), "health");
   } else {
-    writer->respond(200, kJson, R"({"status":"ok"})");
+    writer->respond(200, jsonHeaders(), R"({"status":"ok"})");
   }
 }
 
@@ -131,13 +130,13 @@ void OpenAiService::metrics(http::HttpRequest&, http::ResponseWriterPtr writer) 
 }
 
 void OpenAiService::version(http::HttpRequest&, http::ResponseWriterPtr writer) {
-  writer->respond(200, kJson, R"({"version":"0.1.0"})");
+  writer->respond(200, jsonHeaders(), R"({"version":"0.1.0"})");
 }
 
 void OpenAiService::listModels(http::HttpRequest&, http::ResponseWriterPtr writer) {
   const ServedModel& model = *context_.model;
   openai::ModelCard card{model.name(), 0, model.maxModelLen(), model.path()};
-  writer->respond(200, kJson, openai::renderModelList({card}));
+  writer->respond(200, jsonHeaders(), openai::renderModelList({card}));
   metrics_->countRequest("models", 200);
 }
 
@@ -152,7 +151,7 @@ void OpenAiService::getModel(http::HttpRequest& request, http::ResponseWriterPtr
   }
   nlohmann::json list = nlohmann::json::parse(
       openai::renderModelList({{model.name(), 0, model.maxModelLen(), model.path()}}));
-  writer->respond(200, kJson, list["data"][0].dump());
+  writer->respond(200, jsonHeaders(), list["data"][0].dump());
   metrics_->countRequest("models", 200);
 }
 
@@ -167,12 +166,7 @@ void OpenAiService::chatCompletions(http::HttpRequest& request,
 
 void OpenAiService::sendError(const http::ResponseWriterPtr& writer, const openai::ApiError& error,
                               const std::string& endpoint) {
-  std::vector<http::HttpHeader> headers = kJson;
-  if (error.status == 429) {
-    headers.push_back({"Retry-After", std::to_string(std::max<int64_t>(1, error.retry_after_s))});
-  }
-  if (error.status == 401) headers.push_back({"WWW-Authenticate", "Bearer"});
-  writer->respond(error.status, std::move(headers), openai::errorBody(error));
+  respondError(*writer, error);
   metrics_->countRequest(endpoint, error.status);
 }
 
@@ -249,7 +243,7 @@ void OpenAiService::tokenize(http::HttpRequest& request, http::ResponseWriterPtr
                      sendError(w, *error, "tokenize");
                      return;
                    }
-                   w->respond(200, kJson, std::get<std::string>(answer));
+                   w->respond(200, jsonHeaders(), std::get<std::string>(answer));
                    metrics_->countRequest("tokenize", 200);
                  });
 }
@@ -263,7 +257,7 @@ void OpenAiService::detokenize(http::HttpRequest& request, http::ResponseWriterP
                      sendError(w, *error, "detokenize");
                      return;
                    }
-                   w->respond(200, kJson, std::get<std::string>(answer));
+                   w->respond(200, jsonHeaders(), std::get<std::string>(answer));
                    metrics_->countRequest("detokenize", 200);
                  });
 }

@@ -1,20 +1,17 @@
 #include "router/generate/responses_call.h"
 
-#include <cstdio>
 #include <random>
 
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
+#include "router/generate/call_answer.h"
+#include "router/generate/client_gone.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
 namespace {
 
 constexpr char kEndpoint[] = "responses";
-
-const std::vector<http::HttpHeader> kSseHeaders = {
-    {"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}};
-const std::vector<http::HttpHeader> kJsonHeaders = {{"Content-Type", "application/json"}};
 
 std::string newResponseId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -35,10 +32,7 @@ void ResponsesCall::start(const Admission& admission, AdmissionSlot slot,
   std::shared_ptr<ResponsesCall> call(new ResponsesCall(admission.context(), std::move(slot),
                                                         std::move(request), std::move(prompts),
                                                         writer, arrival));
-  std::weak_ptr<ResponsesCall> weak = call;
-  writer->onClose([weak] {
-    if (auto c = weak.lock()) c->clientGone();
-  });
+  callOnClientGone(*writer, call, &ResponsesCall::clientGone);
   call->submit(admission);
 }
 
@@ -74,14 +68,12 @@ void ResponsesCall::submit(const Admission& admission) {
     const openai::ApiError error =
         toApiError(admission.submitRefused(id.status(), prompts_[0].tokens.size()));
     metrics_.end(kEndpoint, error.status);
-    std::vector<http::HttpHeader> headers = kJsonHeaders;
-    if (error.status == 429) headers.push_back({"Retry-After", "1"});
-    writer_->respond(error.status, std::move(headers), openai::errorBody(error));
+    respondError(*writer_, error);
     return;
   }
   generator_id_ = *id;
   if (request_.chat.stream) {
-    writer_->startStream(200, kSseHeaders);
+    writer_->startStream(200, sseHeaders());
     send(output_.start());
   }
 }
@@ -98,7 +90,7 @@ void ResponsesCall::onOutput(const generation::TokenOutput& output) {
       writer_->write(output_.fail(message));
       writer_->finish();
     } else {
-      writer_->respond(500, kJsonHeaders, openai::errorBody(openai::errorFor(500, message)));
+      writer_->respond(500, jsonHeaders(), openai::errorBody(openai::errorFor(500, message)));
     }
     return;
   }
@@ -141,22 +133,17 @@ void ResponsesCall::onOutput(const generation::TokenOutput& output) {
     writer_->finish();
   } else {
     metrics_.end(kEndpoint, 200);
-    writer_->respond(200, kJsonHeaders, output_.body());
+    writer_->respond(200, jsonHeaders(), output_.body());
   }
 }
 
 bool ResponsesCall::send(const std::string& events) {
   writer_->write(events);
-  const size_t backlog = writer_->pendingBytes();
-  if (backlog <= context_.max_stream_backlog_bytes) return false;
-  // the client stopped reading: what is queued would only grow.
+  if (!cutOffSlowClient(context_, *writer_, metrics_, kEndpoint, "responses call",
+                        [this] { context_.generator->cancel(generator_id_); })) {
+    return false;
+  }
   answered_ = true;
-  context_.generator->cancel(generator_id_);
-  metrics_.end(kEndpoint, 499);
-  if (context_.metrics != nullptr) context_.metrics->countSlowClient();
-  std::fprintf(stderr, "tandem router: responses call: the client left %zu bytes unread; "
-                       "cancelled and closed\n", backlog);
-  writer_->abort();
   return true;
 }
 

@@ -1,9 +1,7 @@
 #include "text/chat/chat_template.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
+#include "common/mapped_file.h"
 #include "common/status.h"
 #include "text/chat/builtins.h"
 #include "text/chat/lexer.h"
@@ -19,14 +17,6 @@ struct ChatTemplate::Impl {
 };
 
 namespace {
-
-absl::StatusOr<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // special tokens are strings or AddedToken objects {"content": ...}.
 std::string tokenText(const nlohmann::ordered_json& config, const char* key) {

@@ -67,11 +67,12 @@ absl::StatusOr<ExprPtr> Parser::parseCondition() {
   return expr;
 }
 
-absl::StatusOr<ExprPtr> Parser::parseOr() {
-  ASSIGN_OR_RETURN(ExprPtr left, parseAnd());
-  while (isName("or")) {
-    auto e = makeExpr(Expr::Kind::kOr, next().pos);
-    ASSIGN_OR_RETURN(ExprPtr right, parseAnd());
+absl::StatusOr<ExprPtr> Parser::parseKeywordLevel(std::string_view keyword, Expr::Kind kind,
+                                                  absl::StatusOr<ExprPtr> (Parser::*operand)()) {
+  ASSIGN_OR_RETURN(ExprPtr left, (this->*operand)());
+  while (isName(keyword)) {
+    auto e = makeExpr(kind, next().pos);
+    ASSIGN_OR_RETURN(ExprPtr right, (this->*operand)());
     e->children.push_back(std::move(left));
     e->children.push_back(std::move(right));
     left = std::move(e);
@@ -79,16 +80,12 @@ absl::StatusOr<ExprPtr> Parser::parseOr() {
   return left;
 }
 
+absl::StatusOr<ExprPtr> Parser::parseOr() {
+  return parseKeywordLevel("or", Expr::Kind::kOr, &Parser::parseAnd);
+}
+
 absl::StatusOr<ExprPtr> Parser::parseAnd() {
-  ASSIGN_OR_RETURN(ExprPtr left, parseNot());
-  while (isName("and")) {
-    auto e = makeExpr(Expr::Kind::kAnd, next().pos);
-    ASSIGN_OR_RETURN(ExprPtr right, parseNot());
-    e->children.push_back(std::move(left));
-    e->children.push_back(std::move(right));
-    left = std::move(e);
-  }
-  return left;
+  return parseKeywordLevel("and", Expr::Kind::kAnd, &Parser::parseNot);
 }
 
 absl::StatusOr<ExprPtr> Parser::parseNot() {

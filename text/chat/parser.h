@@ -41,6 +41,10 @@ class Parser {
                                      const std::vector<std::string_view>& end_names = {});
   absl::StatusOr<ExprPtr> parseExpression(bool with_condexpr = true);
   absl::StatusOr<ExprPtr> parseCondition();
+  // one left-associative level of a keyword operator (`or`, `and`): operands
+  // from `operand`, joined left to right into `kind` nodes.
+  absl::StatusOr<ExprPtr> parseKeywordLevel(std::string_view keyword, Expr::Kind kind,
+                                            absl::StatusOr<ExprPtr> (Parser::*operand)());
   absl::StatusOr<ExprPtr> parseOr();
   absl::StatusOr<ExprPtr> parseAnd();
   absl::StatusOr<ExprPtr> parseNot();

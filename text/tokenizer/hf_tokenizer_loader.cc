@@ -2,10 +2,9 @@
 
 #include <filesystem>
 #include <functional>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/mapped_file.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 #include "text/tokenizer/bpe_tokenizer.h"
@@ -14,14 +13,6 @@ namespace tandem::tokenizer {
 namespace {
 
 using nlohmann::json;
-
-absl::StatusOr<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
 
 // a token named in tokenizer_config.json: a string or {"content": ...}.
 std::optional<std::string> configToken(const json& config, const char* key) {

@@ -2,8 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "common/mapped_file.h"
 #include "gtest/gtest.h"
 #include "tests/test_paths.h"
 #include "tests/text/chat/render_case.h"
@@ -16,10 +16,7 @@ using nlohmann::ordered_json;
 class ChatTemplateTest : public ::testing::Test {
  protected:
   static ordered_json loadCases() {
-    std::ifstream in(tandem::testing::testDataDir() + "/chat/chat_template_cases.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ordered_json::parse(ss.str());
+    return ordered_json::parse(readFile(tandem::testing::testDataDir() + "/chat/chat_template_cases.json").value());
   }
 
   static std::string render(const std::string& source, const ordered_json& vars = ordered_json::object()) {

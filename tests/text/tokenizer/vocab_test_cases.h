@@ -3,11 +3,10 @@
 // expected ids one line per case, without BOS.
 #pragma once
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/mapped_file.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace tandem::tokenizer::testing {
@@ -17,12 +16,8 @@ struct VocabCase {
   std::vector<TokenId> ids;
 };
 
-inline std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
+// the whole file, or "" when it cannot be read.
+inline std::string readAll(const std::string& path) { return readFile(path).value_or(""); }
 
 inline std::vector<std::string> splitOn(const std::string& s, const std::string& delimiter) {
   std::vector<std::string> out;
