@@ -30,7 +30,7 @@ case $vendor in
   emu) ;;
   *) echo "unknown vendor $vendor" >&2; exit 2 ;;
 esac
-[[ -n $deps ]] && args+=(-DTANDEM_GPU_DEPS="$deps")
+args+=(-DTANDEM_GPU_DEPS="$deps")  # empty: the system's (also after a prefix)
 command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 start=$(date +%s)

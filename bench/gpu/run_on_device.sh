@@ -5,7 +5,7 @@
 # here by prepare_carry.sh), then runs the hip backend's parity on the
 # device, the stories260K greedy oracle through it, and the kernel
 # benchmarks. Results go to OUTDIR (default $OUT, the device tool's folder):
-#   device.txt   nvidia-smi / rocm-smi, nvcc --version
+#   device.txt   nvidia-smi / rocm-smi, nvcc --version; info.json the device
 #   build.log    the build there (or why the carried binary was used)
 #   parity.json  oracle.json  bench.json   tandem_gpu_check's reports
 #   summary.md   the numbers in one table, for bench/RESULTS.md
@@ -50,9 +50,9 @@ else
   fi
   deps=
   [[ -d $carry/deps ]] && deps=$carry/deps
-  if TANDEM_GPU_BUILD_JOBS=$(nproc) bash bench/gpu/build_check.sh "$vendor" "$root/build-gpucheck-$vendor" $deps \
+  if TANDEM_GPU_BUILD_JOBS=$(nproc) bash bench/gpu/build_check.sh "$vendor" "$root/build-gpudevice-$vendor" $deps \
        > "$out/build.log" 2>&1; then
-    check=$root/build-gpucheck-$vendor/tandem_gpu_check
+    check=$root/build-gpudevice-$vendor/tandem_gpu_check
   elif [[ -x $carry/bin/tandem_gpu_check ]]; then
     echo "the build here failed: using the carried $carry/bin/tandem_gpu_check" >> "$out/build.log"
     check=$carry/bin/tandem_gpu_check
@@ -63,6 +63,12 @@ else
   fi
 fi
 echo "run_on_device: $check ($(( $(date +%s) - start )) s)"
+
+if ! "$check" info > "$out/info.json" 2> "$out/info.err"; then
+  echo "run_on_device: $(cat "$out/info.err"): nothing to check here"
+  exit 1
+fi
+rm -f "$out/info.err"
 
 status=0
 if [[ $smoke == 1 ]]; then
