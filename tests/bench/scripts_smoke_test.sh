@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every bench/*.sh in its SMOKE=1 mode (seconds-long, tandem's side end
+# Runs every bench/*.sh and bench/*/*.sh in its SMOKE=1 mode (seconds-long, tandem's side end
 # to end; llama.cpp's turns skipped: no llama.cpp is given) against the built
 # binaries, so the scripts cannot rot unnoticed. Fails when a script fails or
 # a bench script is not covered here. Downloads nothing.
@@ -17,9 +17,11 @@ trap 'rm -rf "$work"' EXIT
 no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
 mkdir -p "$no_llama"
 
-covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh soak.sh faults.sh bad_input.sh)
-for script in "$root"/bench/*.sh; do
-  name=$(basename "$script")
+covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh soak.sh faults.sh bad_input.sh
+         gpu/run_on_device.sh gpu/prepare_carry.sh
+         gpu/build_check.sh)  # built and run by the gpucheck_build_* ctests (gpu_compile)
+for script in "$root"/bench/*.sh "$root"/bench/*/*.sh; do
+  name=${script#"$root"/bench/}
   [[ " ${covered[*]} " == *" $name "* ]] || { echo "FAIL: bench/$name has no smoke run here" >&2; exit 1; }
 done
 
@@ -61,6 +63,11 @@ build=$(dirname "$tandem")
 run soak '"errors":0' bash "$root/bench/soak.sh" "$build" 20 4 0.2 "$work/soak.json"
 run bad_input '"server_alive":true' bash "$root/bench/bad_input.sh" "$build" "$work/no-fuzz-build" "$work/bad_input.json"
 run faults 'faults: sigkill-decode: {"requests"' bash "$root/bench/faults.sh" "$build" 4 2 "$work/faults.json" sigkill-decode
+# the lent-GPU script against the host emulator's tandem_gpu_check
+run gpu_prepare_carry "prepare_carry: packages:" env NO_BINARY=1 bash "$root/bench/gpu/prepare_carry.sh" "$work/gpu-carry"
+run gpu_run_on_device "oracle: 2/2 stories260K prompts token-exact" \
+  env GPU_CHECK="$build/bench/gpu/tandem_gpu_check_emu" GPU_CARRY="$work/gpu-carry" \
+  bash "$root/bench/gpu/run_on_device.sh" "$work/gpu-out"
 
 if ((${#failed[@]})); then
   echo "failed: ${failed[*]}"
