@@ -139,11 +139,47 @@ void gemvTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
+// rows [n0, n0 + NR) of a 16-bit w converted to F32 once into a scratch
+// block, then every row of x meets the block: the conversion is paid once
+// per w row per call, not once per 4-row tile of x.
+template <class V, DType WT, int NR>
+inline void matmulConvertedColumn(const MatmulArgs& a, int64_t n0, float* block) {
+  const int64_t K = a.k;
+  for (int r = 0; r < NR; ++r) {
+    const int64_t base = (n0 + r) * K;
+    float* dst = block + r * K;
+    int64_t k = 0;
+    for (; k + V::kWidth <= K; k += V::kWidth) V::store(dst + k, loadAs<V, WT>(a.w, base + k));
+    if (k < K) {
+      const int n = static_cast<int>(K - k);
+      V::storeN(dst + k, loadAsN<V, WT>(a.w, base + k, n), n);
+    }
+  }
+  MatmulArgs sub = a;
+  sub.w = block;
+  sub.w_dtype = DType::kF32;
+  sub.y = a.y + n0;
+  sub.bias = a.bias != nullptr ? a.bias + n0 : nullptr;
+  matmulColumn<V, DType::kF32, NR>(sub, 0, a.m, 0);
+}
+
 template <class V, DType WT>
 void matmulTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   if (a.m == 1) {
     gemvTyped<V, WT>(a, n_begin, n_end);
     return;
+  }
+  // more than one 4-row tile of x (m < kGemmMinRows here, so x fits in L2):
+  // 16-bit weights are converted once per call.
+  if constexpr (WT != DType::kF32) {
+    if (a.m > 4) {
+      constexpr int NR = 4;
+      float* block = threadScratch(3, static_cast<size_t>(a.k) * NR);
+      int64_t n = n_begin;
+      for (; n + NR <= n_end; n += NR) matmulConvertedColumn<V, WT, NR>(a, n, block);
+      for (; n < n_end; ++n) matmulConvertedColumn<V, WT, 1>(a, n, block);
+      return;
+    }
   }
   // a chunk of x rows stays in L2 while the panel of w rows it meets stays
   // in L1; for decode (m of 1..4) this is a plain stream over w.
