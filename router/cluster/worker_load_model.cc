@@ -1,31 +1,17 @@
 #include "router/cluster/worker_load_model.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace tandem::router::cluster {
 
-int PrefillRateCurve::bucketOf(double work) {
-  const int bit = work < 1 ? 0 : static_cast<int>(std::floor(std::log2(work)));
-  return std::clamp(bit - kFirstBit, 0, kBuckets - 1);
-}
-
-double PrefillRateCurve::at(double work) const {
-  const int b = bucketOf(work);
-  for (int d = 0; d < kBuckets; ++d) {
-    if (b - d >= 0 && tokens_per_s[b - d] > 0) return tokens_per_s[b - d];
-    if (b + d < kBuckets && tokens_per_s[b + d] > 0) return tokens_per_s[b + d];
-  }
-  return fallback;
-}
-
-WorkerLoadModel::WorkerLoadModel(WorkerLoadModelOptions options) : options_(options) {
-  curve_.fallback = options_.default_prefill_tokens_per_s;
-}
+WorkerLoadModel::WorkerLoadModel(WorkerLoadModelOptions options) : options_(options) {}
 
 WorkerLoadModel::Worker& WorkerLoadModel::workerLocked(const std::string& address) {
   auto [it, inserted] = workers_.try_emplace(address);
-  if (inserted) it->second.decode_step = options_.default_decode_s_per_step;
+  if (inserted) {
+    it->second.prefill_rate = options_.default_prefill_tokens_per_s;
+    it->second.decode_step = options_.default_decode_s_per_step;
+  }
   return it->second;
 }
 
@@ -50,19 +36,17 @@ WorkerLoad WorkerLoadModel::loadLocked(const Worker& w, double now) const {
   load.running = std::max(w.own_running, w.reported_running);
   load.active_blocks = std::max(w.own_blocks, w.reported_blocks);
   load.decode_s_per_step = w.decode_step;
-  load.prefill_curve = curve_;
-  load.prefill_speed = w.prefill_speed;
+  load.prefill_tokens_per_s = w.prefill_rate;
   if (!w.waiting.empty()) {
     // the oldest request still waiting: had the worker run at the learned
     // rate it would have its first token; the rate is at most its work / age.
     const auto it = requests_.find(w.waiting.begin()->second);
     const double age = now - w.waiting.begin()->first;
     if (it != requests_.end() && age > 0) {
-      const double work = std::max(it->second.work, 1.0);
-      const double expected = work / load.prefillTokensPerS(work);
+      const double expected = it->second.work / w.prefill_rate;
       // twice the expected time plus a decode step of slack before it counts.
       if (age > 2 * expected + w.decode_step) {
-        load.prefill_speed = std::min(w.prefill_speed, work / age / curve_.at(work));
+        load.prefill_tokens_per_s = std::min(w.prefill_rate, std::max(it->second.work, 1.0) / age);
       }
     }
   }
@@ -73,7 +57,7 @@ WorkerLoad WorkerLoadModel::load(const std::string& address, double now) const {
   std::lock_guard lock(mu_);
   auto it = workers_.find(address);
   if (it == workers_.end()) {
-    return WorkerLoad{.prefill_curve = curve_,
+    return WorkerLoad{.prefill_tokens_per_s = options_.default_prefill_tokens_per_s,
                       .decode_s_per_step = options_.default_decode_s_per_step};
   }
   return loadLocked(it->second, now);
@@ -114,11 +98,7 @@ void WorkerLoadModel::onFirstToken(uint64_t key, double now) {
   }
   const double ttft = now - r.routed_at;
   if (r.work >= static_cast<double>(options_.min_prefill_sample_tokens) && ttft > 0) {
-    const double rate = r.work / ttft;
-    double& at_size = curve_.tokens_per_s[PrefillRateCurve::bucketOf(r.work)];
-    if (at_size > 0) w.prefill_speed += options_.sample_weight * (rate / at_size - w.prefill_speed);
-    const double normalised = rate / w.prefill_speed;
-    at_size = at_size > 0 ? at_size + options_.sample_weight * (normalised - at_size) : normalised;
+    w.prefill_rate += options_.sample_weight * (r.work / ttft - w.prefill_rate);
   }
 }
 

@@ -17,22 +17,13 @@
 // sample of the prefill rate ((work queued ahead + the prompt's uncached
 // tokens) / time to first token), each finished request a sample of the
 // decode step (time after the first token / tokens after it), as moving
-// averages. A prefill's rate depends on its length (short prompts pay fixed
-// costs, long ones attention's quadratic term: 13k tokens/s at 128 tokens,
-// 26k at 4k and 9k at 128k on one profile), so one rate per worker made a
-// worker that had served short prompts look slow for a long one and sent
-// long prompts behind busy workers while others idled. The rate is therefore
-// a curve shared by the workers, by power-of-two work size, times each
-// worker's own speed factor: a sample teaches the worker's factor (against
-// the curve at its size) and the curve (divided by the factor). A worker
-// that stalls produces no samples, so the oldest request still waiting for
-// its first token also bounds the factor: its work divided by its age, at
-// the curve's rate for that work (a stalled worker reads slower and slower). Times are seconds
+// averages. A worker that stalls produces no samples, so the oldest request
+// still waiting for its first token also bounds the rate: its work divided
+// by its age (a stalled worker reads slower and slower). Times are seconds
 // on any clock that the caller uses consistently (the simulator's virtual
 // time, steady_clock for the router). Thread-safe.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -51,30 +42,12 @@ struct WorkerLoadModelOptions {
   int64_t min_prefill_sample_tokens = 64;
 };
 
-// the learned prefill rate by work size: bucket b holds work in
-// [2^(b + kFirstBit), 2^(b + kFirstBit + 1)) tokens; 0 = not learned yet.
-struct PrefillRateCurve {
-  static constexpr int kFirstBit = 6;  // 64 tokens and less share bucket 0
-  static constexpr int kBuckets = 15;  // 1M tokens and more share the last
-  std::array<double, kBuckets> tokens_per_s{};
-  double fallback = 0;  // where nothing is learned
-
-  static int bucketOf(double work);
-  // the learned rate at `work`'s bucket, else the nearest learned one, else
-  // the fallback.
-  double at(double work) const;
-};
-
 struct WorkerLoad {
   double queued_prefill_tokens = 0;  // not yet prefilled, including the router's own
   int64_t running = 0;               // requests running or waiting
   int64_t active_blocks = 0;         // KV blocks held by them
-  PrefillRateCurve prefill_curve;    // learned across the workers
-  double prefill_speed = 1;          // this worker's factor on it (stall-bounded)
+  double prefill_tokens_per_s = 0;   // learned (stall-bounded)
   double decode_s_per_step = 0;      // learned
-
-  // how fast this worker prefills `work` tokens (queued work and a prompt).
-  double prefillTokensPerS(double work) const { return prefill_curve.at(work) * prefill_speed; }
 };
 
 class WorkerLoadModel {
@@ -124,7 +97,7 @@ class WorkerLoadModel {
     double reported_queued = 0;
     int64_t reported_running = 0;
     int64_t reported_blocks = 0;
-    double prefill_speed = 1;  // factor on curve_
+    double prefill_rate = 0;
     double decode_step = 0;
     // requests waiting for their first token: routed_at -> key.
     std::multimap<double, uint64_t> waiting;
@@ -138,7 +111,6 @@ class WorkerLoadModel {
   mutable std::mutex mu_;
   std::unordered_map<std::string, Worker> workers_;  // guarded by mu_
   std::unordered_map<uint64_t, Request> requests_;   // guarded by mu_
-  PrefillRateCurve curve_;                           // guarded by mu_
 };
 
 }  // namespace tandem::router::cluster

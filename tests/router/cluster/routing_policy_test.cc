@@ -146,7 +146,7 @@ TEST(KvPolicyTest, AStalledWorkerIsSeenAsSlowAndAvoided) {
   // a request went to d1 at t=0 (100 tokens to prefill: 0.1 s expected)
   // and has no first token at t=10 s: d1 is stalled.
   planner.loadModel().onRouted(999, "d1", 100, 10, 0.0);
-  EXPECT_LT(planner.loadModel().load("d1", 10.0).prefillTokensPerS(100), 20);
+  EXPECT_LT(planner.loadModel().load("d1", 10.0).prefill_tokens_per_s, 20);
   // d1 holds the whole prompt, yet d2 is chosen.
   EXPECT_EQ(route(planner, p, workers, 0, 10.0), "d2");
   // d1 answers again: its first token comes, the rate recovers with samples.
@@ -165,49 +165,10 @@ TEST(KvPolicyTest, LearnsAWorkersPrefillRateFromFirstTokens) {
     model.onFinished(k, 11, t + 0.2);  // 10 steps in 0.1 s
   }
   const WorkerLoad load = model.load("d1", 40);
-  EXPECT_NEAR(load.prefillTokensPerS(400), 4000, 100);
+  EXPECT_NEAR(load.prefill_tokens_per_s, 4000, 100);
   EXPECT_NEAR(load.decode_s_per_step, 0.01, 0.001);
   EXPECT_EQ(load.running, 0);
   EXPECT_EQ(load.queued_prefill_tokens, 0);
-}
-
-TEST(KvPolicyTest, RatesLearnedOnShortPromptsDoNotMakeAnIdleWorkerLookSlowForALongOne) {
-  // one kind of hardware whose rate grows with the prompt (fixed costs):
-  // 2000 tokens/s at 128 tokens, 8000 at 4000. d1 has served only short
-  // prompts, d2 only long ones; a long prompt must still go to idle d1
-  // (0.5 s) rather than behind d2's queue (1 s).
-  KvIndex index;
-  RoutePlanner planner(options("kv"), &index);
-  WorkerLoadModel& model = planner.loadModel();
-  for (uint64_t k = 1; k <= 20; ++k) {
-    const double t = static_cast<double>(k);
-    model.onRouted(k, "d1", 128, 1, t);
-    model.onFirstToken(k, t + 128.0 / 2000);
-    model.onFinished(k, 1, t + 0.1);
-    model.onRouted(100 + k, "d2", 4000, 1, t);
-    model.onFirstToken(100 + k, t + 4000.0 / 8000);
-    model.onFinished(100 + k, 1, t + 0.6);
-  }
-  EXPECT_NEAR(model.load("d1", 30).prefillTokensPerS(4000), 8000, 400);
-  EXPECT_NEAR(model.load("d2", 30).prefillTokensPerS(128), 2000, 100);
-  const std::vector<WorkerState> workers = {worker("d1", 0, 0), worker("d2", 0, 4000)};
-  EXPECT_EQ(route(planner, prompt(4000), workers, 0, 30.0), "d1");
-}
-
-TEST(KvPolicyTest, ASlowerWorkerKeepsItsOwnSpeedOnTheSharedCurve) {
-  WorkerLoadModel model(WorkerLoadModelOptions{.default_prefill_tokens_per_s = 1000});
-  // d1 prefills 4000 tokens/s, d2 (half the hardware) 2000, same prompts.
-  for (uint64_t k = 1; k <= 40; ++k) {
-    const double t = static_cast<double>(k);
-    model.onRouted(k, "d1", 400, 10, t);
-    model.onFirstToken(k, t + 0.1);
-    model.onFinished(k, 1, t + 0.2);
-    model.onRouted(100 + k, "d2", 400, 10, t);
-    model.onFirstToken(100 + k, t + 0.2);
-    model.onFinished(100 + k, 1, t + 0.3);
-  }
-  EXPECT_NEAR(model.load("d1", 50).prefillTokensPerS(400), 4000, 200);
-  EXPECT_NEAR(model.load("d2", 50).prefillTokensPerS(400), 2000, 100);
 }
 
 TEST(KvPolicyTest, WithoutReuseItPicksTheShortestPrefillQueue) {
