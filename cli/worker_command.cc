@@ -86,7 +86,9 @@ absl::Status runWorker(const WorkerArgs& args,
   std::fprintf(stderr, "tandem worker: %s\n", stopSignalName(sig));
   worker->beginDrain();
   worker->waitLeftRouting();
-  worker->shutdown(kLeaveGrace);
+  // past the drain deadline the streams still here are cut now: the router
+  // migrates them (a grace would let them run on where it no longer looks).
+  worker->shutdown(worker->leftAtDrainDeadline() ? std::chrono::milliseconds(0) : kLeaveGrace);
   std::fprintf(stderr, "tandem worker: stopped\n");
   return absl::OkStatus();
 }

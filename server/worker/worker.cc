@@ -241,6 +241,7 @@ void Worker::checkDrain() {
   if (inFlight() == 0) {
     leaveRouting("idle");
   } else if (std::chrono::steady_clock::now() >= drain_deadline_) {
+    left_at_deadline_ = true;
     leaveRouting("drain deadline passed; the router migrates what still runs");
   }
 }

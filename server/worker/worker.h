@@ -66,6 +66,10 @@ class Worker {
   void beginDrain();
   // after beginDrain: blocks until the worker left routing.
   void waitLeftRouting();
+  // it left routing at the drain deadline with work still here: what runs
+  // is to be cut at once (shutdown with no grace), so the router migrates
+  // it now rather than the streams running on here unseen.
+  bool leftAtDrainDeadline() const { return left_at_deadline_.load(); }
   // requests running or waiting in the engine plus KV transfers in progress.
   int inFlight() const;
 
@@ -95,6 +99,7 @@ class Worker {
   WorkerMetrics metrics_;
   std::unique_ptr<PrefillPeers> peers_;
   std::atomic<bool> draining_{false};
+  std::atomic<bool> left_at_deadline_{false};
   kv_transport::ShmRegionPtr region_;
   std::unique_ptr<engine::EngineLoop> loop_;
   // (after the loop, whose runner they copy from; before the receiver,

@@ -19,7 +19,8 @@ mkdir -p "$no_llama"
 
 covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh soak.sh faults.sh bad_input.sh
          gpu/run_on_device.sh gpu/prepare_carry.sh
-         gpu/build_check.sh)  # built and run by the gpucheck_build_* ctests (gpu_compile)
+         gpu/build_check.sh  # built and run by the gpucheck_build_* ctests (gpu_compile)
+         lib/e2e_setup.sh)   # sourced by soak.sh, faults.sh and bad_input.sh, run with them
 for script in "$root"/bench/*.sh "$root"/bench/*/*.sh; do
   name=${script#"$root"/bench/}
   [[ " ${covered[*]} " == *" $name "* ]] || { echo "FAIL: bench/$name has no smoke run here" >&2; exit 1; }

@@ -1,0 +1,18 @@
+# The kernel sources of kernels/hip (one op a pair of files), relative to
+# this directory: one list for every build of them (kernels/hip/CMakeLists.txt
+# and the stand-alone GPU check project, bench/gpu/CMakeLists.txt).
+set(TANDEM_HIP_KERNEL_SOURCES
+  embedding.cc
+  rms_norm.cc
+  rope.cc
+  gemm.cc
+  gemv.cc
+  gemm_quant.cc
+  gemv_quant.cc
+  attention_prefill.cc
+  attention_decode.cc
+  silu_mul.cc
+  residual_add.cc
+  gather_rows.cc
+  kv_cache.cc
+  sampling.cc)
