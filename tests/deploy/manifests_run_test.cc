@@ -358,6 +358,15 @@ TEST_F(ManifestsRunTest, CpuDemoServesACompletionThroughTheRouterServiceAndDrain
   // is prefilled on the prefill worker and its KV moved to decode.
   Pod* router = pod("tandem-router");
   const int http = servicePort("tandem-router", "http");
+  // a worker's readiness says it serves, not that the router has taken
+  // its registration and first health check: wait until the router sees
+  // both roles healthy (else the long prompt is prefilled on decode).
+  for (const char* role : {"prefill", "decode"}) {
+    const std::string series = std::string("tandem:router_workers{role=\"") + role + "\",state=\"healthy\"}";
+    EXPECT_TRUE(waitUntil([&] { return metricValue(httpCall(router->ip, http, "GET", "/metrics").body, series) >= 1; },
+                          std::chrono::seconds(60)))
+        << "the router never saw a healthy " << role << " worker:\n" << router->logText();
+  }
   std::string long_prompt;
   for (int i = 0; i < 24; ++i) long_prompt += "Once upon a time there was a little dog. ";
   for (const std::string& prompt : {std::string("Once upon a time"), long_prompt}) {
