@@ -3,8 +3,9 @@
 // per matmul call (32-value blocks for q8_0/q4_0 weights, 256-value blocks
 // with per-16 sums for the k-quants) and every weight block is multiplied in
 // integers, scaled once per block. One table per instruction set
-// (quant_dot_scalar.cc, quant_dot_avx2.cc), picked with the dense kernels'
-// SimdLevel.
+// (quant_dot_scalar.cc, quant_dot_avx2.cc, quant_dot_avx_vnni.cc,
+// quant_dot_avx512.cc; the x86 ones share quant_dot_x86.h), picked with the
+// dense kernels' SimdLevel and the processor's VNNI flags.
 #pragma once
 
 #include <cstdint>
@@ -27,24 +28,49 @@ struct ActBlock256 {
   int16_t bsums[16];
 };
 
+// activation rows one dot call handles: every weight block is loaded and
+// unpacked once and multiplied with up to this many rows (register blocking:
+// the weight bandwidth and unpacking of a batch are shared).
+inline constexpr int kDotRows = 4;
+
+// out[r] = dot of one weight row of n values (its blocks at w) with the
+// activation row r quantized to the matching block kind, for r in
+// [0, rows), rows in [1, kDotRows]; row r's blocks start at x + r * x_stride.
+template <typename ActBlock>
+using DotRowsFn = void (*)(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n,
+                           float* out);
+
 struct QuantDotTable {
+  // the dense level the table goes with; `vnni` when its byte products use
+  // VPDPBUSD (AVX512-VNNI or AVX-VNNI) instead of maddubs + madd.
   SimdLevel level;
+  bool vnni;
   // n floats (a multiple of 32, resp. 256) into n / 32 (n / 256) blocks.
   void (*quantize32)(const float* x, ActBlock32* out, int64_t n);
   void (*quantize256)(const float* x, ActBlock256* out, int64_t n);
-  // dot of one weight row of n values (its blocks at w) with an activation
-  // row quantized to the matching block kind.
-  float (*dotQ8_0)(const void* w, const ActBlock32* x, int64_t n);
-  float (*dotQ4_0)(const void* w, const ActBlock32* x, int64_t n);
-  float (*dotQ4_K)(const void* w, const ActBlock256* x, int64_t n);
-  float (*dotQ6_K)(const void* w, const ActBlock256* x, int64_t n);
+  DotRowsFn<ActBlock32> dotQ8_0;
+  DotRowsFn<ActBlock32> dotQ4_0;
+  DotRowsFn<ActBlock256> dotQ4_K;
+  DotRowsFn<ActBlock256> dotQ6_K;
 };
 
 const QuantDotTable& scalarQuantDots();
 // AVX2 (maddubs + madd); scalarQuantDots() where the build is not x86-64.
 const QuantDotTable& avx2QuantDots();
-// the best table for a dense kernel level (avx512 uses the avx2 table).
+// AVX2 code with AVX-VNNI's VEX VPDPBUSD; avx2QuantDots() where the
+// processor lacks avxvnni (or the build is not x86-64).
+const QuantDotTable& avxVnniQuantDots();
+// AVX-512 F/BW/VL + AVX512-VNNI (EVEX VPDPBUSD, 256- and 512-bit);
+// avx2QuantDots() where the processor lacks avx512vnni.
+const QuantDotTable& avx512VnniQuantDots();
+// the best table for a dense kernel level, chosen from what the processor
+// has: avx512 -> avx512VnniQuantDots() with avx512vnni, else the avx2 level's
+// choice; avx2 -> avxVnniQuantDots() with avxvnni, else avx2QuantDots().
 const QuantDotTable& quantDotsFor(SimdLevel level);
+
+// what the processor reports (false off x86-64).
+bool processorHasAvx512Vnni();
+bool processorHasAvxVnni();
 
 // true when x of dtype t is quantized to 256-blocks (the k-quants).
 inline bool usesBlock256(DType t) { return t == DType::kQ4_K || t == DType::kQ6_K; }

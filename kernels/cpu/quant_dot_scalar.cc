@@ -111,16 +111,53 @@ float dotQ6_K(const void* w, const ActBlock256* x, int64_t n) {
   return sum;
 }
 
+// the table's form: one row at a time (the reference the simd tables are
+// tested against).
+template <typename ActBlock, float (*dot)(const void*, const ActBlock*, int64_t)>
+void dotRows(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n, float* out) {
+  for (int r = 0; r < rows; ++r) out[r] = dot(w, x + r * x_stride, n);
+}
+
 }  // namespace
 
 const QuantDotTable& scalarQuantDots() {
-  static const QuantDotTable table{SimdLevel::kScalar, quantize32, quantize256,
-                                   dotQ8_0,            dotQ4_0,    dotQ4_K,    dotQ6_K};
+  static const QuantDotTable table{SimdLevel::kScalar,
+                                   false,
+                                   quantize32,
+                                   quantize256,
+                                   dotRows<ActBlock32, dotQ8_0>,
+                                   dotRows<ActBlock32, dotQ4_0>,
+                                   dotRows<ActBlock256, dotQ4_K>,
+                                   dotRows<ActBlock256, dotQ6_K>};
   return table;
 }
 
+bool processorHasAvx512Vnni() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw");
+#else
+  return false;
+#endif
+}
+
+bool processorHasAvxVnni() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
 const QuantDotTable& quantDotsFor(SimdLevel level) {
-  return level == SimdLevel::kScalar ? scalarQuantDots() : avx2QuantDots();
+  switch (level) {
+    case SimdLevel::kScalar: return scalarQuantDots();
+    case SimdLevel::kAvx2: return avxVnniQuantDots();
+    case SimdLevel::kAvx512: return avx512VnniQuantDots();
+  }
+  return scalarQuantDots();
 }
 
 }  // namespace tandem::kernels::cpu

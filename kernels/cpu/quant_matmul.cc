@@ -21,34 +21,32 @@ std::vector<float>& panelScratch() {
   return scratch;
 }
 
-void dotRows(const MatmulArgs& a, const QuantDotTable& dots, const void* xq, int64_t n_begin,
+// y rows [0, m) x weight rows [n_begin, n_end): each weight row is read from
+// memory once and its blocks unpacked once per kDotRows rows of x.
+template <typename ActBlock>
+void dotRows(const MatmulArgs& a, DotRowsFn<ActBlock> dot, const ActBlock* xq, int64_t n_begin,
              int64_t n_end) {
   const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
   const auto* w = static_cast<const char*>(a.w);
-  const int64_t x_blocks = usesBlock256(a.w_dtype) ? a.k / 256 : a.k / 32;
+  const int64_t x_blocks = a.k / (usesBlock256(a.w_dtype) ? 256 : 32);
+  float out[kDotRows];
   for (int64_t j = n_begin; j < n_end; ++j) {
     const void* wr = w + j * row_bytes;
     const float b = a.bias != nullptr ? a.bias[j] : 0.0f;
-    for (int64_t r = 0; r < a.m; ++r) {
-      float v = 0.0f;
-      switch (a.w_dtype) {
-        case DType::kQ8_0:
-          v = dots.dotQ8_0(wr, static_cast<const ActBlock32*>(xq) + r * x_blocks, a.k);
-          break;
-        case DType::kQ4_0:
-          v = dots.dotQ4_0(wr, static_cast<const ActBlock32*>(xq) + r * x_blocks, a.k);
-          break;
-        case DType::kQ4_K:
-          v = dots.dotQ4_K(wr, static_cast<const ActBlock256*>(xq) + r * x_blocks, a.k);
-          break;
-        case DType::kQ6_K:
-          v = dots.dotQ6_K(wr, static_cast<const ActBlock256*>(xq) + r * x_blocks, a.k);
-          break;
-        default: TANDEM_CHECK(false && "not a quantized dtype");
-      }
-      a.y[r * a.n + j] = v + b;
+    for (int64_t r0 = 0; r0 < a.m; r0 += kDotRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kDotRows, a.m - r0));
+      dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, out);
+      for (int r = 0; r < rows; ++r) a.y[(r0 + r) * a.n + j] = out[r] + b;
     }
   }
+}
+
+DotRowsFn<ActBlock32> dot32For(const QuantDotTable& dots, DType t) {
+  return t == DType::kQ8_0 ? dots.dotQ8_0 : dots.dotQ4_0;
+}
+
+DotRowsFn<ActBlock256> dot256For(const QuantDotTable& dots, DType t) {
+  return t == DType::kQ4_K ? dots.dotQ4_K : dots.dotQ6_K;
 }
 
 void panelGemm(const MatmulArgs& a, const KernelTable& dense, int64_t n_begin, int64_t n_end) {
@@ -93,31 +91,35 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   // the activation rows, quantized once for every task.
   std::vector<ActBlock32> x32;
   std::vector<ActBlock256> x256;
-  const void* xq = nullptr;
   if (usesBlock256(args.w_dtype)) {
     x256.resize(static_cast<size_t>(args.m * args.k / 256));
     for (int64_t r = 0; r < args.m; ++r) {
       dots.quantize256(args.x + r * args.k, x256.data() + r * (args.k / 256), args.k);
     }
-    xq = x256.data();
   } else {
     x32.resize(static_cast<size_t>(args.m * args.k / 32));
     for (int64_t r = 0; r < args.m; ++r) {
       dots.quantize32(args.x + r * args.k, x32.data() + r * (args.k / 32), args.k);
     }
-    xq = x32.data();
   }
   // small row ranges balance the threads: decode is pure weight streaming.
   const int64_t wanted = int64_t{threads} * 8;
   const int64_t chunk = std::max<int64_t>(4, (args.n + wanted - 1) / wanted);
   const int tasks = static_cast<int>((args.n + chunk - 1) / chunk);
+  auto run = [&](int64_t begin, int64_t end) {
+    if (usesBlock256(args.w_dtype)) {
+      dotRows(args, dot256For(dots, args.w_dtype), x256.data(), begin, end);
+    } else {
+      dotRows(args, dot32For(dots, args.w_dtype), x32.data(), begin, end);
+    }
+  };
   if (args.m * args.n * args.k < (1 << 16)) {
-    dotRows(args, dots, xq, 0, args.n);
+    run(0, args.n);
     return;
   }
   parallel(tasks, [&](int t) {
     const int64_t begin = t * chunk;
-    dotRows(args, dots, xq, begin, std::min(args.n, begin + chunk));
+    run(begin, std::min(args.n, begin + chunk));
   });
 }
 

@@ -1,7 +1,8 @@
 // y = x * w^T for a block-quantized w (q8_0, q4_0, q4_k, q6_k) on the cpu
 // backend. Few rows of x (decode, small batches): x is quantized to 8-bit
 // blocks once per call and each weight row is dotted in integers
-// (quant_dot.h), read from memory once for all rows of x. Many rows
+// (quant_dot.h), read from memory once for all rows of x and each of its
+// blocks unpacked once per kDotRows rows of x. Many rows
 // (prefill): each task dequantizes a panel of weight rows to F32 once and
 // runs the dense F32 kernel on it, so a panel's conversion is shared by every
 // row of x.

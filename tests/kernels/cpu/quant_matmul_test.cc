@@ -1,6 +1,6 @@
 // The cpu backend's matmul with block-quantized weights (q8_0, q4_0, q4_k,
 // q6_k) against dequantizeRow() followed by an exact F32 matmul, at every
-// simd level this processor has, on decode (integer dots over 8-bit
+// simd level this processor has (avx512 with its AVX512-VNNI dots), on decode (integer dots over 8-bit
 // activations) and prefill (dequantized panels + the dense gemm) shapes.
 #include <cmath>
 #include <cstdint>
@@ -91,16 +91,20 @@ TEST_P(QuantMatmulTest, MatchesDequantizedF32) {
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-    for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2}) {
-      // decode, a small batch at the integer path's edge, prefill just past
-      // it and a long one; odd weight row counts everywhere.
-      for (int64_t m : {int64_t{1}, int64_t{3}, kQuantDotMaxRows, kQuantDotMaxRows + 1, int64_t{67}}) {
+    for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+      // decode, small batches (a partial and a full-plus-partial group of
+      // kDotRows rows), the integer path's edge, prefill just past it and a
+      // long one; odd weight row counts everywhere.
+      for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{6}, kQuantDotMaxRows, kQuantDotMaxRows + 1,
+                        int64_t{67}}) {
         out.push_back({t, m, 37, 512, level, 1});
       }
       out.push_back({t, 1, 300, 768, level, 2});   // threaded decode
       out.push_back({t, 40, 131, 256, level, 2});  // threaded prefill, a partial panel
+      out.push_back({t, 16, 300, 768, level, 2});  // threaded 16-sequence decode
     }
     if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx2, 1});
+    if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx512, 1});
   }
   // only the levels this processor runs (every x86-64 host of this kind has avx2)
   std::erase_if(out, [](const Case& c) { return c.level > detectSimdLevel(); });
@@ -109,43 +113,102 @@ std::vector<Case> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantMatmulTest, testing::ValuesIn(cases()), caseName);
 
-// the avx2 dots compute the same integer sums as the scalar ones; only the
-// float accumulation order differs.
-TEST(QuantDotTablesTest, Avx2MatchesScalar) {
+// every simd table computes the same integer sums as the scalar one for
+// 1..kDotRows activation rows at a time (the register-blocked kernels); only
+// the float accumulation order differs. The tables this processor cannot run
+// must hand out a lower one instead.
+std::vector<const QuantDotTable*> runnableTables() {
+  std::vector<const QuantDotTable*> out;
+  if (detectSimdLevel() >= SimdLevel::kAvx2) {
+    out.push_back(&avx2QuantDots());
+    if (processorHasAvxVnni()) out.push_back(&avxVnniQuantDots());
+  }
+  if (detectSimdLevel() >= SimdLevel::kAvx512 && processorHasAvx512Vnni()) {
+    out.push_back(&avx512VnniQuantDots());
+  }
+  return out;
+}
+
+TEST(QuantDotTablesTest, DispatchFollowsTheProcessor) {
+  EXPECT_EQ(&quantDotsFor(SimdLevel::kScalar), &scalarQuantDots());
   if (detectSimdLevel() < SimdLevel::kAvx2) {
     // without avx2 the dispatch must never hand out the avx2 dots
     EXPECT_EQ(&quantDotsFor(detectSimdLevel()), &scalarQuantDots());
     return;
   }
-  const int64_t k = 1024;
-  const std::vector<float> w = randomValues(k, 4), x = randomValues(k, 5);
-  const QuantDotTable& s = scalarQuantDots();
-  const QuantDotTable& v = avx2QuantDots();
-  std::vector<ActBlock32> xs32(k / 32), xv32(k / 32);
-  std::vector<ActBlock256> xs256(k / 256), xv256(k / 256);
-  s.quantize32(x.data(), xs32.data(), k);
-  v.quantize32(x.data(), xv32.data(), k);
-  s.quantize256(x.data(), xs256.data(), k);
-  v.quantize256(x.data(), xv256.data(), k);
-  for (int64_t b = 0; b < k / 32; ++b) {
-    ASSERT_EQ(xs32[b].d, xv32[b].d);
-    ASSERT_EQ(std::memcmp(xs32[b].qs, xv32[b].qs, 32), 0) << "block " << b;
-  }
-  for (int64_t b = 0; b < k / 256; ++b) {
-    ASSERT_EQ(std::memcmp(xs256[b].qs, xv256[b].qs, 256), 0) << "block " << b;
-    ASSERT_EQ(std::memcmp(xs256[b].bsums, xv256[b].bsums, sizeof(xs256[b].bsums)), 0);
-  }
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-    std::vector<char> wq(rowBytes(t, k));
-    quant::quantizeRow(t, w.data(), wq.data(), k);
-    float a = 0, b = 0;
-    switch (t) {
-      case DType::kQ8_0: a = s.dotQ8_0(wq.data(), xs32.data(), k); b = v.dotQ8_0(wq.data(), xv32.data(), k); break;
-      case DType::kQ4_0: a = s.dotQ4_0(wq.data(), xs32.data(), k); b = v.dotQ4_0(wq.data(), xv32.data(), k); break;
-      case DType::kQ4_K: a = s.dotQ4_K(wq.data(), xs256.data(), k); b = v.dotQ4_K(wq.data(), xv256.data(), k); break;
-      default: a = s.dotQ6_K(wq.data(), xs256.data(), k); b = v.dotQ6_K(wq.data(), xv256.data(), k); break;
+  const QuantDotTable& for_avx2 = quantDotsFor(SimdLevel::kAvx2);
+  EXPECT_EQ(for_avx2.level, SimdLevel::kAvx2);
+  EXPECT_EQ(for_avx2.vnni, processorHasAvxVnni());
+  if (!processorHasAvxVnni()) EXPECT_EQ(&avxVnniQuantDots(), &avx2QuantDots());
+  if (detectSimdLevel() >= SimdLevel::kAvx512) {
+    const QuantDotTable& for_avx512 = quantDotsFor(SimdLevel::kAvx512);
+    if (processorHasAvx512Vnni()) {
+      EXPECT_EQ(for_avx512.level, SimdLevel::kAvx512);
+      EXPECT_TRUE(for_avx512.vnni);
+    } else {
+      EXPECT_EQ(&for_avx512, &for_avx2);
     }
-    EXPECT_NEAR(a, b, 1e-4 * (std::fabs(a) + 1)) << dtypeName(t);
+  }
+}
+
+TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
+  const int64_t k = 1024, rows = kDotRows + 1;  // a stride longer than the rows dotted
+  const std::vector<float> w = randomValues(k, 4), x = randomValues(rows * k, 5);
+  const QuantDotTable& s = scalarQuantDots();
+  std::vector<ActBlock32> xs32(rows * k / 32);
+  std::vector<ActBlock256> xs256(rows * k / 256);
+  for (int64_t r = 0; r < rows; ++r) {
+    s.quantize32(x.data() + r * k, xs32.data() + r * (k / 32), k);
+    s.quantize256(x.data() + r * k, xs256.data() + r * (k / 256), k);
+  }
+  const std::vector<const QuantDotTable*> tables = runnableTables();
+  if (tables.empty()) GTEST_SKIP() << "no simd table runs here (checked by DispatchFollowsTheProcessor)";
+  for (const QuantDotTable* v : tables) {
+    SCOPED_TRACE(std::string(simdLevelName(v->level)) + (v->vnni ? "+vnni" : ""));
+    std::vector<ActBlock32> xv32(rows * k / 32);
+    std::vector<ActBlock256> xv256(rows * k / 256);
+    for (int64_t r = 0; r < rows; ++r) {
+      v->quantize32(x.data() + r * k, xv32.data() + r * (k / 32), k);
+      v->quantize256(x.data() + r * k, xv256.data() + r * (k / 256), k);
+    }
+    for (size_t b = 0; b < xs32.size(); ++b) {
+      ASSERT_EQ(xs32[b].d, xv32[b].d);
+      ASSERT_EQ(std::memcmp(xs32[b].qs, xv32[b].qs, 32), 0) << "block " << b;
+    }
+    for (size_t b = 0; b < xs256.size(); ++b) {
+      ASSERT_EQ(std::memcmp(xs256[b].qs, xv256[b].qs, 256), 0) << "block " << b;
+      ASSERT_EQ(std::memcmp(xs256[b].bsums, xv256[b].bsums, sizeof(xs256[b].bsums)), 0);
+    }
+    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+      std::vector<char> wq(rowBytes(t, k));
+      quant::quantizeRow(t, w.data(), wq.data(), k);
+      for (int n_rows = 1; n_rows <= kDotRows; ++n_rows) {
+        // rows 1, 2, ...: the stride, not the row count, places each row
+        float a[kDotRows], b[kDotRows];
+        switch (t) {
+          case DType::kQ8_0:
+            s.dotQ8_0(wq.data(), xs32.data() + k / 32, k / 32, n_rows, k, a);
+            v->dotQ8_0(wq.data(), xv32.data() + k / 32, k / 32, n_rows, k, b);
+            break;
+          case DType::kQ4_0:
+            s.dotQ4_0(wq.data(), xs32.data() + k / 32, k / 32, n_rows, k, a);
+            v->dotQ4_0(wq.data(), xv32.data() + k / 32, k / 32, n_rows, k, b);
+            break;
+          case DType::kQ4_K:
+            s.dotQ4_K(wq.data(), xs256.data() + k / 256, k / 256, n_rows, k, a);
+            v->dotQ4_K(wq.data(), xv256.data() + k / 256, k / 256, n_rows, k, b);
+            break;
+          default:
+            s.dotQ6_K(wq.data(), xs256.data() + k / 256, k / 256, n_rows, k, a);
+            v->dotQ6_K(wq.data(), xv256.data() + k / 256, k / 256, n_rows, k, b);
+            break;
+        }
+        for (int r = 0; r < n_rows; ++r) {
+          EXPECT_NEAR(a[r], b[r], 1e-4 * (std::fabs(a[r]) + 1))
+              << dtypeName(t) << " rows " << n_rows << " row " << r;
+        }
+      }
+    }
   }
 }
 

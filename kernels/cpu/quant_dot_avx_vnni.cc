@@ -1,0 +1,37 @@
+// The dot products of quant_dot.h with AVX-VNNI (VEX VPDPBUSD on 256 bits;
+// processors with AVX2 but not AVX-512, e.g. Intel since Alder Lake):
+// quant_dot_x86.h built with -mavx2 -mfma -mf16c -mavxvnni, handed out only
+// where the processor reports avxvnni.
+#include "kernels/cpu/quant_dot.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "common/quant_blocks.h"
+
+namespace tandem::kernels::cpu {
+
+namespace {
+
+using namespace tandem::quant;
+
+__m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+
+#include "kernels/cpu/quant_dot_x86.h"
+
+}  // namespace
+
+const QuantDotTable& avxVnniQuantDots() {
+  static const QuantDotTable table = makeTable(SimdLevel::kAvx2, true);
+  return processorHasAvxVnni() ? table : avx2QuantDots();
+}
+
+}  // namespace tandem::kernels::cpu
+
+#else
+
+namespace tandem::kernels::cpu {
+const QuantDotTable& avxVnniQuantDots() { return avx2QuantDots(); }
+}  // namespace tandem::kernels::cpu
+
+#endif

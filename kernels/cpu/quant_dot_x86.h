@@ -1,0 +1,239 @@
+// The x86 dot products of quant_dot.h, shared by quant_dot_avx2.cc,
+// quant_dot_avx_vnni.cc and quant_dot_avx512.cc: each includes this file
+// inside its own anonymous namespace after defining
+//   __m256i dpbusd(__m256i acc, __m256i u, __m256i s)
+// = acc + (per int32 lane) the sum of 4 products u8 * s8: maddubs + madd on
+// AVX2, one VPDPBUSD with AVX-VNNI or AVX512-VNNI (VL).
+//
+// Register blocking: a dot call takes one weight row and up to kDotRows
+// activation rows; every weight block is loaded, unpacked (nibbles, 6-bit
+// values, scales, f16 factors) and made unsigned once and multiplied with
+// every row, so a batch shares the weight's bandwidth and its unpacking.
+// Signed q8_0 / q4_0 weights use the sign trick (|w| * (x * sign(w))) so the
+// unsigned operand is the weight, made once per block. The k-quants multiply
+// the unsigned 4/6-bit values with maddubs and their 8-bit sub-block scales
+// with madd (the scales do not fit the bytes of a VPDPBUSD operand).
+// Included only by files built with -mavx2 -mfma -mf16c at least.
+
+float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
+
+float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float hmaxAbs(const float* x, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 32 floats * id, rounded to nearest even, into 32 int8 (as the scalar
+// table: lrintf of the same product).
+void quantize32Values(const float* x, float id, int8_t* q) {
+  const __m256 mul = _mm256_set1_ps(id);
+  __m256i i[4];
+  for (int j = 0; j < 4; ++j) {
+    i[j] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), mul),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  const __m256i p16a = _mm256_packs_epi32(i[0], i[1]);
+  const __m256i p16b = _mm256_packs_epi32(i[2], i[3]);
+  const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+  const __m256i ordered = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
+}
+
+void quantize32(const float* x, ActBlock32* out, int64_t n) {
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    const float amax = hmaxAbs(x, 32);
+    out[i].d = amax / 127.0f;
+    quantize32Values(x, amax != 0.0f ? 127.0f / amax : 0.0f, out[i].qs);
+  }
+}
+
+void quantize256(const float* x, ActBlock256* out, int64_t n) {
+  for (int64_t i = 0; i < n / 256; ++i, x += 256) {
+    const float amax = hmaxAbs(x, 256);
+    out[i].d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < 8; ++j) quantize32Values(x + 32 * j, id, out[i].qs + 32 * j);
+    for (int j = 0; j < 16; ++j) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(out[i].qs + 16 * j));
+      __m128i s = _mm_madd_epi16(_mm_add_epi16(_mm_cvtepi8_epi16(b), _mm_cvtepi8_epi16(_mm_srli_si128(b, 8))),
+                                 _mm_set1_epi16(1));
+      s = _mm_hadd_epi32(s, s);
+      s = _mm_hadd_epi32(s, s);
+      out[i].bsums[j] = static_cast<int16_t>(_mm_cvtsi128_si32(s));
+    }
+  }
+}
+
+__m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// q8_0 and q4_0: per block, the signed weight bytes w (made once), then per
+// row sum(|w| * (x * sign(w))) scaled by d_w * d_x.
+template <int R, typename Block, __m256i (*weightBytes)(const Block&)>
+void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n, float* out) {
+  const auto* b = static_cast<const Block*>(w);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / 32; ++i) {
+    const __m256i wq = weightBytes(b[i]);
+    const __m256i wabs = _mm256_sign_epi8(wq, wq);
+    const float dw = halfToFloat(b[i].d);
+    for (int r = 0; r < R; ++r) {
+      const ActBlock32& xb = x[r * x_stride + i];
+      const __m256i s = dpbusd(_mm256_setzero_si256(), wabs, _mm256_sign_epi8(load32(xb.qs), wq));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xb.d), _mm256_cvtepi32_ps(s), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+}
+
+__m256i q8_0Bytes(const BlockQ8_0& b) { return load32(b.qs); }
+
+__m256i q4_0Bytes(const BlockQ4_0& b) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  // low nibbles are values 0..15, high nibbles 16..31
+  const __m256i nibbles = _mm256_and_si256(
+      _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1),
+      _mm256_set1_epi8(0xF));
+  return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
+}
+
+template <int R>
+void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
+  const auto* b = static_cast<const BlockQ4_K*>(w);
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / 256; ++i) {
+    alignas(32) int16_t sc16[8], m16[16];
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      scaleMinK4(j, b[i].scales, &sc, &m);
+      sc16[j] = sc;
+      m16[2 * j] = m16[2 * j + 1] = m;  // the min of sub-block j covers bsums 2j, 2j + 1
+    }
+    const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(m16));
+    __m256i q[8], scale[8];
+    for (int j = 0; j < 4; ++j) {
+      const __m256i v = load32(b[i].qs + 32 * j);
+      q[2 * j] = _mm256_and_si256(v, low4);
+      q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    }
+    for (int j = 0; j < 8; ++j) scale[j] = _mm256_set1_epi16(sc16[j]);
+    const float d = halfToFloat(b[i].d), dmin = halfToFloat(b[i].dmin);
+    for (int r = 0; r < R; ++r) {
+      const ActBlock256& xb = x[r * x_stride + i];
+      __m256i sumi = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        sumi = _mm256_add_epi32(
+            sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], load32(xb.qs + 32 * j)), scale[j]));
+      }
+      const __m256i summ = _mm256_madd_epi16(load32(xb.bsums), mins);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * d), _mm256_cvtepi32_ps(sumi), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(xb.d * dmin), _mm256_cvtepi32_ps(summ), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+}
+
+template <int R>
+void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
+  const auto* b = static_cast<const BlockQ6_K*>(w);
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / 256; ++i) {
+    const int8_t* sc = b[i].scales;
+    // q - 32: the bias is -32 * sum_ib sc[ib] * bsums[ib], a madd per row
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    __m256i q[8], scale[8];
+    const uint8_t* ql = b[i].ql;
+    const uint8_t* qh = b[i].qh;
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32) {
+      const __m256i la = load32(ql), lb = load32(ql + 32), hb = load32(qh);
+      __m256i* qq = q + 4 * h;
+      qq[0] = _mm256_or_si256(_mm256_and_si256(la, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
+      qq[1] = _mm256_or_si256(_mm256_and_si256(lb, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
+      qq[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), low4), _mm256_and_si256(hb, bits45));
+      qq[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), low4),
+                              _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
+      for (int k = 0; k < 4; ++k) {
+        const int s = 8 * h + 2 * k;  // sub-blocks s (bytes 0..15) and s + 1
+        scale[4 * h + k] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(sc[s])),
+                                                   _mm_set1_epi16(sc[s + 1]), 1);
+      }
+    }
+    const float dw = halfToFloat(b[i].d);
+    for (int r = 0; r < R; ++r) {
+      const ActBlock256& xb = x[r * x_stride + i];
+      __m256i sumi = _mm256_setzero_si256();
+      for (int k = 0; k < 8; ++k) {
+        sumi = _mm256_add_epi32(
+            sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], load32(xb.qs + 32 * k)), scale[k]));
+      }
+      const __m256i bias = _mm256_madd_epi16(load32(xb.bsums), scales16);
+      sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(bias, 5));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * dw), _mm256_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+}
+
+// the table's entry: rows in [1, kDotRows] to the register-blocked kernel.
+template <typename ActBlock, template <int> class Kernel>
+void dotRows(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n, float* out) {
+  static_assert(kDotRows == 4);
+  switch (rows) {
+    case 1: Kernel<1>::run(w, x, x_stride, n, out); break;
+    case 2: Kernel<2>::run(w, x, x_stride, n, out); break;
+    case 3: Kernel<3>::run(w, x, x_stride, n, out); break;
+    default: Kernel<4>::run(w, x, x_stride, n, out); break;
+  }
+}
+
+template <int R>
+struct Q8_0Kernel {
+  static void run(const void* w, const ActBlock32* x, int64_t s, int64_t n, float* out) {
+    dotSigned32<R, BlockQ8_0, q8_0Bytes>(w, x, s, n, out);
+  }
+};
+template <int R>
+struct Q4_0Kernel {
+  static void run(const void* w, const ActBlock32* x, int64_t s, int64_t n, float* out) {
+    dotSigned32<R, BlockQ4_0, q4_0Bytes>(w, x, s, n, out);
+  }
+};
+template <int R>
+struct Q4_KKernel {
+  static void run(const void* w, const ActBlock256* x, int64_t s, int64_t n, float* out) {
+    dotQ4_KRows<R>(w, x, s, n, out);
+  }
+};
+template <int R>
+struct Q6_KKernel {
+  static void run(const void* w, const ActBlock256* x, int64_t s, int64_t n, float* out) {
+    dotQ6_KRows<R>(w, x, s, n, out);
+  }
+};
+
+QuantDotTable makeTable(SimdLevel level, bool vnni) {
+  return {level,
+          vnni,
+          quantize32,
+          quantize256,
+          dotRows<ActBlock32, Q8_0Kernel>,
+          dotRows<ActBlock32, Q4_0Kernel>,
+          dotRows<ActBlock256, Q4_KKernel>,
+          dotRows<ActBlock256, Q6_KKernel>};
+}
