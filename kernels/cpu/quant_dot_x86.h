@@ -108,6 +108,8 @@ __m256i q4_0Bytes(const BlockQ4_0& b) {
   return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
 }
 
+// the k-quants: sub-block outer, rows inner, so the live registers are one
+// unpacked sub-block, its scale and the rows' sums (no spills on AVX2's 16).
 template <int R>
 void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const BlockQ4_K*>(w);
@@ -122,25 +124,29 @@ void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
       sc16[j] = sc;
       m16[2 * j] = m16[2 * j + 1] = m;  // the min of sub-block j covers bsums 2j, 2j + 1
     }
-    const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(m16));
-    __m256i q[8], scale[8];
+    const ActBlock256* xb = x + i;
+    __m256i sumi[R];
+    for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
+      // sub-block 2j: the low nibbles of 32 bytes, 2j + 1: the high ones
       const __m256i v = load32(b[i].qs + 32 * j);
-      q[2 * j] = _mm256_and_si256(v, low4);
-      q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      const __m256i ql = _mm256_and_si256(v, low4);
+      const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      const __m256i sl = _mm256_set1_epi16(sc16[2 * j]), sh = _mm256_set1_epi16(sc16[2 * j + 1]);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* xq = xb[r * x_stride].qs + 64 * j;
+        const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(ql, load32(xq)), sl);
+        const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(qh, load32(xq + 32)), sh);
+        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
+      }
     }
-    for (int j = 0; j < 8; ++j) scale[j] = _mm256_set1_epi16(sc16[j]);
+    const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(m16));
     const float d = halfToFloat(b[i].d), dmin = halfToFloat(b[i].dmin);
     for (int r = 0; r < R; ++r) {
-      const ActBlock256& xb = x[r * x_stride + i];
-      __m256i sumi = _mm256_setzero_si256();
-      for (int j = 0; j < 8; ++j) {
-        sumi = _mm256_add_epi32(
-            sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], load32(xb.qs + 32 * j)), scale[j]));
-      }
-      const __m256i summ = _mm256_madd_epi16(load32(xb.bsums), mins);
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * d), _mm256_cvtepi32_ps(sumi), acc[r]);
-      acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(xb.d * dmin), _mm256_cvtepi32_ps(summ), acc[r]);
+      const ActBlock256& xr = xb[r * x_stride];
+      const __m256i summ = _mm256_madd_epi16(load32(xr.bsums), mins);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xr.d * d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(xr.d * dmin), _mm256_cvtepi32_ps(summ), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
@@ -155,36 +161,37 @@ void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / 256; ++i) {
     const int8_t* sc = b[i].scales;
-    // q - 32: the bias is -32 * sum_ib sc[ib] * bsums[ib], a madd per row
-    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-    __m256i q[8], scale[8];
+    const ActBlock256* xb = x + i;
+    __m256i sumi[R];
+    for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
     const uint8_t* ql = b[i].ql;
     const uint8_t* qh = b[i].qh;
     for (int h = 0; h < 2; ++h, ql += 64, qh += 32) {
       const __m256i la = load32(ql), lb = load32(ql + 32), hb = load32(qh);
-      __m256i* qq = q + 4 * h;
-      qq[0] = _mm256_or_si256(_mm256_and_si256(la, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
-      qq[1] = _mm256_or_si256(_mm256_and_si256(lb, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
-      qq[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), low4), _mm256_and_si256(hb, bits45));
-      qq[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), low4),
-                              _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(la, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
+      q[1] = _mm256_or_si256(_mm256_and_si256(lb, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), low4), _mm256_and_si256(hb, bits45));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), low4),
+                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
       for (int k = 0; k < 4; ++k) {
         const int s = 8 * h + 2 * k;  // sub-blocks s (bytes 0..15) and s + 1
-        scale[4 * h + k] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(sc[s])),
-                                                   _mm_set1_epi16(sc[s + 1]), 1);
+        const __m256i scale = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(sc[s])),
+                                                      _mm_set1_epi16(sc[s + 1]), 1);
+        for (int r = 0; r < R; ++r) {
+          const __m256i p = _mm256_maddubs_epi16(q[k], load32(xb[r * x_stride].qs + 128 * h + 32 * k));
+          sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, scale));
+        }
       }
     }
+    // q - 32: the bias is -32 * sum_ib sc[ib] * bsums[ib], a madd per row
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
     const float dw = halfToFloat(b[i].d);
     for (int r = 0; r < R; ++r) {
-      const ActBlock256& xb = x[r * x_stride + i];
-      __m256i sumi = _mm256_setzero_si256();
-      for (int k = 0; k < 8; ++k) {
-        sumi = _mm256_add_epi32(
-            sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], load32(xb.qs + 32 * k)), scale[k]));
-      }
-      const __m256i bias = _mm256_madd_epi16(load32(xb.bsums), scales16);
-      sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(bias, 5));
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * dw), _mm256_cvtepi32_ps(sumi), acc[r]);
+      const ActBlock256& xr = xb[r * x_stride];
+      const __m256i bias = _mm256_madd_epi16(load32(xr.bsums), scales16);
+      const __m256i s = _mm256_sub_epi32(sumi[r], _mm256_slli_epi32(bias, 5));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xr.d * dw), _mm256_cvtepi32_ps(s), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
