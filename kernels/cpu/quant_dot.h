@@ -15,7 +15,8 @@
 
 namespace tandem::kernels::cpu {
 
-// 32 activations: x ~= d * qs.
+// 32 activations: x ~= d * qs; d is rounded to F16, as ggml's block_q8_0
+// stores it, so the dots are llama.cpp's numbers.
 struct ActBlock32 {
   float d;
   int8_t qs[32];

@@ -21,8 +21,13 @@ void quantizeBlock(const float* x, int n, float* d, int8_t* q) {
   for (int i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::lrintf(x[i] * id));
 }
 
+// the scale is rounded to F16, as ggml's block_q8_0 stores it (the values
+// are rounded with the unrounded one): llama.cpp's numbers exactly.
 void quantize32(const float* x, ActBlock32* out, int64_t n) {
-  for (int64_t i = 0; i < n / 32; ++i) quantizeBlock(x + 32 * i, 32, &out[i].d, out[i].qs);
+  for (int64_t i = 0; i < n / 32; ++i) {
+    quantizeBlock(x + 32 * i, 32, &out[i].d, out[i].qs);
+    out[i].d = f16ToF32(f32ToF16(out[i].d));
+  }
 }
 
 void quantize256(const float* x, ActBlock256* out, int64_t n) {

@@ -53,7 +53,9 @@ void quantize32Values(const float* x, float id, int8_t* q) {
 void quantize32(const float* x, ActBlock32* out, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i, x += 32) {
     const float amax = hmaxAbs(x, 32);
-    out[i].d = amax / 127.0f;
+    // the scale rounded to F16, as ggml's block_q8_0 stores it (the
+    // values are rounded with the unrounded one), as the scalar table
+    out[i].d = f16ToF32(f32ToF16(amax / 127.0f));
     quantize32Values(x, amax != 0.0f ? 127.0f / amax : 0.0f, out[i].qs);
   }
 }
