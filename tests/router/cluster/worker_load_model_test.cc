@@ -87,12 +87,27 @@ TEST(WorkerLoadModelTest, QueuedPromptsAreTimedAtTheirOwnLengthsRates) {
 
 TEST(WorkerLoadModelTest, BusyPeriodSamplesCountOnlyTheTimeSinceThePreviousFirstToken) {
   WorkerLoadModel model(shaped());
-  // five 1000-token prompts come at once to a worker at the shape (2000
-  // tokens/s): their first tokens come 0.5 s apart, each a sample of 0.5 s,
-  // not of the whole wait.
-  for (uint64_t k = 1; k <= 5; ++k) model.onRouted(k, "d1", 1000, 1, 0);
-  for (uint64_t k = 1; k <= 5; ++k) model.onFirstToken(k, 0.5 * static_cast<double>(k));
-  EXPECT_NEAR(model.load("d1", 3, 1000).prefill_tokens_per_s, 2000, 1);
+  // a 100-token prompt (0.2 s at the shape) and a 1000-token one (0.5 s)
+  // come at once to a worker at the shape: the second's first token after
+  // 0.7 s is a sample of 0.5 s for its own 1000 tokens, not of 1100 tokens
+  // in 0.7 s.
+  model.onRouted(1, "d1", 100, 1, 0);
+  model.onRouted(2, "d1", 1000, 1, 0);
+  model.onFirstToken(1, 0.2);
+  model.onFirstToken(2, 0.7);
+  EXPECT_NEAR(model.load("d1", 1, 1000).prefill_tokens_per_s, 2000, 1);
+}
+
+TEST(WorkerLoadModelTest, AStaleQueueReportDoesNotMakeTheWorkerLookFast) {
+  WorkerLoadModel model(shaped());
+  // the last Stats said 3000 tokens queued; the worker has prefilled them
+  // since. A 1000-token prompt routed now answers in 0.5 s, as the shape
+  // says: the worker is not 8000 tokens/s fast.
+  model.observeStats("d1", 3000, 0, 0);
+  model.onRouted(1, "d1", 1000, 1, 10);
+  model.onFirstToken(1, 10.5);
+  model.observeStats("d1", 0, 0, 0);
+  EXPECT_NEAR(model.load("d1", 11, 1000).prefill_tokens_per_s, 2000, 1);
 }
 
 WorkerState worker(const std::string& address, int64_t queued) {
