@@ -1,16 +1,10 @@
 #include "router/cluster/worker_load_model.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace tandem::router::cluster {
 
 WorkerLoadModel::WorkerLoadModel(WorkerLoadModelOptions options) : options_(options) {}
-
-int WorkerLoadModel::lengthClass(double prompt_tokens) {
-  const int bit = prompt_tokens < 1 ? 0 : static_cast<int>(std::floor(std::log2(prompt_tokens)));
-  return std::clamp(bit - kFirstClassBit, 0, kLengthClasses - 1);
-}
 
 double WorkerLoadModel::expectedTokensPerS(double prompt_tokens) const {
   const double rate = options_.expected_prefill_tokens_per_s && prompt_tokens > 0
@@ -22,7 +16,6 @@ double WorkerLoadModel::expectedTokensPerS(double prompt_tokens) const {
 WorkerLoadModel::Worker& WorkerLoadModel::workerLocked(const std::string& address) {
   auto [it, inserted] = workers_.try_emplace(address);
   if (inserted) {
-    it->second.class_ratio.fill(1.0);
     it->second.decode_step = options_.default_decode_s_per_step;
   }
   return it->second;
@@ -67,14 +60,11 @@ WorkerLoad WorkerLoadModel::loadLocked(const Worker& w, double now, int64_t prom
   // the queue: the router's own requests at their lengths' rates, what the
   // worker reports beyond them at the default rate.
   const double unattributed = std::max(0.0, w.reported_queued - w.own_queued);
-  const double queue_s = (w.own_queued_s + unattributed / options_.default_prefill_tokens_per_s) / speed;
-  const double prompt = prompt_tokens > 0 ? static_cast<double>(prompt_tokens) : 0.0;
-  const double prompt_rate = prompt > 0
-                                 ? expectedTokensPerS(prompt) * speed * w.class_ratio[lengthClass(prompt)]
-                                 : options_.default_prefill_tokens_per_s * speed;
-  const double tokens = load.queued_prefill_tokens + prompt;
-  const double seconds = queue_s + prompt / prompt_rate;
-  load.prefill_tokens_per_s = tokens > 0 && seconds > 0 ? tokens / seconds : prompt_rate;
+  load.prefill_queue_s = (w.own_queued_s + unattributed / options_.default_prefill_tokens_per_s) / speed;
+  load.prefill_tokens_per_s =
+      prompt_tokens > 0
+          ? expectedTokensPerS(static_cast<double>(prompt_tokens)) * speed
+          : options_.default_prefill_tokens_per_s * speed;
   return load;
 }
 
@@ -101,7 +91,6 @@ void WorkerLoadModel::onRouted(uint64_t key, const std::string& address, int64_t
   r.work = std::max(w.own_queued, w.reported_queued) + static_cast<double>(r.prefill_tokens);
   // timed at the whole prompt's rate (the cached part shapes it too).
   const double length = static_cast<double>(std::max(prompt_tokens, r.prefill_tokens));
-  r.length_class = lengthClass(length);
   r.own_s = static_cast<double>(r.prefill_tokens) / expectedTokensPerS(length);
   const double unattributed = std::max(0.0, w.reported_queued - w.own_queued);
   r.work_s = w.own_queued_s + unattributed / options_.default_prefill_tokens_per_s + r.own_s;
@@ -135,12 +124,7 @@ void WorkerLoadModel::onFirstToken(uint64_t key, double now) {
     // (their moving sums: a long prefill weighs more than a short one).
     w.expected_s += options_.prefill_sample_weight * (r.own_s - w.expected_s);
     w.taken_s += options_.prefill_sample_weight * (served - w.taken_s);
-    const double before = w.speed;
     if (w.taken_s > 0 && w.expected_s > 0) w.speed = w.expected_s / w.taken_s;
-    // the class: how far this sample is from the worker's factor (bounded:
-    // one odd sample moves it little).
-    double& ratio = w.class_ratio[r.length_class];
-    ratio += options_.prefill_sample_weight * (std::clamp(r.own_s / served / before, 0.125, 8.0) - ratio);
   }
 }
 

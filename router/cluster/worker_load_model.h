@@ -29,16 +29,16 @@
 // prefills / the seconds they took (moving sums, so a long prefill weighs
 // more than a short one). A prefill took the time from its routing, or from
 // the worker's previous first token if later, to its first token: in a busy
-// period the queue ahead and the first-token overheads drop out. On top of
-// the factor each log2 prompt-length class (64, 128, ..., 1M tokens) learns
-// a ratio to it (1 until the class has a sample; a ratio, so it follows the
-// factor): with a flat shape (the router without a profile) the classes
-// learn the worker's own shape. Nothing is shared between workers (a curve
-// shared by all, learned from the same samples, let stale queue counts
-// inflate one size and attract more work). A worker's queue is timed at its
+// period the queue ahead and the first-token overheads drop out. Nothing is
+// shared between workers (a curve shared by all, learned from the same
+// samples, let stale queue counts inflate one size and attract more work),
+// and nothing is learned per length (a ratio per log2 length class on top
+// of the factor was tried: learned from noisy first tokens of batched
+// workers, classes' ratios drifted per worker and the kv policy's cache hit
+// rate in the router simulator fell to round robin's). A worker's queue is timed at its
 // requests' own lengths (what the Stats report beyond the router's own at
-// the default rate), and the rate load() returns covers that queue and the
-// asked prompt together.
+// the default rate): load() returns the queue's seconds and the rate for a
+// prompt of the asked length.
 //
 // A worker that stalls produces no samples, so the oldest request still
 // waiting for its first token also bounds the factor: its expected work
@@ -47,7 +47,6 @@
 // virtual time, steady_clock for the router). Thread-safe.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -62,11 +61,11 @@ struct WorkerLoadModelOptions {
   double default_decode_s_per_step = 0.02;
   // weight of a new sample in the decode step's moving average.
   double sample_weight = 0.2;
-  // weight of a new sample in the prefill factor's moving sums and the
-  // class ratios: lower, as a first token also carries the decode worker's
-  // batch wait and the KV transfer (noise that made identical workers look
-  // unlike and sent long prompts behind busy ones); a stall still shows at
-  // once through the oldest waiting request.
+  // weight of a new sample in the prefill factor's moving sums: lower, as
+  // a first token also carries the decode worker's batch wait and the KV
+  // transfer (noise that made identical workers look unlike and sent long
+  // prompts behind busy ones); a stall still shows at once through the
+  // oldest waiting request.
   double prefill_sample_weight = 0.02;
   // first tokens with less prefill work than this teach no rate (noise).
   int64_t min_prefill_sample_tokens = 64;
@@ -79,9 +78,8 @@ struct WorkerLoad {
   double queued_prefill_tokens = 0;  // not yet prefilled, including the router's own
   int64_t running = 0;               // requests running or waiting
   int64_t active_blocks = 0;         // KV blocks held by them
-  // learned (stall-bounded): the worker's queue and a prompt of the asked
-  // length together, (queued + prompt) / their predicted seconds.
-  double prefill_tokens_per_s = 0;
+  double prefill_queue_s = 0;        // predicted seconds to prefill the queue
+  double prefill_tokens_per_s = 0;   // learned for the asked prompt length (stall-bounded)
   double decode_s_per_step = 0;      // learned
 };
 
@@ -115,11 +113,6 @@ class WorkerLoadModel {
   const WorkerLoadModelOptions& options() const { return options_; }
 
  private:
-  // log2 prompt-length classes: 64 tokens and less share the first, 1M
-  // and more the last.
-  static constexpr int kFirstClassBit = 6;
-  static constexpr int kLengthClasses = 15;
-
   struct Request {
     std::string address;
     int64_t prefill_tokens = 0;
@@ -127,7 +120,6 @@ class WorkerLoadModel {
     double work = 0;  // prefill tokens ahead of it and its own
     double own_s = 0;   // its own prefill at the expected rate (factor 1)
     double work_s = 0;  // the same of `work`
-    int length_class = 0;
     double routed_at = 0;
     double first_token_at = -1;
   };
@@ -148,14 +140,11 @@ class WorkerLoadModel {
     double expected_s = 0;
     double taken_s = 0;
     double last_first_token_at = -1e300;
-    // per prompt-length class, a ratio to `speed` (1: no sample yet).
-    std::array<double, kLengthClasses> class_ratio;
     double decode_step = 0;
     // requests waiting for their first token: routed_at -> key.
     std::multimap<double, uint64_t> waiting;
   };
 
-  static int lengthClass(double prompt_tokens);
   double expectedTokensPerS(double prompt_tokens) const;
   // mu_ held.
   Worker& workerLocked(const std::string& address);

@@ -1,7 +1,6 @@
 // The load model's length-aware prefill rate: a worker's speed is learned as
-// a factor against the expected throughput by prompt length, and per
-// prompt-length class as a ratio to it. Through the real WorkerLoadModel and
-// RoutePlanner.
+// a factor against the expected throughput by prompt length. Through the
+// real WorkerLoadModel and RoutePlanner.
 #include "router/cluster/worker_load_model.h"
 
 #include <vector>
@@ -62,18 +61,6 @@ TEST(WorkerLoadModelTest, ASlowWorkersFactorCarriesToEveryLength) {
   EXPECT_NEAR(model.load("d2", 100, 50000).prefill_tokens_per_s, 1000, 1);
 }
 
-TEST(WorkerLoadModelTest, WithoutAShapeEachLengthClassLearnsItsOwnRate) {
-  // no expected shape (the router without a profile): flat at the default.
-  WorkerLoadModel model(WorkerLoadModelOptions{.default_prefill_tokens_per_s = 1000});
-  // d1 alternates 100-token prompts at 500 tokens/s and 10k-token ones at 2000.
-  for (int i = 0; i < 300; ++i) {
-    serve(model, "d1", 1000 + 2 * i, 1, 100, 500, 10.0 * i);
-    serve(model, "d1", 1001 + 2 * i, 1, 10000, 2000, 10.0 * i + 2);
-  }
-  EXPECT_NEAR(model.load("d1", 1000, 10000).prefill_tokens_per_s, 2000, 150);
-  EXPECT_NEAR(model.load("d1", 1000, 100).prefill_tokens_per_s, 500, 50);
-}
-
 TEST(WorkerLoadModelTest, QueuedPromptsAreTimedAtTheirOwnLengthsRates) {
   WorkerLoadModel model(shaped());
   // two 100-token prompts wait on d1 (0.2 s each at the shape): a 1000-token
@@ -82,7 +69,8 @@ TEST(WorkerLoadModelTest, QueuedPromptsAreTimedAtTheirOwnLengthsRates) {
   model.onRouted(2, "d1", 100, 1, 0);
   const WorkerLoad load = model.load("d1", 0, 1000);
   EXPECT_EQ(load.queued_prefill_tokens, 200);
-  EXPECT_NEAR((load.queued_prefill_tokens + 1000) / load.prefill_tokens_per_s, 0.9, 1e-6);
+  EXPECT_NEAR(load.prefill_queue_s, 0.4, 1e-9);
+  EXPECT_NEAR(load.prefill_tokens_per_s, 2000, 1e-9);
 }
 
 TEST(WorkerLoadModelTest, BusyPeriodSamplesCountOnlyTheTimeSinceThePreviousFirstToken) {
