@@ -503,7 +503,12 @@ absl::StatusOr<PlannerPolicyResult> ClusterRun::run() {
   ro.max_prefill_queue_tokens = int64_t{1} << 50;
   ro.load.default_prefill_tokens_per_s = profile_.prefillTokensPerS(2048);
   ro.load.default_decode_s_per_step = profile_.decodeItlMs(1, 2048) / 1000;
-  if (!options_.router_learns_rates) ro.load.sample_weight = 0;
+  // the router learns each worker's speed against the profile's shape (the
+  // throughput by prompt length), as a router given the profile would.
+  ro.load.expected_prefill_tokens_per_s = [profile = profile_](double prompt_tokens) {
+    return profile.prefillTokensPerS(prompt_tokens);
+  };
+  if (!options_.router_learns_rates) ro.load.sample_weight = ro.load.prefill_sample_weight = 0;
   absl::StatusOr<std::unique_ptr<RoutePlanner>> router = RoutePlanner::create(ro, &index_);
   if (!router.ok()) return router.status();
   router_ = std::move(*router);

@@ -51,17 +51,17 @@ TierMatch RoutePlanner::matchOf(const std::string& address) const {
   return {};
 }
 
-RouteCandidate RoutePlanner::candidate(const WorkerState& w, double now_s) const {
+RouteCandidate RoutePlanner::candidate(const WorkerState& w, double now_s, int64_t prompt_tokens) const {
   RouteCandidate c;
   c.address = &w.address;
   c.cached = matchOf(w.address);
-  c.load = load_.load(w.address, now_s);
+  c.load = load_.load(w.address, now_s, prompt_tokens);
   c.num_blocks = w.info.num_blocks();
   c.free_blocks = w.has_stats ? w.stats.num_free_blocks() : w.info.num_blocks();
   return c;
 }
 
-bool RoutePlanner::decodeCandidates(const std::vector<WorkerState>& workers, int64_t final_len,
+bool RoutePlanner::decodeCandidates(const std::vector<WorkerState>& workers, int64_t prompt_tokens, int64_t final_len,
                                     const std::map<std::string, int>& in_flight,
                                     const std::vector<std::string>& exclude, bool honour_exclude,
                                     double now_s, std::vector<RouteCandidate>& out) const {
@@ -71,7 +71,7 @@ bool RoutePlanner::decodeCandidates(const std::vector<WorkerState>& workers, int
     if (honour_exclude && std::find(exclude.begin(), exclude.end(), w.address) != exclude.end()) {
       continue;
     }
-    RouteCandidate c = candidate(w, now_s);
+    RouteCandidate c = candidate(w, now_s, prompt_tokens);
     if (auto it = in_flight.find(w.address); it != in_flight.end()) {
       c.load.running = std::max<int64_t>(c.load.running, it->second);
     }
@@ -128,8 +128,8 @@ absl::StatusOr<RouteDecision> RoutePlanner::plan(const RouteQuery& query,
     }
   }
   std::vector<RouteCandidate> candidates;
-  if (!decodeCandidates(workers, final_len, in_flight, exclude, true, query.now_s, candidates) &&
-      !decodeCandidates(workers, final_len, in_flight, exclude, false, query.now_s, candidates)) {
+  if (!decodeCandidates(workers, prompt_tokens, final_len, in_flight, exclude, true, query.now_s, candidates) &&
+      !decodeCandidates(workers, prompt_tokens, final_len, in_flight, exclude, false, query.now_s, candidates)) {
     return absl::UnavailableError("no healthy decode worker");
   }
   RouteAsk ask;
@@ -153,7 +153,7 @@ absl::StatusOr<RouteDecision> RoutePlanner::plan(const RouteQuery& query,
   if (decision.uncached_tokens > options_.max_local_prefill_tokens) {
     for (const WorkerState& w : workers) {
       if (!w.routable() || !w.prefillOnly()) continue;
-      RouteCandidate c = candidate(w, query.now_s);
+      RouteCandidate c = candidate(w, query.now_s, prompt_tokens);
       if (std::max<double>(c.load.queued_prefill_tokens, w.stats.num_prefill_tokens_queued()) >=
           static_cast<double>(options_.max_prefill_queue_tokens)) {
         continue;
@@ -184,10 +184,11 @@ absl::StatusOr<RouteDecision> RoutePlanner::plan(const RouteQuery& query,
     const int64_t blocks = (final_len + block_size - 1) / block_size;
     const int64_t prefill_tokens = prompt_tokens - decision.predicted_cached_tokens;
     if (decision.prefill_address.empty()) {
-      load_.onRouted(query.key, decision.decode_address, prefill_tokens, blocks, query.now_s);
+      load_.onRouted(query.key, decision.decode_address, prefill_tokens, blocks, query.now_s, prompt_tokens);
     } else {
       load_.onRouted(query.key, decision.decode_address, 0, blocks, query.now_s);
-      load_.onRouted(prefillKey(query.key), decision.prefill_address, prefill_tokens, 0, query.now_s);
+      load_.onRouted(prefillKey(query.key), decision.prefill_address, prefill_tokens, 0, query.now_s,
+                     prompt_tokens);
     }
   }
   return decision;

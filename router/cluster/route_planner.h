@@ -112,11 +112,12 @@ class RoutePlanner {
 
  private:
   // fills the candidates among `workers`; false when none.
-  bool decodeCandidates(const std::vector<WorkerState>& workers, int64_t final_len,
+  bool decodeCandidates(const std::vector<WorkerState>& workers, int64_t prompt_tokens, int64_t final_len,
                         const std::map<std::string, int>& in_flight,
                         const std::vector<std::string>& exclude, bool honour_exclude,
                         double now_s, std::vector<RouteCandidate>& out) const;
-  RouteCandidate candidate(const WorkerState& w, double now_s) const;
+  // its load, the prefill rate for a prompt of `prompt_tokens`.
+  RouteCandidate candidate(const WorkerState& w, double now_s, int64_t prompt_tokens) const;
   TierMatch matchOf(const std::string& address) const;
 
   const RoutePlannerOptions options_;

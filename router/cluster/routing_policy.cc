@@ -19,7 +19,7 @@ int64_t uncachedTokens(const RouteAsk& ask, const RouteCandidate& c) {
 
 double estimateTtft(const RouteAsk& ask, const RouteCandidate& c, const RoutingCosts& costs) {
   const double rate = std::max(c.load.prefill_tokens_per_s, 1e-6);
-  double t = (c.load.queued_prefill_tokens + static_cast<double>(uncachedTokens(ask, c))) / rate;
+  double t = c.load.prefill_queue_s + static_cast<double>(uncachedTokens(ask, c)) / rate;
   t += static_cast<double>(c.cached.host - c.cached.device) * costs.host_onboard_s_per_block;
   t += static_cast<double>(c.cached.any - c.cached.host) * costs.disk_onboard_s_per_block;
   t += static_cast<double>(c.transfer_blocks) * costs.transfer_s_per_block;

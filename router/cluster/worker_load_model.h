@@ -14,14 +14,37 @@
 // KvIndex keeps what the events do say (the cache) for the overlap term.
 //
 // Rates are learned online, seeded by defaults: each first token is a
-// sample of the prefill rate ((work queued ahead + the prompt's uncached
-// tokens) / time to first token), each finished request a sample of the
-// decode step (time after the first token / tokens after it), as moving
-// averages. A worker that stalls produces no samples, so the oldest request
-// still waiting for its first token also bounds the rate: its work divided
-// by its age (a stalled worker reads slower and slower). Times are seconds
-// on any clock that the caller uses consistently (the simulator's virtual
-// time, steady_clock for the router). Thread-safe.
+// sample of the worker's prefill speed, each finished request a sample of
+// the decode step (time after the first token / tokens after it, a moving
+// average). A prefill's throughput depends on the prompt's length (short
+// prompts pay fixed costs, long ones attention's quadratic term: 13k
+// tokens/s at 128 tokens, 26k at 2-4k, 9k at 128k on the shipped
+// MI300X-class profile), so the one learned rate a worker this model had
+// made a worker that had served short prompts look slow for a long one, and
+// long prompts went behind busy workers while others idled. The model
+// therefore learns, per worker, a speed FACTOR against an expected shape
+// (`expected_prefill_tokens_per_s(prompt length)`, e.g. a planner profile;
+// flat at the default rate when unset), so that one observation at any
+// length informs every length: factor = the expected seconds of its recent
+// prefills / the seconds they took (moving sums, so a long prefill weighs
+// more than a short one). A prefill took the time from its routing, or from
+// the worker's previous first token if later, to its first token: in a busy
+// period the queue ahead and the first-token overheads drop out. Nothing is
+// shared between workers (a curve shared by all, learned from the same
+// samples, let stale queue counts inflate one size and attract more work),
+// and nothing is learned per length (a ratio per log2 length class on top
+// of the factor was tried: learned from noisy first tokens of batched
+// workers, classes' ratios drifted per worker and the kv policy's cache hit
+// rate in the router simulator fell to round robin's). A worker's queue is timed at its
+// requests' own lengths (what the Stats report beyond the router's own at
+// the default rate): load() returns the queue's seconds and the rate for a
+// prompt of the asked length.
+//
+// A worker that stalls produces no samples, so the oldest request still
+// waiting for its first token also bounds the factor: its expected work
+// divided by its age (a stalled worker reads slower and slower). Times are
+// seconds on any clock that the caller uses consistently (the simulator's
+// virtual time, steady_clock for the router). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -36,17 +59,27 @@ namespace tandem::router::cluster {
 struct WorkerLoadModelOptions {
   double default_prefill_tokens_per_s = 8000;
   double default_decode_s_per_step = 0.02;
-  // weight of a new sample in the moving averages.
+  // weight of a new sample in the decode step's moving average.
   double sample_weight = 0.2;
+  // weight of a new sample in the prefill factor's moving sums: lower, as
+  // a first token also carries the decode worker's batch wait and the KV
+  // transfer (noise that made identical workers look unlike and sent long
+  // prompts behind busy ones); a stall still shows at once through the
+  // oldest waiting request.
+  double prefill_sample_weight = 0.02;
   // first tokens with less prefill work than this teach no rate (noise).
   int64_t min_prefill_sample_tokens = 64;
+  // the expected prefill throughput (tokens/s) of a prompt this long, the
+  // shape the workers' factors scale; unset: default_prefill_tokens_per_s.
+  std::function<double(double prompt_tokens)> expected_prefill_tokens_per_s;
 };
 
 struct WorkerLoad {
   double queued_prefill_tokens = 0;  // not yet prefilled, including the router's own
   int64_t running = 0;               // requests running or waiting
   int64_t active_blocks = 0;         // KV blocks held by them
-  double prefill_tokens_per_s = 0;   // learned (stall-bounded)
+  double prefill_queue_s = 0;        // predicted seconds to prefill the queue
+  double prefill_tokens_per_s = 0;   // learned for the asked prompt length (stall-bounded)
   double decode_s_per_step = 0;      // learned
 };
 
@@ -58,13 +91,15 @@ class WorkerLoadModel {
   // (the pool's copy between two polls) changes nothing.
   void observeStats(const std::string& address, double queued_prefill_tokens, int64_t running,
                     int64_t active_blocks);
-  // the prediction for `address` at `now`.
-  WorkerLoad load(const std::string& address, double now) const;
+  // the prediction for `address` at `now`, its prefill rate for a prompt of
+  // `prompt_tokens` (0: of unknown length, timed at the default rate).
+  WorkerLoad load(const std::string& address, double now, int64_t prompt_tokens = 0) const;
 
   // a request (`key`, unique among those in flight) sent to `address`
-  // with `prefill_tokens` to prefill there and `blocks` KV blocks to hold.
+  // with `prefill_tokens` to prefill there (of a `prompt_tokens` prompt,
+  // the rest cached; 0: prefill_tokens) and `blocks` KV blocks to hold.
   void onRouted(uint64_t key, const std::string& address, int64_t prefill_tokens, int64_t blocks,
-                double now);
+                double now, int64_t prompt_tokens = 0);
   // its first token came (its prefill is done).
   void onFirstToken(uint64_t key, double now);
   // it ended (any way) after `output_tokens` tokens.
@@ -83,6 +118,8 @@ class WorkerLoadModel {
     int64_t prefill_tokens = 0;
     int64_t blocks = 0;
     double work = 0;  // prefill tokens ahead of it and its own
+    double own_s = 0;   // its own prefill at the expected rate (factor 1)
+    double work_s = 0;  // the same of `work`
     double routed_at = 0;
     double first_token_at = -1;
   };
@@ -97,15 +134,23 @@ class WorkerLoadModel {
     double reported_queued = 0;
     int64_t reported_running = 0;
     int64_t reported_blocks = 0;
-    double prefill_rate = 0;
+    double own_queued_s = 0;  // own_queued at the expected rates
+    double speed = 1;         // factor on the expected rates
+    // moving sums of the prefill samples' expected and taken seconds.
+    double expected_s = 0;
+    double taken_s = 0;
+    double last_first_token_at = -1e300;
     double decode_step = 0;
     // requests waiting for their first token: routed_at -> key.
     std::multimap<double, uint64_t> waiting;
   };
 
+  double expectedTokensPerS(double prompt_tokens) const;
   // mu_ held.
   Worker& workerLocked(const std::string& address);
-  WorkerLoad loadLocked(const Worker& w, double now) const;
+  WorkerLoad loadLocked(const Worker& w, double now, int64_t prompt_tokens) const;
+  // the request leaves the worker's prefill queue.
+  static void dequeueLocked(Worker& w, const Request& r, uint64_t key);
 
   const WorkerLoadModelOptions options_;
   mutable std::mutex mu_;
