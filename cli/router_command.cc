@@ -23,6 +23,7 @@
 #include "cli/stop_signals.h"
 #include "common/host_port.h"
 #include "common/status.h"
+#include "planner/profile.h"
 #include "proto/convert/worker_enum_names.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
@@ -54,7 +55,22 @@ struct RouterArgs {
   double ttft_slo_ms = 0;
   size_t kv_index_max_blocks = KvIndexOptions{}.max_blocks;
   double migration_timeout_s = 30;
+  std::string prefill_profile;
 };
+
+// a worker profile (`tandem planner profile`'s JSON) gives the load model
+// its starting rates and the prefill rate's shape by prompt length: each
+// worker's learned speed is a factor against that shape, so a worker seen
+// on short prompts is predicted right for a long one.
+absl::Status learnAgainstProfile(const std::string& path, WorkerLoadModelOptions* load) {
+  ASSIGN_OR_RETURN(planner::WorkerProfile profile, planner::WorkerProfile::load(path));
+  load->default_prefill_tokens_per_s = profile.prefillTokensPerS(2048);
+  load->default_decode_s_per_step = profile.decodeItlMs(1, 2048) / 1000;
+  load->expected_prefill_tokens_per_s = [profile](double prompt_tokens) {
+    return profile.prefillTokensPerS(prompt_tokens);
+  };
+  return absl::OkStatus();
+}
 
 // the first healthy decode-capable worker, waiting for one; nullopt when a
 // stop signal came first (its number in *sig). SIGHUP runs `on_reload`.
@@ -113,6 +129,9 @@ absl::Status runRouter(RouterArgs args) {
   subscriber.start();
   RemoteGeneratorOptions generator_options;
   generator_options.planner = args.planner;
+  if (!args.prefill_profile.empty()) {
+    RETURN_IF_ERROR(learnAgainstProfile(args.prefill_profile, &generator_options.planner.load));
+  }
   generator_options.planner.ttft_slo_s = args.ttft_slo_ms / 1000;
   generator_options.no_worker_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));
@@ -214,6 +233,10 @@ void registerRouterCommand(CLI::App& app) {
   cmd->add_option("--kv-index-max-blocks", args->kv_index_max_blocks,
                   "(worker, block) entries the KV index keeps in all; the oldest go first (0 = no bound)")
       ->capture_default_str();
+  cmd->add_option("--prefill-profile", args->prefill_profile,
+                  "a worker profile (JSON of `tandem planner profile`, e.g. planner/profiles/*.json): "
+                  "the router learns each worker's prefill speed as a factor against its rate by "
+                  "prompt length (default: one rate for every length)");
   cmd->add_option("--migration-timeout", args->migration_timeout_s,
                   "seconds a request waits for a decode worker before failing")->capture_default_str();
   addFrontendFlags(cmd, &args->web, "gRPC port of the public tandem API (0 = any free)");
