@@ -29,14 +29,16 @@ struct ActBlock256 {
   int16_t bsums[16];
 };
 
-// activation rows one dot call handles: every weight block is loaded and
-// unpacked once and multiplied with up to this many rows (register blocking:
-// the weight bandwidth and unpacking of a batch are shared).
-inline constexpr int kDotRows = 4;
+// the most activation rows one dot call of any table handles: every weight
+// block is loaded and unpacked once and multiplied with up to the table's
+// `rows` rows (register blocking: the weight bandwidth and unpacking of a
+// batch are shared). AVX2's 16 registers hold 4 rows' sums, AVX-512's 32
+// hold 8.
+inline constexpr int kDotRows = 8;
 
 // out[r] = dot of one weight row of n values (its blocks at w) with the
 // activation row r quantized to the matching block kind, for r in
-// [0, rows), rows in [1, kDotRows]; row r's blocks start at x + r * x_stride.
+// [0, rows), rows in [1, table.rows]; row r's blocks start at x + r * x_stride.
 template <typename ActBlock>
 using DotRowsFn = void (*)(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n,
                            float* out);
@@ -46,6 +48,8 @@ struct QuantDotTable {
   // VPDPBUSD (AVX512-VNNI or AVX-VNNI) instead of maddubs + madd.
   SimdLevel level;
   bool vnni;
+  // the most rows one dot call takes, in [1, kDotRows].
+  int rows;
   // n floats (a multiple of 32, resp. 256) into n / 32 (n / 256) blocks.
   void (*quantize32)(const float* x, ActBlock32* out, int64_t n);
   void (*quantize256)(const float* x, ActBlock256* out, int64_t n);

@@ -24,7 +24,7 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 }  // namespace
 
 const QuantDotTable& avx2QuantDots() {
-  static const QuantDotTable table = makeTable(SimdLevel::kAvx2, false);
+  static const QuantDotTable table = makeTable<4>(SimdLevel::kAvx2, false);
   return table;
 }
 

@@ -24,7 +24,7 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(a
 }  // namespace
 
 const QuantDotTable& avx512VnniQuantDots() {
-  static const QuantDotTable table = makeTable(SimdLevel::kAvx512, true);
+  static const QuantDotTable table = makeTable<8>(SimdLevel::kAvx512, true);
   return processorHasAvx512Vnni() ? table : avxVnniQuantDots();
 }
 

@@ -22,7 +22,7 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi
 }  // namespace
 
 const QuantDotTable& avxVnniQuantDots() {
-  static const QuantDotTable table = makeTable(SimdLevel::kAvx2, true);
+  static const QuantDotTable table = makeTable<4>(SimdLevel::kAvx2, true);
   return processorHasAvxVnni() ? table : avx2QuantDots();
 }
 

@@ -5,8 +5,8 @@
 // = acc + (per int32 lane) the sum of 4 products u8 * s8: maddubs + madd on
 // AVX2, one VPDPBUSD with AVX-VNNI or AVX512-VNNI (VL).
 //
-// Register blocking: a dot call takes one weight row and up to kDotRows
-// activation rows; every weight block is loaded, unpacked (nibbles, 6-bit
+// Register blocking: a dot call takes one weight row and up to the table's
+// rows (4 with AVX2's 16 registers, 8 with AVX-512's 32) activation rows; every weight block is loaded, unpacked (nibbles, 6-bit
 // values, scales, f16 factors) and made unsigned once and multiplied with
 // every row, so a batch shares the weight's bandwidth and its unpacking.
 // Signed q8_0 / q4_0 weights use the sign trick (|w| * (x * sign(w))) so the
@@ -89,11 +89,13 @@ void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n
   for (int64_t i = 0; i < n / 32; ++i) {
     const __m256i wq = weightBytes(b[i]);
     const __m256i wabs = _mm256_sign_epi8(wq, wq);
-    const float dw = halfToFloat(b[i].d);
+    // d_w * d_x as one lane-wise multiply of the broadcast factors (the
+    // same float product as the scalar one, one instruction a row)
+    const __m256 dw = _mm256_set1_ps(halfToFloat(b[i].d));
     for (int r = 0; r < R; ++r) {
       const ActBlock32& xb = x[r * x_stride + i];
       const __m256i s = dpbusd(_mm256_setzero_si256(), wabs, _mm256_sign_epi8(load32(xb.qs), wq));
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xb.d), _mm256_cvtepi32_ps(s), acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(&xb.d)), _mm256_cvtepi32_ps(s), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
@@ -199,15 +201,27 @@ void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
 }
 
-// the table's entry: rows in [1, kDotRows] to the register-blocked kernel.
-template <typename ActBlock, template <int> class Kernel>
+// the table's entry: rows in [1, MaxRows] to the register-blocked kernel.
+template <int MaxRows, typename ActBlock, template <int> class Kernel>
 void dotRows(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n, float* out) {
-  static_assert(kDotRows == 4);
+  static_assert(MaxRows == 4 || MaxRows == 8);
   switch (rows) {
     case 1: Kernel<1>::run(w, x, x_stride, n, out); break;
     case 2: Kernel<2>::run(w, x, x_stride, n, out); break;
     case 3: Kernel<3>::run(w, x, x_stride, n, out); break;
-    default: Kernel<4>::run(w, x, x_stride, n, out); break;
+    case 4: Kernel<4>::run(w, x, x_stride, n, out); break;
+    default:
+      if constexpr (MaxRows == 8) {
+        switch (rows) {
+          case 5: Kernel<5>::run(w, x, x_stride, n, out); break;
+          case 6: Kernel<6>::run(w, x, x_stride, n, out); break;
+          case 7: Kernel<7>::run(w, x, x_stride, n, out); break;
+          default: Kernel<8>::run(w, x, x_stride, n, out); break;
+        }
+      } else {
+        Kernel<4>::run(w, x, x_stride, n, out);
+      }
+      break;
   }
 }
 
@@ -236,13 +250,18 @@ struct Q6_KKernel {
   }
 };
 
+// MaxRows: the rows one call takes (4 where 16 registers must hold them, 8
+// with 32).
+template <int MaxRows>
 QuantDotTable makeTable(SimdLevel level, bool vnni) {
+  static_assert(MaxRows <= kDotRows);
   return {level,
           vnni,
+          MaxRows,
           quantize32,
           quantize256,
-          dotRows<ActBlock32, Q8_0Kernel>,
-          dotRows<ActBlock32, Q4_0Kernel>,
-          dotRows<ActBlock256, Q4_KKernel>,
-          dotRows<ActBlock256, Q6_KKernel>};
+          dotRows<MaxRows, ActBlock32, Q8_0Kernel>,
+          dotRows<MaxRows, ActBlock32, Q4_0Kernel>,
+          dotRows<MaxRows, ActBlock256, Q4_KKernel>,
+          dotRows<MaxRows, ActBlock256, Q6_KKernel>};
 }

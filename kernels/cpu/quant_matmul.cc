@@ -22,10 +22,11 @@ std::vector<float>& panelScratch() {
 }
 
 // y rows [0, m) x weight rows [n_begin, n_end): each weight row is read from
-// memory once and its blocks unpacked once per kDotRows rows of x.
+// memory once and its blocks unpacked once per `max_rows` (the table's rows)
+// rows of x.
 template <typename ActBlock>
-void dotRows(const MatmulArgs& a, DotRowsFn<ActBlock> dot, const ActBlock* xq, int64_t n_begin,
-             int64_t n_end) {
+void dotRows(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, const ActBlock* xq,
+             int64_t n_begin, int64_t n_end) {
   const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
   const auto* w = static_cast<const char*>(a.w);
   const int64_t x_blocks = a.k / (usesBlock256(a.w_dtype) ? 256 : 32);
@@ -33,8 +34,8 @@ void dotRows(const MatmulArgs& a, DotRowsFn<ActBlock> dot, const ActBlock* xq, i
   for (int64_t j = n_begin; j < n_end; ++j) {
     const void* wr = w + j * row_bytes;
     const float b = a.bias != nullptr ? a.bias[j] : 0.0f;
-    for (int64_t r0 = 0; r0 < a.m; r0 += kDotRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kDotRows, a.m - r0));
+    for (int64_t r0 = 0; r0 < a.m; r0 += max_rows) {
+      const int rows = static_cast<int>(std::min<int64_t>(max_rows, a.m - r0));
       dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, out);
       for (int r = 0; r < rows; ++r) a.y[(r0 + r) * a.n + j] = out[r] + b;
     }
@@ -108,9 +109,9 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   const int tasks = static_cast<int>((args.n + chunk - 1) / chunk);
   auto run = [&](int64_t begin, int64_t end) {
     if (usesBlock256(args.w_dtype)) {
-      dotRows(args, dot256For(dots, args.w_dtype), x256.data(), begin, end);
+      dotRows(args, dot256For(dots, args.w_dtype), dots.rows, x256.data(), begin, end);
     } else {
-      dotRows(args, dot32For(dots, args.w_dtype), x32.data(), begin, end);
+      dotRows(args, dot32For(dots, args.w_dtype), dots.rows, x32.data(), begin, end);
     }
   };
   if (args.m * args.n * args.k < (1 << 16)) {

@@ -92,10 +92,10 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
     for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
-      // decode, small batches (a partial and a full-plus-partial group of
-      // kDotRows rows), the integer path's edge, prefill just past it and a
-      // long one; odd weight row counts everywhere.
-      for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{6}, kQuantDotMaxRows, kQuantDotMaxRows + 1,
+      // decode, small batches (partial and full-plus-partial groups of a
+      // table's 4 or 8 rows), the integer path's edge, prefill just past it
+      // and a long one; odd weight row counts everywhere.
+      for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{6}, int64_t{11}, kQuantDotMaxRows, kQuantDotMaxRows + 1,
                         int64_t{67}}) {
         out.push_back({t, m, 37, 512, level, 1});
       }
@@ -114,7 +114,7 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Formats, QuantMatmulTest, testing::ValuesIn(cases()), caseName);
 
 // every simd table computes the same integer sums as the scalar one for
-// 1..kDotRows activation rows at a time (the register-blocked kernels); only
+// 1..table.rows activation rows at a time (the register-blocked kernels); only
 // the float accumulation order differs. The tables this processor cannot run
 // must hand out a lower one instead.
 std::vector<const QuantDotTable*> runnableTables() {
@@ -182,7 +182,7 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
     for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
       std::vector<char> wq(rowBytes(t, k));
       quant::quantizeRow(t, w.data(), wq.data(), k);
-      for (int n_rows = 1; n_rows <= kDotRows; ++n_rows) {
+      for (int n_rows = 1; n_rows <= v->rows; ++n_rows) {
         // rows 1, 2, ...: the stride, not the row count, places each row
         float a[kDotRows], b[kDotRows];
         switch (t) {
