@@ -16,7 +16,8 @@
 namespace tandem::kernels::cpu {
 
 // 32 activations: x ~= d * qs; d is rounded to F16, as ggml's block_q8_0
-// stores it, so the dots are llama.cpp's numbers.
+// stores it, so the dots are llama.cpp's numbers. A table's qs may carry an
+// offset (QuantDotTable::x32_offset).
 struct ActBlock32 {
   float d;
   int8_t qs[32];
@@ -50,6 +51,11 @@ struct QuantDotTable {
   bool vnni;
   // the most rows one dot call takes, in [1, kDotRows].
   int rows;
+  // quantize32 stores each activation q as the byte q + x32_offset (mod
+  // 256): 128 where the q8_0/q4_0 dots take the activations as VPDPBUSD's
+  // unsigned operand (the weight block's sum, once per block, takes the
+  // offset back out, so no per-row sign trick), else 0.
+  uint8_t x32_offset;
   // n floats (a multiple of 32, resp. 256) into n / 32 (n / 256) blocks.
   void (*quantize32)(const float* x, ActBlock32* out, int64_t n);
   void (*quantize256)(const float* x, ActBlock256* out, int64_t n);

@@ -19,6 +19,8 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 
+constexpr bool kUnsignedAct32 = false;
+
 #include "kernels/cpu/quant_dot_x86.h"
 
 }  // namespace

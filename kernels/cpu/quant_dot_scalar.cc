@@ -129,6 +129,7 @@ const QuantDotTable& scalarQuantDots() {
   static const QuantDotTable table{SimdLevel::kScalar,
                                    false,
                                    kDotRows,
+                                   0,
                                    quantize32,
                                    quantize256,
                                    dotRows<ActBlock32, dotQ8_0>,

@@ -3,7 +3,13 @@
 // inside its own anonymous namespace after defining
 //   __m256i dpbusd(__m256i acc, __m256i u, __m256i s)
 // = acc + (per int32 lane) the sum of 4 products u8 * s8: maddubs + madd on
-// AVX2, one VPDPBUSD with AVX-VNNI or AVX512-VNNI (VL).
+// AVX2, one VPDPBUSD with AVX-VNNI or AVX512-VNNI (VL); and
+//   constexpr bool kUnsignedAct32
+// true where dpbusd does not saturate (VPDPBUSD: int32 sums; maddubs's int16
+// pairs would overflow on 255 * 127 * 2): the q8_0/q4_0 activations are then
+// stored with 128 added (QuantDotTable::x32_offset) and taken as the unsigned
+// operand, sum((x + 128) w) - 128 sum(w) with the correction once per weight
+// block, the same int32 lanes as the sign trick without its per-row sign.
 //
 // Register blocking: a dot call takes one weight row and up to the table's
 // rows (4 with AVX2's 16 registers, 8 with AVX-512's 32) activation rows; every weight block is loaded, unpacked (nibbles, 6-bit
@@ -57,6 +63,10 @@ void quantize32(const float* x, ActBlock32* out, int64_t n) {
     // values are rounded with the unrounded one), as the scalar table
     out[i].d = f16ToF32(f32ToF16(amax / 127.0f));
     quantize32Values(x, amax != 0.0f ? 127.0f / amax : 0.0f, out[i].qs);
+    if constexpr (kUnsignedAct32) {
+      auto* q = reinterpret_cast<__m256i*>(out[i].qs);
+      _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8(char(0x80))));
+    }
   }
 }
 
@@ -80,7 +90,8 @@ void quantize256(const float* x, ActBlock256* out, int64_t n) {
 __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // q8_0 and q4_0: per block, the signed weight bytes w (made once), then per
-// row sum(|w| * (x * sign(w))) scaled by d_w * d_x.
+// row sum(|w| * (x * sign(w))) (or sum((x + 128) w) - 128 sum(w), see
+// kUnsignedAct32) scaled by d_w * d_x.
 template <int R, typename Block, __m256i (*weightBytes)(const Block&)>
 void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const Block*>(w);
@@ -88,14 +99,25 @@ void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / 32; ++i) {
     const __m256i wq = weightBytes(b[i]);
-    const __m256i wabs = _mm256_sign_epi8(wq, wq);
     // d_w * d_x as one lane-wise multiply of the broadcast factors (the
     // same float product as the scalar one, one instruction a row)
     const __m256 dw = _mm256_set1_ps(halfToFloat(b[i].d));
-    for (int r = 0; r < R; ++r) {
-      const ActBlock32& xb = x[r * x_stride + i];
-      const __m256i s = dpbusd(_mm256_setzero_si256(), wabs, _mm256_sign_epi8(load32(xb.qs), wq));
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(&xb.d)), _mm256_cvtepi32_ps(s), acc[r]);
+    if constexpr (kUnsignedAct32) {
+      // -128 * (the lane sums of w): each row's sum starts from it
+      const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                             dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(char(0x80)), wq));
+      for (int r = 0; r < R; ++r) {
+        const ActBlock32& xb = x[r * x_stride + i];
+        const __m256i s = dpbusd(start, load32(xb.qs), wq);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(&xb.d)), _mm256_cvtepi32_ps(s), acc[r]);
+      }
+    } else {
+      const __m256i wabs = _mm256_sign_epi8(wq, wq);
+      for (int r = 0; r < R; ++r) {
+        const ActBlock32& xb = x[r * x_stride + i];
+        const __m256i s = dpbusd(_mm256_setzero_si256(), wabs, _mm256_sign_epi8(load32(xb.qs), wq));
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(&xb.d)), _mm256_cvtepi32_ps(s), acc[r]);
+      }
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
@@ -258,6 +280,7 @@ QuantDotTable makeTable(SimdLevel level, bool vnni) {
   return {level,
           vnni,
           MaxRows,
+          kUnsignedAct32 ? uint8_t{128} : uint8_t{0},
           quantize32,
           quantize256,
           dotRows<MaxRows, ActBlock32, Q8_0Kernel>,

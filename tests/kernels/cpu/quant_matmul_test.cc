@@ -165,6 +165,8 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
   if (tables.empty()) GTEST_SKIP() << "no simd table runs here (checked by DispatchFollowsTheProcessor)";
   for (const QuantDotTable* v : tables) {
     SCOPED_TRACE(std::string(simdLevelName(v->level)) + (v->vnni ? "+vnni" : ""));
+    // VPDPBUSD's int32 sums take unsigned activations; maddubs's int16 pairs would saturate
+    EXPECT_EQ(v->x32_offset, v->vnni ? 128 : 0);
     std::vector<ActBlock32> xv32(rows * k / 32);
     std::vector<ActBlock256> xv256(rows * k / 256);
     for (int64_t r = 0; r < rows; ++r) {
@@ -173,7 +175,11 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
     }
     for (size_t b = 0; b < xs32.size(); ++b) {
       ASSERT_EQ(xs32[b].d, xv32[b].d);
-      ASSERT_EQ(std::memcmp(xs32[b].qs, xv32[b].qs, 32), 0) << "block " << b;
+      for (int l = 0; l < 32; ++l) {
+        // the same values, stored with the table's offset
+        ASSERT_EQ(static_cast<uint8_t>(xs32[b].qs[l] + v->x32_offset), static_cast<uint8_t>(xv32[b].qs[l]))
+            << "block " << b << " value " << l;
+      }
     }
     for (size_t b = 0; b < xs256.size(); ++b) {
       ASSERT_EQ(std::memcmp(xs256[b].qs, xv256[b].qs, 256), 0) << "block " << b;
