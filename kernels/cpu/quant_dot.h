@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "common/dtype.h"
 #include "kernels/cpu/simd_level.h"
@@ -56,6 +57,12 @@ struct QuantDotTable {
   // unsigned operand (the weight block's sum, once per block, takes the
   // offset back out, so no per-row sign trick), else 0.
   uint8_t x32_offset;
+  // quantize32 stores each complete run of 8 blocks (blocks 8g .. 8g + 7 of
+  // a row, 288 bytes) as the 8 d's (32 bytes), then the values transposed
+  // by 4-byte words: 32 bytes for each word t (values 4t .. 4t + 3) of the 8
+  // blocks in turn, so one 256-bit load is a VPDPBUSD step over 8 blocks
+  // whose int32 lanes are the 8 blocks' sums (act32Value, act32Scale).
+  bool x32_grouped;
   // n floats (a multiple of 32, resp. 256) into n / 32 (n / 256) blocks.
   void (*quantize32)(const float* x, ActBlock32* out, int64_t n);
   void (*quantize256)(const float* x, ActBlock256* out, int64_t n);
@@ -78,6 +85,27 @@ const QuantDotTable& avx512VnniQuantDots();
 // has: avx512 -> avx512VnniQuantDots() with avx512vnni, else the avx2 level's
 // choice; avx2 -> avxVnniQuantDots() with avxvnni, else avx2QuantDots().
 const QuantDotTable& quantDotsFor(SimdLevel level);
+
+// value l in [0, 32) of block b of an activation row of `blocks` blocks
+// that `table`.quantize32 wrote (its offset taken back out).
+inline int8_t act32Value(const QuantDotTable& table, const ActBlock32* row, int64_t blocks, int64_t b, int l) {
+  uint8_t v = static_cast<uint8_t>(row[b].qs[l]);
+  if (table.x32_grouped && b / 8 * 8 + 8 <= blocks) {
+    const auto* run = reinterpret_cast<const uint8_t*>(row + b / 8 * 8);
+    v = run[32 + 32 * (l / 4) + 4 * (b % 8) + l % 4];
+  }
+  return static_cast<int8_t>(static_cast<uint8_t>(v - table.x32_offset));
+}
+
+// the scale d of that block.
+inline float act32Scale(const QuantDotTable& table, const ActBlock32* row, int64_t blocks, int64_t b) {
+  if (table.x32_grouped && b / 8 * 8 + 8 <= blocks) {
+    float d;
+    std::memcpy(&d, reinterpret_cast<const char*>(row + b / 8 * 8) + 4 * (b % 8), sizeof d);
+    return d;
+  }
+  return row[b].d;
+}
 
 // what the processor reports (false off x86-64).
 bool processorHasAvx512Vnni();

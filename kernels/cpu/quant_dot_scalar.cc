@@ -130,6 +130,7 @@ const QuantDotTable& scalarQuantDots() {
                                    false,
                                    kDotRows,
                                    0,
+                                   false,
                                    quantize32,
                                    quantize256,
                                    dotRows<ActBlock32, dotQ8_0>,

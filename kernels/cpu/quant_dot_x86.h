@@ -9,7 +9,15 @@
 // pairs would overflow on 255 * 127 * 2): the q8_0/q4_0 activations are then
 // stored with 128 added (QuantDotTable::x32_offset) and taken as the unsigned
 // operand, sum((x + 128) w) - 128 sum(w) with the correction once per weight
-// block, the same int32 lanes as the sign trick without its per-row sign.
+// block, the same int32 lanes as the sign trick without its per-row sign;
+// and
+//   constexpr bool kGroupedAct32
+// (only with kUnsignedAct32) where the q8_0/q4_0 activations are stored in
+// transposed runs of 8 blocks (QuantDotTable::x32_grouped): a dot call
+// transposes the 8 weight blocks of a run once, and each row's 8 VPDPBUSD
+// steps leave the 8 blocks' integer sums in one register's lanes, scaled by
+// d_w * d_x and accumulated with one multiply, conversion and FMA per 8
+// blocks (instead of per block): the scalar table's arithmetic per block.
 //
 // Register blocking: a dot call takes one weight row and up to the table's
 // rows (4 with AVX2's 16 registers, 8 with AVX-512's 32) activation rows; every weight block is loaded, unpacked (nibbles, 6-bit
@@ -56,6 +64,25 @@ void quantize32Values(const float* x, float id, int8_t* q) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
 }
 
+// v[j] word t -> v[t] word j: an 8 x 8 transpose of 32-bit words.
+inline __attribute__((always_inline)) void transpose8x32(__m256i* v) {
+  __m256i a[8], c[8];
+  for (int j = 0; j < 8; j += 2) {
+    a[j] = _mm256_unpacklo_epi32(v[j], v[j + 1]);
+    a[j + 1] = _mm256_unpackhi_epi32(v[j], v[j + 1]);
+  }
+  for (int j = 0; j < 8; j += 4) {
+    c[j] = _mm256_unpacklo_epi64(a[j], a[j + 2]);
+    c[j + 1] = _mm256_unpackhi_epi64(a[j], a[j + 2]);
+    c[j + 2] = _mm256_unpacklo_epi64(a[j + 1], a[j + 3]);
+    c[j + 3] = _mm256_unpackhi_epi64(a[j + 1], a[j + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    v[j] = _mm256_permute2x128_si256(c[j], c[j + 4], 0x20);
+    v[j + 4] = _mm256_permute2x128_si256(c[j], c[j + 4], 0x31);
+  }
+}
+
 void quantize32(const float* x, ActBlock32* out, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i, x += 32) {
     const float amax = hmaxAbs(x, 32);
@@ -66,6 +93,19 @@ void quantize32(const float* x, ActBlock32* out, int64_t n) {
     if constexpr (kUnsignedAct32) {
       auto* q = reinterpret_cast<__m256i*>(out[i].qs);
       _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8(char(0x80))));
+    }
+  }
+  if constexpr (kGroupedAct32) {
+    // each run of 8 blocks: the 8 d's, then the values' words transposed
+    for (int64_t g = 0; g + 8 <= n / 32; g += 8) {
+      __m256i v[8];
+      for (int j = 0; j < 8; ++j) v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(out[g + j].qs));
+      transpose8x32(v);
+      const __m256 d = _mm256_setr_ps(out[g].d, out[g + 1].d, out[g + 2].d, out[g + 3].d, out[g + 4].d,
+                                      out[g + 5].d, out[g + 6].d, out[g + 7].d);
+      char* run = reinterpret_cast<char*>(out + g);
+      _mm256_storeu_ps(reinterpret_cast<float*>(run), d);
+      for (int t = 0; t < 8; ++t) _mm256_storeu_si256(reinterpret_cast<__m256i*>(run + 32 + 32 * t), v[t]);
     }
   }
 }
@@ -97,7 +137,38 @@ void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n
   const auto* b = static_cast<const Block*>(w);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / 32; ++i) {
+  int64_t i = 0;
+  if constexpr (kGroupedAct32) {
+    __m256 accg[R];
+    for (int r = 0; r < R; ++r) accg[r] = _mm256_setzero_ps();
+    for (; i + 8 <= n / 32; i += 8) {
+      __m256i wt[8];
+      for (int j = 0; j < 8; ++j) wt[j] = weightBytes(b[i + j]);
+      transpose8x32(wt);
+      // -128 * each block's weight sum, in its lane
+      __m256i corr = _mm256_setzero_si256();
+      for (int t = 0; t < 8; ++t) corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), wt[t]);
+      const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
+      const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+          static_cast<short>(b[i].d), static_cast<short>(b[i + 1].d), static_cast<short>(b[i + 2].d),
+          static_cast<short>(b[i + 3].d), static_cast<short>(b[i + 4].d), static_cast<short>(b[i + 5].d),
+          static_cast<short>(b[i + 6].d), static_cast<short>(b[i + 7].d)));
+      for (int r = 0; r < R; ++r) {
+        const char* run = reinterpret_cast<const char*>(x + r * x_stride + i);
+        // two chains of 4 steps (VPDPBUSD's latency)
+        __m256i s = start, s2 = _mm256_setzero_si256();
+        for (int t = 0; t < 8; t += 2) {
+          s = dpbusd(s, load32(run + 32 + 32 * t), wt[t]);
+          s2 = dpbusd(s2, load32(run + 64 + 32 * t), wt[t + 1]);
+        }
+        s = _mm256_add_epi32(s, s2);
+        const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(run));
+        accg[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(s), accg[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) acc[r] = accg[r];
+  }
+  for (; i < n / 32; ++i) {
     const __m256i wq = weightBytes(b[i]);
     // d_w * d_x as one lane-wise multiply of the broadcast factors (the
     // same float product as the scalar one, one instruction a row)
@@ -281,6 +352,7 @@ QuantDotTable makeTable(SimdLevel level, bool vnni) {
           vnni,
           MaxRows,
           kUnsignedAct32 ? uint8_t{128} : uint8_t{0},
+          kGroupedAct32,
           quantize32,
           quantize256,
           dotRows<MaxRows, ActBlock32, Q8_0Kernel>,

@@ -105,6 +105,8 @@ std::vector<Case> cases() {
     }
     if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx2, 1});
     if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx512, 1});
+    // 11 blocks: a run of 8 (grouped activations) and 3 after it
+    if (!usesBlock256(t)) out.push_back({t, 11, 37, 352, SimdLevel::kAvx512, 1});
   }
   // only the levels this processor runs (every x86-64 host of this kind has avx2)
   std::erase_if(out, [](const Case& c) { return c.level > detectSimdLevel(); });
@@ -174,10 +176,11 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
       v->quantize256(x.data() + r * k, xv256.data() + r * (k / 256), k);
     }
     for (size_t b = 0; b < xs32.size(); ++b) {
-      ASSERT_EQ(xs32[b].d, xv32[b].d);
+      // the same scales and values, stored with the table's offset and grouping
+      const int64_t row_blocks = k / 32, row = static_cast<int64_t>(b) / row_blocks;
+      ASSERT_EQ(xs32[b].d, act32Scale(*v, xv32.data() + row * row_blocks, row_blocks, b % row_blocks));
       for (int l = 0; l < 32; ++l) {
-        // the same values, stored with the table's offset
-        ASSERT_EQ(static_cast<uint8_t>(xs32[b].qs[l] + v->x32_offset), static_cast<uint8_t>(xv32[b].qs[l]))
+        ASSERT_EQ(xs32[b].qs[l], act32Value(*v, xv32.data() + row * row_blocks, row_blocks, b % row_blocks, l))
             << "block " << b << " value " << l;
       }
     }
