@@ -63,6 +63,11 @@ struct QuantDotTable {
   // blocks in turn, so one 256-bit load is a VPDPBUSD step over 8 blocks
   // whose int32 lanes are the 8 blocks' sums (act32Value, act32Scale).
   bool x32_grouped;
+  // quantize256 stores each block's values transposed by 4-byte words:
+  // bytes 32t + 4j .. 32t + 4j + 3 hold values 32j + 4t .. 32j + 4t + 3, so
+  // 8 VPDPBUSD steps leave the 8 32-value sub-blocks' sums in the lanes
+  // (act256Value); bsums and d as always.
+  bool x256_grouped;
   // n floats (a multiple of 32, resp. 256) into n / 32 (n / 256) blocks.
   void (*quantize32)(const float* x, ActBlock32* out, int64_t n);
   void (*quantize256)(const float* x, ActBlock256* out, int64_t n);
@@ -95,6 +100,11 @@ inline int8_t act32Value(const QuantDotTable& table, const ActBlock32* row, int6
     v = run[32 + 32 * (l / 4) + 4 * (b % 8) + l % 4];
   }
   return static_cast<int8_t>(static_cast<uint8_t>(v - table.x32_offset));
+}
+
+// value l in [0, 256) of an activation block that `table`.quantize256 wrote.
+inline int8_t act256Value(const QuantDotTable& table, const ActBlock256& block, int l) {
+  return table.x256_grouped ? block.qs[32 * (l % 32 / 4) + 4 * (l / 32) + l % 4] : block.qs[l];
 }
 
 // the scale d of that block.

@@ -131,6 +131,7 @@ const QuantDotTable& scalarQuantDots() {
                                    kDotRows,
                                    0,
                                    false,
+                                   false,
                                    quantize32,
                                    quantize256,
                                    dotRows<ActBlock32, dotQ8_0>,

@@ -124,6 +124,13 @@ void quantize256(const float* x, ActBlock256* out, int64_t n) {
       s = _mm_hadd_epi32(s, s);
       out[i].bsums[j] = static_cast<int16_t>(_mm_cvtsi128_si32(s));
     }
+    if constexpr (kGroupedAct32) {
+      // the values transposed by 4-byte words (QuantDotTable::x256_grouped)
+      __m256i v[8];
+      for (int j = 0; j < 8; ++j) v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(out[i].qs + 32 * j));
+      transpose8x32(v);
+      for (int t = 0; t < 8; ++t) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[i].qs + 32 * t), v[t]);
+    }
   }
 }
 
@@ -207,9 +214,113 @@ __m256i q4_0Bytes(const BlockQ4_0& b) {
 
 // the k-quants: sub-block outer, rows inner, so the live registers are one
 // unpacked sub-block, its scale and the rows' sums (no spills on AVX2's 16).
+// with grouped activations (kGroupedAct32): the 8 unpacked 32-value
+// sub-blocks transposed like the activations, so 8 VPDPBUSD steps leave the
+// 8 sub-blocks' sums in the lanes, times their scales with one multiply.
+template <int R>
+void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  // the min of sub-block j covers bsums 2j and 2j + 1
+  const __m128i pair_mins = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  for (int64_t i = 0; i < n / 256; ++i) {
+    // the 8 6-bit scales and mins (scaleMinK4's layout) unpacked in
+    // registers: bytes 0..7 the scales, 8..15 the mins (ggml's utmp)
+    uint32_t u0, u1, u2;
+    std::memcpy(&u0, b[i].scales, 4);
+    std::memcpy(&u1, b[i].scales + 4, 4);
+    std::memcpy(&u2, b[i].scales + 8, 4);
+    const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+    const uint32_t m_lo = u1 & 0x3f3f3f3f;
+    const uint32_t s_hi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+    const uint32_t s_lo = u0 & 0x3f3f3f3f;
+    const __m128i sm = _mm_setr_epi32(static_cast<int>(s_lo), static_cast<int>(s_hi), static_cast<int>(m_lo),
+                                      static_cast<int>(m_hi));
+    __m256i u[8];
+    for (int j = 0; j < 4; ++j) {
+      const __m256i v = load32(b[i].qs + 32 * j);
+      u[2 * j] = _mm256_and_si256(v, low4);
+      u[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    }
+    transpose8x32(u);
+    const __m256i scales = _mm256_cvtepu8_epi32(sm);
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, pair_mins));
+    const float d = halfToFloat(b[i].d), dmin = halfToFloat(b[i].dmin);
+    const ActBlock256* xb = x + i;
+    for (int r = 0; r < R; ++r) {
+      const ActBlock256& xr = xb[r * x_stride];
+      __m256i s = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
+      for (int t = 0; t < 8; t += 2) {
+        s = dpbusd(s, u[t], load32(xr.qs + 32 * t));
+        s2 = dpbusd(s2, u[t + 1], load32(xr.qs + 32 * t + 32));
+      }
+      const __m256i sumi = _mm256_mullo_epi32(_mm256_add_epi32(s, s2), scales);
+      const __m256i summ = _mm256_madd_epi16(load32(xr.bsums), mins);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xr.d * d), _mm256_cvtepi32_ps(sumi), acc[r]);
+      acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(xr.d * dmin), _mm256_cvtepi32_ps(summ), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+}
+
+template <int R>
+void dotQ6_KGrouped(const BlockQ6_K* b, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  // the even and the odd sub-block scales, in order
+  const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / 256; ++i) {
+    const int8_t* sc = b[i].scales;
+    const uint8_t* ql = b[i].ql;
+    const uint8_t* qh = b[i].qh;
+    // q[c]: values 32c .. 32c + 31 (sub-blocks 2c, 2c + 1), unsigned 0..63
+    __m256i q[8];
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32) {
+      const __m256i la = load32(ql), lb = load32(ql + 32), hb = load32(qh);
+      q[4 * h] = _mm256_or_si256(_mm256_and_si256(la, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
+      q[4 * h + 1] =
+          _mm256_or_si256(_mm256_and_si256(lb, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
+      q[4 * h + 2] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), low4), _mm256_and_si256(hb, bits45));
+      q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), low4),
+                                     _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
+    }
+    // steps 0..3: lane c sums sub-block 2c, steps 4..7: sub-block 2c + 1
+    transpose8x32(q);
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+    const __m128i sc_split = _mm_shuffle_epi8(sc8, split);
+    const __m256i sc_even = _mm256_cvtepi8_epi32(sc_split);
+    const __m256i sc_odd = _mm256_cvtepi8_epi32(_mm_srli_si128(sc_split, 8));
+    const __m256i scales16 = _mm256_cvtepi8_epi16(sc8);
+    const float dw = halfToFloat(b[i].d);
+    const ActBlock256* xb = x + i;
+    for (int r = 0; r < R; ++r) {
+      const ActBlock256& xr = xb[r * x_stride];
+      __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
+      for (int t = 0; t < 4; ++t) {
+        e = dpbusd(e, q[t], load32(xr.qs + 32 * t));
+        o = dpbusd(o, q[t + 4], load32(xr.qs + 32 * t + 128));
+      }
+      const __m256i sumi = _mm256_add_epi32(_mm256_mullo_epi32(e, sc_even), _mm256_mullo_epi32(o, sc_odd));
+      // q - 32: the bias is -32 * sum_ib sc[ib] * bsums[ib]
+      const __m256i bias = _mm256_madd_epi16(load32(xr.bsums), scales16);
+      const __m256i s = _mm256_sub_epi32(sumi, _mm256_slli_epi32(bias, 5));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xr.d * dw), _mm256_cvtepi32_ps(s), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+}
+
 template <int R>
 void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const BlockQ4_K*>(w);
+  if constexpr (kGroupedAct32) {
+    dotQ4_KGrouped<R>(b, x, x_stride, n, out);
+    return;
+  }
   const __m256i low4 = _mm256_set1_epi8(0xF);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -252,6 +363,10 @@ void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
 template <int R>
 void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const BlockQ6_K*>(w);
+  if constexpr (kGroupedAct32) {
+    dotQ6_KGrouped<R>(b, x, x_stride, n, out);
+    return;
+  }
   const __m256i low4 = _mm256_set1_epi8(0xF);
   const __m256i bits45 = _mm256_set1_epi8(0x30);
   __m256 acc[R];
@@ -352,6 +467,7 @@ QuantDotTable makeTable(SimdLevel level, bool vnni) {
           vnni,
           MaxRows,
           kUnsignedAct32 ? uint8_t{128} : uint8_t{0},
+          kGroupedAct32,
           kGroupedAct32,
           quantize32,
           quantize256,

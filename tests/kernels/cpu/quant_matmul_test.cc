@@ -185,7 +185,9 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
       }
     }
     for (size_t b = 0; b < xs256.size(); ++b) {
-      ASSERT_EQ(std::memcmp(xs256[b].qs, xv256[b].qs, 256), 0) << "block " << b;
+      for (int l = 0; l < 256; ++l) {
+        ASSERT_EQ(xs256[b].qs[l], act256Value(*v, xv256[b], l)) << "block " << b << " value " << l;
+      }
       ASSERT_EQ(std::memcmp(xs256[b].bsums, xv256[b].bsums, sizeof(xs256[b].bsums)), 0);
     }
     for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
