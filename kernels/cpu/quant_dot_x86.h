@@ -409,27 +409,16 @@ void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
   for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
 }
 
-// the table's entry: rows in [1, MaxRows] to the register-blocked kernel.
-template <int MaxRows, typename ActBlock, template <int> class Kernel>
+// the table's entry: rows in [1, MaxRows] to the register-blocked kernel
+// (R counts up to the one that matches).
+template <int MaxRows, typename ActBlock, template <int> class Kernel, int R = 1>
 void dotRows(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n, float* out) {
-  static_assert(MaxRows == 4 || MaxRows == 8);
-  switch (rows) {
-    case 1: Kernel<1>::run(w, x, x_stride, n, out); break;
-    case 2: Kernel<2>::run(w, x, x_stride, n, out); break;
-    case 3: Kernel<3>::run(w, x, x_stride, n, out); break;
-    case 4: Kernel<4>::run(w, x, x_stride, n, out); break;
-    default:
-      if constexpr (MaxRows == 8) {
-        switch (rows) {
-          case 5: Kernel<5>::run(w, x, x_stride, n, out); break;
-          case 6: Kernel<6>::run(w, x, x_stride, n, out); break;
-          case 7: Kernel<7>::run(w, x, x_stride, n, out); break;
-          default: Kernel<8>::run(w, x, x_stride, n, out); break;
-        }
-      } else {
-        Kernel<4>::run(w, x, x_stride, n, out);
-      }
-      break;
+  if constexpr (R == MaxRows) {
+    Kernel<R>::run(w, x, x_stride, n, out);
+  } else if (rows == R) {
+    Kernel<R>::run(w, x, x_stride, n, out);
+  } else {
+    dotRows<MaxRows, ActBlock, Kernel, R + 1>(w, x, x_stride, rows, n, out);
   }
 }
 
@@ -458,8 +447,8 @@ struct Q6_KKernel {
   }
 };
 
-// MaxRows: the rows one call takes (4 where 16 registers must hold them, 8
-// with 32).
+// MaxRows: the rows one call takes (4 where 16 registers must hold them,
+// more with 32).
 template <int MaxRows>
 QuantDotTable makeTable(SimdLevel level, bool vnni) {
   static_assert(MaxRows <= kDotRows);
