@@ -25,10 +25,11 @@ struct ActBlock32 {
 };
 
 // 256 activations: x ~= d * qs; bsums[i] = sum of qs[16 i .. 16 i + 15].
-struct ActBlock256 {
-  float d;
+// Aligned so that every block's values start on a 32-byte boundary.
+struct alignas(32) ActBlock256 {
   int8_t qs[256];
   int16_t bsums[16];
+  float d;
 };
 
 // the most activation rows one dot call of any table handles: every weight
