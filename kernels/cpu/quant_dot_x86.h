@@ -247,8 +247,6 @@ void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, 
   const __m256i low4 = _mm256_set1_epi8(0xF);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  // the min of sub-block j covers bsums 2j and 2j + 1
-  const __m128i pair_mins = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
   for (int64_t i = 0; i < n / 256; ++i) {
     // the 8 6-bit scales and mins (scaleMinK4's layout) unpacked in
     // registers: bytes 0..7 the scales, 8..15 the mins (ggml's utmp)
@@ -269,11 +267,12 @@ void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, 
       u[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
     }
     transpose8x32(u);
-    const __m256i scales = _mm256_cvtepu8_epi32(sm);
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, pair_mins));
-    // d_x * d and d_x * dmin as lane-wise products of broadcasts (the
-    // scalar products, one instruction each a row)
-    const __m256 d = _mm256_set1_ps(halfToFloat(b[i].d)), dmin = _mm256_set1_ps(halfToFloat(b[i].dmin));
+    // d * sc_j and dmin * m_j per lane j (exact: 11 x 6 significant bits),
+    // so a row's integer sums need no multiply but the floats'
+    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b[i].d)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
+    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b[i].dmin)),
+                                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
+    const __m256i ones = _mm256_set1_epi16(1);
     const ActBlock256* xb = x + i;
     for (int r = 0; r < R; ++r) {
       const ActBlock256& xr = xb[r * x_stride];
@@ -282,11 +281,11 @@ void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, 
         s = dpbusd(s, u[t], load32(xr.qs + 32 * t));
         s2 = dpbusd(s2, u[t + 1], load32(xr.qs + 32 * t + 32));
       }
-      const __m256i sumi = _mm256_mullo_epi32(_mm256_add_epi32(s, s2), scales);
-      const __m256i summ = _mm256_madd_epi16(load32(xr.bsums), mins);
-      const __m256 dx = _mm256_broadcast_ss(&xr.d);
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d), _mm256_cvtepi32_ps(sumi), acc[r]);
-      acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dx, dmin), _mm256_cvtepi32_ps(summ), acc[r]);
+      // lane j: sub-block j's sum of q * x, and of x (bsums 2j + 2j + 1)
+      const __m256i sumq = _mm256_add_epi32(s, s2);
+      const __m256i sumx = _mm256_madd_epi16(load32(xr.bsums), ones);
+      const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(sumq), dsc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumx), dm));
+      acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&xr.d), t, acc[r]);
     }
   }
   hsumRows<R>(acc, out);
