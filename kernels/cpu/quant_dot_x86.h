@@ -18,15 +18,20 @@
 // steps leave the 8 blocks' integer sums in one register's lanes, scaled by
 // d_w * d_x and accumulated with one multiply, conversion and FMA per 8
 // blocks (instead of per block): the scalar table's arithmetic per block.
+// The k-quant activations are then transposed too (x256_grouped): lane j
+// sums sub-block j, which takes its scale per lane (dotQ4_KGrouped,
+// dotQ6_KGrouped).
 //
 // Register blocking: a dot call takes one weight row and up to the table's
-// rows (4 with AVX2's 16 registers, 8 with AVX-512's 32) activation rows; every weight block is loaded, unpacked (nibbles, 6-bit
-// values, scales, f16 factors) and made unsigned once and multiplied with
-// every row, so a batch shares the weight's bandwidth and its unpacking.
-// Signed q8_0 / q4_0 weights use the sign trick (|w| * (x * sign(w))) so the
-// unsigned operand is the weight, made once per block. The k-quants multiply
-// the unsigned 4/6-bit values with maddubs and their 8-bit sub-block scales
-// with madd (the scales do not fit the bytes of a VPDPBUSD operand).
+// rows (4 with AVX2's 16 registers, 8 with AVX-512's 32) activation rows;
+// every weight block is loaded, unpacked (nibbles, 6-bit values, scales, f16
+// factors) and made unsigned once and multiplied with every row, so a batch
+// shares the weight's bandwidth and its unpacking. Without kUnsignedAct32,
+// signed q8_0 / q4_0 weights use the sign trick (|w| * (x * sign(w))) so the
+// unsigned operand is the weight, made once per block. Ungrouped, the
+// k-quants multiply the unsigned 4/6-bit values with maddubs and their 8-bit
+// sub-block scales with madd (the scales do not fit the bytes of a VPDPBUSD
+// operand).
 // Included only by files built with -mavx2 -mfma -mf16c at least.
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
