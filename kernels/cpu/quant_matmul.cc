@@ -120,7 +120,7 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   // small row ranges balance the threads: batch-1 decode is pure weight
   // streaming; a batch's dots are compute-bound and a few larger ranges a
   // thread spend less in the pool.
-  const int64_t wanted = int64_t{threads} * (args.m > 1 ? 3 : 8);
+  const int64_t wanted = int64_t{threads} * 8;
   const int64_t chunk = std::max<int64_t>(4, (args.n + wanted - 1) / wanted);
   const int tasks = static_cast<int>((args.n + chunk - 1) / chunk);
   auto run = [&](int64_t begin, int64_t end) {
