@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "common/dtype.h"
 #include "kernels/cpu/simd_level.h"
@@ -16,27 +17,31 @@
 namespace tandem::kernels::cpu {
 
 // 32 activations: x ~= d * qs; d is rounded to F16, as ggml's block_q8_0
-// stores it, so the dots are llama.cpp's numbers.
+// stores it, so the dots are llama.cpp's numbers. A table's qs may carry an
+// offset (QuantDotTable::x32_offset).
 struct ActBlock32 {
   float d;
   int8_t qs[32];
 };
 
 // 256 activations: x ~= d * qs; bsums[i] = sum of qs[16 i .. 16 i + 15].
-struct ActBlock256 {
-  float d;
+// Aligned so that every block's values start on a 32-byte boundary.
+struct alignas(32) ActBlock256 {
   int8_t qs[256];
   int16_t bsums[16];
+  float d;
 };
 
-// activation rows one dot call handles: every weight block is loaded and
-// unpacked once and multiplied with up to this many rows (register blocking:
-// the weight bandwidth and unpacking of a batch are shared).
-inline constexpr int kDotRows = 4;
+// the most activation rows one dot call of any table handles: every weight
+// block is loaded and unpacked once and multiplied with up to the table's
+// `rows` rows (register blocking: the weight bandwidth and unpacking of a
+// batch are shared). AVX2's 16 registers hold 4 rows' sums, AVX-512's 32
+// hold 8.
+inline constexpr int kDotRows = 8;
 
 // out[r] = dot of one weight row of n values (its blocks at w) with the
 // activation row r quantized to the matching block kind, for r in
-// [0, rows), rows in [1, kDotRows]; row r's blocks start at x + r * x_stride.
+// [0, rows), rows in [1, table.rows]; row r's blocks start at x + r * x_stride.
 template <typename ActBlock>
 using DotRowsFn = void (*)(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n,
                            float* out);
@@ -46,6 +51,24 @@ struct QuantDotTable {
   // VPDPBUSD (AVX512-VNNI or AVX-VNNI) instead of maddubs + madd.
   SimdLevel level;
   bool vnni;
+  // the most rows one dot call takes, in [1, kDotRows].
+  int rows;
+  // quantize32 stores each activation q as the byte q + x32_offset (mod
+  // 256): 128 where the q8_0/q4_0 dots take the activations as VPDPBUSD's
+  // unsigned operand (the weight block's sum, once per block, takes the
+  // offset back out, so no per-row sign trick), else 0.
+  uint8_t x32_offset;
+  // quantize32 stores each complete run of 8 blocks (blocks 8g .. 8g + 7 of
+  // a row, 288 bytes) as the 8 d's (32 bytes), then the values transposed
+  // by 4-byte words: 32 bytes for each word t (values 4t .. 4t + 3) of the 8
+  // blocks in turn, so one 256-bit load is a VPDPBUSD step over 8 blocks
+  // whose int32 lanes are the 8 blocks' sums (act32Value, act32Scale).
+  bool x32_grouped;
+  // quantize256 stores each block's values transposed by 4-byte words:
+  // bytes 32t + 4j .. 32t + 4j + 3 hold values 32j + 4t .. 32j + 4t + 3, so
+  // 8 VPDPBUSD steps leave the 8 32-value sub-blocks' sums in the lanes
+  // (act256Value); bsums and d as always.
+  bool x256_grouped;
   // n floats (a multiple of 32, resp. 256) into n / 32 (n / 256) blocks.
   void (*quantize32)(const float* x, ActBlock32* out, int64_t n);
   void (*quantize256)(const float* x, ActBlock256* out, int64_t n);
@@ -68,6 +91,32 @@ const QuantDotTable& avx512VnniQuantDots();
 // has: avx512 -> avx512VnniQuantDots() with avx512vnni, else the avx2 level's
 // choice; avx2 -> avxVnniQuantDots() with avxvnni, else avx2QuantDots().
 const QuantDotTable& quantDotsFor(SimdLevel level);
+
+// value l in [0, 32) of block b of an activation row of `blocks` blocks
+// that `table`.quantize32 wrote (its offset taken back out).
+inline int8_t act32Value(const QuantDotTable& table, const ActBlock32* row, int64_t blocks, int64_t b, int l) {
+  uint8_t v = static_cast<uint8_t>(row[b].qs[l]);
+  if (table.x32_grouped && b / 8 * 8 + 8 <= blocks) {
+    const auto* run = reinterpret_cast<const uint8_t*>(row + b / 8 * 8);
+    v = run[32 + 32 * (l / 4) + 4 * (b % 8) + l % 4];
+  }
+  return static_cast<int8_t>(static_cast<uint8_t>(v - table.x32_offset));
+}
+
+// value l in [0, 256) of an activation block that `table`.quantize256 wrote.
+inline int8_t act256Value(const QuantDotTable& table, const ActBlock256& block, int l) {
+  return table.x256_grouped ? block.qs[32 * (l % 32 / 4) + 4 * (l / 32) + l % 4] : block.qs[l];
+}
+
+// the scale d of that block.
+inline float act32Scale(const QuantDotTable& table, const ActBlock32* row, int64_t blocks, int64_t b) {
+  if (table.x32_grouped && b / 8 * 8 + 8 <= blocks) {
+    float d;
+    std::memcpy(&d, reinterpret_cast<const char*>(row + b / 8 * 8) + 4 * (b % 8), sizeof d);
+    return d;
+  }
+  return row[b].d;
+}
 
 // what the processor reports (false off x86-64).
 bool processorHasAvx512Vnni();

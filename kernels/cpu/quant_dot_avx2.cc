@@ -19,12 +19,14 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
 
+constexpr bool kUnsignedAct32 = false;
+constexpr bool kGroupedAct32 = false;
 #include "kernels/cpu/quant_dot_x86.h"
 
 }  // namespace
 
 const QuantDotTable& avx2QuantDots() {
-  static const QuantDotTable table = makeTable(SimdLevel::kAvx2, false);
+  static const QuantDotTable table = makeTable<4>(SimdLevel::kAvx2, false);
   return table;
 }
 

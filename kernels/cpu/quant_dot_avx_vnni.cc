@@ -17,12 +17,14 @@ using namespace tandem::quant;
 
 __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
 
+constexpr bool kUnsignedAct32 = true;
+constexpr bool kGroupedAct32 = false;
 #include "kernels/cpu/quant_dot_x86.h"
 
 }  // namespace
 
 const QuantDotTable& avxVnniQuantDots() {
-  static const QuantDotTable table = makeTable(SimdLevel::kAvx2, true);
+  static const QuantDotTable table = makeTable<4>(SimdLevel::kAvx2, true);
   return processorHasAvxVnni() ? table : avx2QuantDots();
 }
 

@@ -128,6 +128,10 @@ void dotRows(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64
 const QuantDotTable& scalarQuantDots() {
   static const QuantDotTable table{SimdLevel::kScalar,
                                    false,
+                                   kDotRows,
+                                   0,
+                                   false,
+                                   false,
                                    quantize32,
                                    quantize256,
                                    dotRows<ActBlock32, dotQ8_0>,

@@ -3,16 +3,35 @@
 // inside its own anonymous namespace after defining
 //   __m256i dpbusd(__m256i acc, __m256i u, __m256i s)
 // = acc + (per int32 lane) the sum of 4 products u8 * s8: maddubs + madd on
-// AVX2, one VPDPBUSD with AVX-VNNI or AVX512-VNNI (VL).
+// AVX2, one VPDPBUSD with AVX-VNNI or AVX512-VNNI (VL); and
+//   constexpr bool kUnsignedAct32
+// true where dpbusd does not saturate (VPDPBUSD: int32 sums; maddubs's int16
+// pairs would overflow on 255 * 127 * 2): the q8_0/q4_0 activations are then
+// stored with 128 added (QuantDotTable::x32_offset) and taken as the unsigned
+// operand, sum((x + 128) w) - 128 sum(w) with the correction once per weight
+// block, the same int32 lanes as the sign trick without its per-row sign;
+// and
+//   constexpr bool kGroupedAct32
+// (only with kUnsignedAct32) where the q8_0/q4_0 activations are stored in
+// transposed runs of 8 blocks (QuantDotTable::x32_grouped): a dot call
+// transposes the 8 weight blocks of a run once, and each row's 8 VPDPBUSD
+// steps leave the 8 blocks' integer sums in one register's lanes, scaled by
+// d_w * d_x and accumulated with one multiply, conversion and FMA per 8
+// blocks (instead of per block): the scalar table's arithmetic per block.
+// The k-quant activations are then transposed too (x256_grouped): lane j
+// sums sub-block j, which takes its scale per lane (dotQ4_KGrouped,
+// dotQ6_KGrouped).
 //
-// Register blocking: a dot call takes one weight row and up to kDotRows
-// activation rows; every weight block is loaded, unpacked (nibbles, 6-bit
-// values, scales, f16 factors) and made unsigned once and multiplied with
-// every row, so a batch shares the weight's bandwidth and its unpacking.
-// Signed q8_0 / q4_0 weights use the sign trick (|w| * (x * sign(w))) so the
-// unsigned operand is the weight, made once per block. The k-quants multiply
-// the unsigned 4/6-bit values with maddubs and their 8-bit sub-block scales
-// with madd (the scales do not fit the bytes of a VPDPBUSD operand).
+// Register blocking: a dot call takes one weight row and up to the table's
+// rows (4 with AVX2's 16 registers, 8 with AVX-512's 32) activation rows;
+// every weight block is loaded, unpacked (nibbles, 6-bit values, scales, f16
+// factors) and made unsigned once and multiplied with every row, so a batch
+// shares the weight's bandwidth and its unpacking. Without kUnsignedAct32,
+// signed q8_0 / q4_0 weights use the sign trick (|w| * (x * sign(w))) so the
+// unsigned operand is the weight, made once per block. Ungrouped, the
+// k-quants multiply the unsigned 4/6-bit values with maddubs and their 8-bit
+// sub-block scales with madd (the scales do not fit the bytes of a VPDPBUSD
+// operand).
 // Included only by files built with -mavx2 -mfma -mf16c at least.
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
@@ -22,6 +41,31 @@ float hsum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// out[r] = hsum(acc[r]) for r < R, with hsum's additions in its order;
+// 8 rows as one transposing reduction (a quarter of the instructions).
+template <int R>
+void hsumRows(const __m256* acc, float* out) {
+  if constexpr (R == 8) {
+    __m256 x[4];
+    for (int r = 0; r < 4; ++r) {
+      // halves: acc[r] low + high, acc[r + 4] low + high
+      x[r] = _mm256_add_ps(_mm256_permute2f128_ps(acc[r], acc[r + 4], 0x20),
+                           _mm256_permute2f128_ps(acc[r], acc[r + 4], 0x31));
+    }
+    __m256 z[2];
+    for (int p = 0; p < 2; ++p) {
+      // per half: lanes 0 + 2 and 1 + 3 of two rows
+      z[p] = _mm256_add_ps(_mm256_shuffle_ps(x[2 * p], x[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm256_shuffle_ps(x[2 * p], x[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                      _mm256_shuffle_ps(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm256_storeu_ps(out, sums);
+  } else {
+    for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+  }
 }
 
 float hmaxAbs(const float* x, int n) {
@@ -50,6 +94,25 @@ void quantize32Values(const float* x, float id, int8_t* q) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
 }
 
+// v[j] word t -> v[t] word j: an 8 x 8 transpose of 32-bit words.
+inline __attribute__((always_inline)) void transpose8x32(__m256i* v) {
+  __m256i a[8], c[8];
+  for (int j = 0; j < 8; j += 2) {
+    a[j] = _mm256_unpacklo_epi32(v[j], v[j + 1]);
+    a[j + 1] = _mm256_unpackhi_epi32(v[j], v[j + 1]);
+  }
+  for (int j = 0; j < 8; j += 4) {
+    c[j] = _mm256_unpacklo_epi64(a[j], a[j + 2]);
+    c[j + 1] = _mm256_unpackhi_epi64(a[j], a[j + 2]);
+    c[j + 2] = _mm256_unpacklo_epi64(a[j + 1], a[j + 3]);
+    c[j + 3] = _mm256_unpackhi_epi64(a[j + 1], a[j + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    v[j] = _mm256_permute2x128_si256(c[j], c[j + 4], 0x20);
+    v[j + 4] = _mm256_permute2x128_si256(c[j], c[j + 4], 0x31);
+  }
+}
+
 void quantize32(const float* x, ActBlock32* out, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i, x += 32) {
     const float amax = hmaxAbs(x, 32);
@@ -57,6 +120,23 @@ void quantize32(const float* x, ActBlock32* out, int64_t n) {
     // values are rounded with the unrounded one), as the scalar table
     out[i].d = f16ToF32(f32ToF16(amax / 127.0f));
     quantize32Values(x, amax != 0.0f ? 127.0f / amax : 0.0f, out[i].qs);
+    if constexpr (kUnsignedAct32) {
+      auto* q = reinterpret_cast<__m256i*>(out[i].qs);
+      _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8(char(0x80))));
+    }
+  }
+  if constexpr (kGroupedAct32) {
+    // each run of 8 blocks: the 8 d's, then the values' words transposed
+    for (int64_t g = 0; g + 8 <= n / 32; g += 8) {
+      __m256i v[8];
+      for (int j = 0; j < 8; ++j) v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(out[g + j].qs));
+      transpose8x32(v);
+      const __m256 d = _mm256_setr_ps(out[g].d, out[g + 1].d, out[g + 2].d, out[g + 3].d, out[g + 4].d,
+                                      out[g + 5].d, out[g + 6].d, out[g + 7].d);
+      char* run = reinterpret_cast<char*>(out + g);
+      _mm256_storeu_ps(reinterpret_cast<float*>(run), d);
+      for (int t = 0; t < 8; ++t) _mm256_storeu_si256(reinterpret_cast<__m256i*>(run + 32 + 32 * t), v[t]);
+    }
   }
 }
 
@@ -74,29 +154,81 @@ void quantize256(const float* x, ActBlock256* out, int64_t n) {
       s = _mm_hadd_epi32(s, s);
       out[i].bsums[j] = static_cast<int16_t>(_mm_cvtsi128_si32(s));
     }
+    if constexpr (kGroupedAct32) {
+      // the values transposed by 4-byte words (QuantDotTable::x256_grouped)
+      __m256i v[8];
+      for (int j = 0; j < 8; ++j) v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(out[i].qs + 32 * j));
+      transpose8x32(v);
+      for (int t = 0; t < 8; ++t) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[i].qs + 32 * t), v[t]);
+    }
   }
 }
 
 __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // q8_0 and q4_0: per block, the signed weight bytes w (made once), then per
-// row sum(|w| * (x * sign(w))) scaled by d_w * d_x.
+// row sum(|w| * (x * sign(w))) (or sum((x + 128) w) - 128 sum(w), see
+// kUnsignedAct32) scaled by d_w * d_x.
 template <int R, typename Block, __m256i (*weightBytes)(const Block&)>
 void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const Block*>(w);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / 32; ++i) {
+  int64_t i = 0;
+  if constexpr (kGroupedAct32) {
+    __m256 accg[R];
+    for (int r = 0; r < R; ++r) accg[r] = _mm256_setzero_ps();
+    for (; i + 8 <= n / 32; i += 8) {
+      __m256i wt[8];
+      for (int j = 0; j < 8; ++j) wt[j] = weightBytes(b[i + j]);
+      transpose8x32(wt);
+      // -128 * each block's weight sum, in its lane
+      __m256i corr = _mm256_setzero_si256();
+      for (int t = 0; t < 8; ++t) corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), wt[t]);
+      const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
+      const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+          static_cast<short>(b[i].d), static_cast<short>(b[i + 1].d), static_cast<short>(b[i + 2].d),
+          static_cast<short>(b[i + 3].d), static_cast<short>(b[i + 4].d), static_cast<short>(b[i + 5].d),
+          static_cast<short>(b[i + 6].d), static_cast<short>(b[i + 7].d)));
+      for (int r = 0; r < R; ++r) {
+        const char* run = reinterpret_cast<const char*>(x + r * x_stride + i);
+        // two chains of 4 steps (VPDPBUSD's latency)
+        __m256i s = start, s2 = _mm256_setzero_si256();
+        for (int t = 0; t < 8; t += 2) {
+          s = dpbusd(s, load32(run + 32 + 32 * t), wt[t]);
+          s2 = dpbusd(s2, load32(run + 64 + 32 * t), wt[t + 1]);
+        }
+        s = _mm256_add_epi32(s, s2);
+        const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(run));
+        accg[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(s), accg[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) acc[r] = accg[r];
+  }
+  for (; i < n / 32; ++i) {
     const __m256i wq = weightBytes(b[i]);
-    const __m256i wabs = _mm256_sign_epi8(wq, wq);
-    const float dw = halfToFloat(b[i].d);
-    for (int r = 0; r < R; ++r) {
-      const ActBlock32& xb = x[r * x_stride + i];
-      const __m256i s = dpbusd(_mm256_setzero_si256(), wabs, _mm256_sign_epi8(load32(xb.qs), wq));
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xb.d), _mm256_cvtepi32_ps(s), acc[r]);
+    // d_w * d_x as one lane-wise multiply of the broadcast factors (the
+    // same float product as the scalar one, one instruction a row)
+    const __m256 dw = _mm256_set1_ps(halfToFloat(b[i].d));
+    if constexpr (kUnsignedAct32) {
+      // -128 * (the lane sums of w): each row's sum starts from it
+      const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                             dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(char(0x80)), wq));
+      for (int r = 0; r < R; ++r) {
+        const ActBlock32& xb = x[r * x_stride + i];
+        const __m256i s = dpbusd(start, load32(xb.qs), wq);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(&xb.d)), _mm256_cvtepi32_ps(s), acc[r]);
+      }
+    } else {
+      const __m256i wabs = _mm256_sign_epi8(wq, wq);
+      for (int r = 0; r < R; ++r) {
+        const ActBlock32& xb = x[r * x_stride + i];
+        const __m256i s = dpbusd(_mm256_setzero_si256(), wabs, _mm256_sign_epi8(load32(xb.qs), wq));
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(&xb.d)), _mm256_cvtepi32_ps(s), acc[r]);
+      }
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+  hsumRows<R>(acc, out);
 }
 
 __m256i q8_0Bytes(const BlockQ8_0& b) { return load32(b.qs); }
@@ -112,9 +244,115 @@ __m256i q4_0Bytes(const BlockQ4_0& b) {
 
 // the k-quants: sub-block outer, rows inner, so the live registers are one
 // unpacked sub-block, its scale and the rows' sums (no spills on AVX2's 16).
+// with grouped activations (kGroupedAct32): the 8 unpacked 32-value
+// sub-blocks transposed like the activations, so 8 VPDPBUSD steps leave the
+// 8 sub-blocks' sums in the lanes, times their scales with one multiply.
+template <int R>
+void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / 256; ++i) {
+    // the 8 6-bit scales and mins (scaleMinK4's layout) unpacked in
+    // registers: bytes 0..7 the scales, 8..15 the mins (ggml's utmp)
+    uint32_t u0, u1, u2;
+    std::memcpy(&u0, b[i].scales, 4);
+    std::memcpy(&u1, b[i].scales + 4, 4);
+    std::memcpy(&u2, b[i].scales + 8, 4);
+    const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+    const uint32_t m_lo = u1 & 0x3f3f3f3f;
+    const uint32_t s_hi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+    const uint32_t s_lo = u0 & 0x3f3f3f3f;
+    const __m128i sm = _mm_setr_epi32(static_cast<int>(s_lo), static_cast<int>(s_hi), static_cast<int>(m_lo),
+                                      static_cast<int>(m_hi));
+    __m256i u[8];
+    for (int j = 0; j < 4; ++j) {
+      const __m256i v = load32(b[i].qs + 32 * j);
+      u[2 * j] = _mm256_and_si256(v, low4);
+      u[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    }
+    transpose8x32(u);
+    // d * sc_j and dmin * m_j per lane j (exact: 11 x 6 significant bits),
+    // so a row's integer sums need no multiply but the floats'
+    const __m256 dsc = _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b[i].d)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm)));
+    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b[i].dmin)),
+                                    _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8))));
+    const __m256i ones = _mm256_set1_epi16(1);
+    const ActBlock256* xb = x + i;
+    for (int r = 0; r < R; ++r) {
+      const ActBlock256& xr = xb[r * x_stride];
+      __m256i s = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
+      for (int t = 0; t < 8; t += 2) {
+        s = dpbusd(s, u[t], load32(xr.qs + 32 * t));
+        s2 = dpbusd(s2, u[t + 1], load32(xr.qs + 32 * t + 32));
+      }
+      // lane j: sub-block j's sum of q * x, and of x (bsums 2j + 2j + 1)
+      const __m256i sumq = _mm256_add_epi32(s, s2);
+      const __m256i sumx = _mm256_madd_epi16(load32(xr.bsums), ones);
+      const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(sumq), dsc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumx), dm));
+      acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&xr.d), t, acc[r]);
+    }
+  }
+  hsumRows<R>(acc, out);
+}
+
+template <int R>
+void dotQ6_KGrouped(const BlockQ6_K* b, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
+  // the even and the odd sub-block scales, in order
+  const __m128i split = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / 256; ++i) {
+    const int8_t* sc = b[i].scales;
+    const uint8_t* ql = b[i].ql;
+    const uint8_t* qh = b[i].qh;
+    // q[c]: values 32c .. 32c + 31 (sub-blocks 2c, 2c + 1), unsigned 0..63
+    __m256i q[8];
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32) {
+      const __m256i la = load32(ql), lb = load32(ql + 32), hb = load32(qh);
+      q[4 * h] = _mm256_or_si256(_mm256_and_si256(la, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
+      q[4 * h + 1] =
+          _mm256_or_si256(_mm256_and_si256(lb, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
+      q[4 * h + 2] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), low4), _mm256_and_si256(hb, bits45));
+      q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), low4),
+                                     _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
+    }
+    // steps 0..3: lane c sums sub-block 2c, steps 4..7: sub-block 2c + 1
+    transpose8x32(q);
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+    const __m128i sc_split = _mm_shuffle_epi8(sc8, split);
+    const __m256i sc_even = _mm256_cvtepi8_epi32(sc_split);
+    const __m256i sc_odd = _mm256_cvtepi8_epi32(_mm_srli_si128(sc_split, 8));
+    const __m256i scales16 = _mm256_cvtepi8_epi16(sc8);
+    const __m256 dw = _mm256_set1_ps(halfToFloat(b[i].d));
+    const ActBlock256* xb = x + i;
+    for (int r = 0; r < R; ++r) {
+      const ActBlock256& xr = xb[r * x_stride];
+      __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
+      for (int t = 0; t < 4; ++t) {
+        e = dpbusd(e, q[t], load32(xr.qs + 32 * t));
+        o = dpbusd(o, q[t + 4], load32(xr.qs + 32 * t + 128));
+      }
+      const __m256i sumi = _mm256_add_epi32(_mm256_mullo_epi32(e, sc_even), _mm256_mullo_epi32(o, sc_odd));
+      // q - 32: the bias is -32 * sum_ib sc[ib] * bsums[ib]
+      const __m256i bias = _mm256_madd_epi16(load32(xr.bsums), scales16);
+      const __m256i s = _mm256_sub_epi32(sumi, _mm256_slli_epi32(bias, 5));
+      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_broadcast_ss(&xr.d), dw), _mm256_cvtepi32_ps(s), acc[r]);
+    }
+  }
+  hsumRows<R>(acc, out);
+}
+
 template <int R>
 void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const BlockQ4_K*>(w);
+  if constexpr (kGroupedAct32) {
+    dotQ4_KGrouped<R>(b, x, x_stride, n, out);
+    return;
+  }
   const __m256i low4 = _mm256_set1_epi8(0xF);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -151,12 +389,16 @@ void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
       acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(xr.d * dmin), _mm256_cvtepi32_ps(summ), acc[r]);
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+  hsumRows<R>(acc, out);
 }
 
 template <int R>
 void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const BlockQ6_K*>(w);
+  if constexpr (kGroupedAct32) {
+    dotQ6_KGrouped<R>(b, x, x_stride, n, out);
+    return;
+  }
   const __m256i low4 = _mm256_set1_epi8(0xF);
   const __m256i bits45 = _mm256_set1_epi8(0x30);
   __m256 acc[R];
@@ -196,18 +438,19 @@ void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(xr.d * dw), _mm256_cvtepi32_ps(s), acc[r]);
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
+  hsumRows<R>(acc, out);
 }
 
-// the table's entry: rows in [1, kDotRows] to the register-blocked kernel.
-template <typename ActBlock, template <int> class Kernel>
+// the table's entry: rows in [1, MaxRows] to the register-blocked kernel
+// (R counts up to the one that matches).
+template <int MaxRows, typename ActBlock, template <int> class Kernel, int R = 1>
 void dotRows(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n, float* out) {
-  static_assert(kDotRows == 4);
-  switch (rows) {
-    case 1: Kernel<1>::run(w, x, x_stride, n, out); break;
-    case 2: Kernel<2>::run(w, x, x_stride, n, out); break;
-    case 3: Kernel<3>::run(w, x, x_stride, n, out); break;
-    default: Kernel<4>::run(w, x, x_stride, n, out); break;
+  if constexpr (R == MaxRows) {
+    Kernel<R>::run(w, x, x_stride, n, out);
+  } else if (rows == R) {
+    Kernel<R>::run(w, x, x_stride, n, out);
+  } else {
+    dotRows<MaxRows, ActBlock, Kernel, R + 1>(w, x, x_stride, rows, n, out);
   }
 }
 
@@ -236,13 +479,21 @@ struct Q6_KKernel {
   }
 };
 
+// MaxRows: the rows one call takes (4 where 16 registers must hold them,
+// more with 32).
+template <int MaxRows>
 QuantDotTable makeTable(SimdLevel level, bool vnni) {
+  static_assert(MaxRows <= kDotRows);
   return {level,
           vnni,
+          MaxRows,
+          kUnsignedAct32 ? uint8_t{128} : uint8_t{0},
+          kGroupedAct32,
+          kGroupedAct32,
           quantize32,
           quantize256,
-          dotRows<ActBlock32, Q8_0Kernel>,
-          dotRows<ActBlock32, Q4_0Kernel>,
-          dotRows<ActBlock256, Q4_KKernel>,
-          dotRows<ActBlock256, Q6_KKernel>};
+          dotRows<MaxRows, ActBlock32, Q8_0Kernel>,
+          dotRows<MaxRows, ActBlock32, Q4_0Kernel>,
+          dotRows<MaxRows, ActBlock256, Q4_KKernel>,
+          dotRows<MaxRows, ActBlock256, Q6_KKernel>};
 }

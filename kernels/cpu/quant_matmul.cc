@@ -1,6 +1,7 @@
 #include "kernels/cpu/quant_matmul.h"
 
 #include <algorithm>
+#include <new>
 #include <vector>
 
 #include "common/quant_blocks.h"
@@ -15,6 +16,20 @@ namespace {
 // few thousand floats stay in L2 while the gemm sweeps the rows of x.
 constexpr int64_t kPanelRows = 64;
 
+// bytes from a 64-byte boundary, freed with their owner.
+class AlignedBytes {
+ public:
+  explicit AlignedBytes(size_t n) : p_(::operator new(std::max<size_t>(n, 1), kAlign)) {}
+  ~AlignedBytes() { ::operator delete(p_, kAlign); }
+  AlignedBytes(const AlignedBytes&) = delete;
+  AlignedBytes& operator=(const AlignedBytes&) = delete;
+  void* get() const { return p_; }
+
+ private:
+  static constexpr std::align_val_t kAlign{64};
+  void* p_;
+};
+
 // per-thread scratch of this file (built with baseline flags).
 std::vector<float>& panelScratch() {
   thread_local std::vector<float> scratch;
@@ -22,10 +37,11 @@ std::vector<float>& panelScratch() {
 }
 
 // y rows [0, m) x weight rows [n_begin, n_end): each weight row is read from
-// memory once and its blocks unpacked once per kDotRows rows of x.
+// memory once and its blocks unpacked once per `max_rows` (the table's rows)
+// rows of x.
 template <typename ActBlock>
-void dotRows(const MatmulArgs& a, DotRowsFn<ActBlock> dot, const ActBlock* xq, int64_t n_begin,
-             int64_t n_end) {
+void dotRows(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, const ActBlock* xq,
+             int64_t n_begin, int64_t n_end) {
   const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
   const auto* w = static_cast<const char*>(a.w);
   const int64_t x_blocks = a.k / (usesBlock256(a.w_dtype) ? 256 : 32);
@@ -33,8 +49,8 @@ void dotRows(const MatmulArgs& a, DotRowsFn<ActBlock> dot, const ActBlock* xq, i
   for (int64_t j = n_begin; j < n_end; ++j) {
     const void* wr = w + j * row_bytes;
     const float b = a.bias != nullptr ? a.bias[j] : 0.0f;
-    for (int64_t r0 = 0; r0 < a.m; r0 += kDotRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kDotRows, a.m - r0));
+    for (int64_t r0 = 0; r0 < a.m; r0 += max_rows) {
+      const int rows = static_cast<int>(std::min<int64_t>(max_rows, a.m - r0));
       dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, out);
       for (int r = 0; r < rows; ++r) a.y[(r0 + r) * a.n + j] = out[r] + b;
     }
@@ -88,29 +104,30 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
     return;
   }
   const QuantDotTable& dots = quantDotsFor(dense.level);
-  // the activation rows, quantized once for every task.
-  std::vector<ActBlock32> x32;
-  std::vector<ActBlock256> x256;
-  if (usesBlock256(args.w_dtype)) {
-    x256.resize(static_cast<size_t>(args.m * args.k / 256));
-    for (int64_t r = 0; r < args.m; ++r) {
-      dots.quantize256(args.x + r * args.k, x256.data() + r * (args.k / 256), args.k);
-    }
+  // the activation rows, quantized once for every task, from a cache line
+  // (the grouped runs' 256-bit loads then never straddle one).
+  const bool block256 = usesBlock256(args.w_dtype);
+  const size_t x_bytes = static_cast<size_t>(args.m * args.k) / (block256 ? 256 : 32) *
+                         (block256 ? sizeof(ActBlock256) : sizeof(ActBlock32));
+  AlignedBytes x_buffer(x_bytes);
+  auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
+  auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
+  if (block256) {
+    for (int64_t r = 0; r < args.m; ++r) dots.quantize256(args.x + r * args.k, x256 + r * (args.k / 256), args.k);
   } else {
-    x32.resize(static_cast<size_t>(args.m * args.k / 32));
-    for (int64_t r = 0; r < args.m; ++r) {
-      dots.quantize32(args.x + r * args.k, x32.data() + r * (args.k / 32), args.k);
-    }
+    for (int64_t r = 0; r < args.m; ++r) dots.quantize32(args.x + r * args.k, x32 + r * (args.k / 32), args.k);
   }
-  // small row ranges balance the threads: decode is pure weight streaming.
+  // small row ranges balance the threads: batch-1 decode is pure weight
+  // streaming; a batch's dots are compute-bound and a few larger ranges a
+  // thread spend less in the pool.
   const int64_t wanted = int64_t{threads} * 8;
   const int64_t chunk = std::max<int64_t>(4, (args.n + wanted - 1) / wanted);
   const int tasks = static_cast<int>((args.n + chunk - 1) / chunk);
   auto run = [&](int64_t begin, int64_t end) {
     if (usesBlock256(args.w_dtype)) {
-      dotRows(args, dot256For(dots, args.w_dtype), x256.data(), begin, end);
+      dotRows(args, dot256For(dots, args.w_dtype), dots.rows, x256, begin, end);
     } else {
-      dotRows(args, dot32For(dots, args.w_dtype), x32.data(), begin, end);
+      dotRows(args, dot32For(dots, args.w_dtype), dots.rows, x32, begin, end);
     }
   };
   if (args.m * args.n * args.k < (1 << 16)) {

@@ -2,7 +2,7 @@
 // backend. Few rows of x (decode, small batches): x is quantized to 8-bit
 // blocks once per call and each weight row is dotted in integers
 // (quant_dot.h), read from memory once for all rows of x and each of its
-// blocks unpacked once per kDotRows rows of x. Many rows
+// blocks unpacked once per dot call's rows of x (QuantDotTable::rows). Many rows
 // (prefill): each task dequantizes a panel of weight rows to F32 once and
 // runs the dense F32 kernel on it, so a panel's conversion is shared by every
 // row of x.

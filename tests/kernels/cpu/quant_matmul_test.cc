@@ -92,10 +92,10 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
     for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
-      // decode, small batches (a partial and a full-plus-partial group of
-      // kDotRows rows), the integer path's edge, prefill just past it and a
-      // long one; odd weight row counts everywhere.
-      for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{6}, kQuantDotMaxRows, kQuantDotMaxRows + 1,
+      // decode, small batches (partial and full-plus-partial groups of a
+      // table's 4 or 8 rows), the integer path's edge, prefill just past it
+      // and a long one; odd weight row counts everywhere.
+      for (int64_t m : {int64_t{1}, int64_t{3}, int64_t{6}, int64_t{11}, kQuantDotMaxRows, kQuantDotMaxRows + 1,
                         int64_t{67}}) {
         out.push_back({t, m, 37, 512, level, 1});
       }
@@ -105,6 +105,8 @@ std::vector<Case> cases() {
     }
     if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx2, 1});
     if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx512, 1});
+    // 11 blocks: a run of 8 (grouped activations) and 3 after it
+    if (!usesBlock256(t)) out.push_back({t, 11, 37, 352, SimdLevel::kAvx512, 1});
   }
   // only the levels this processor runs (every x86-64 host of this kind has avx2)
   std::erase_if(out, [](const Case& c) { return c.level > detectSimdLevel(); });
@@ -114,7 +116,7 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Formats, QuantMatmulTest, testing::ValuesIn(cases()), caseName);
 
 // every simd table computes the same integer sums as the scalar one for
-// 1..kDotRows activation rows at a time (the register-blocked kernels); only
+// 1..table.rows activation rows at a time (the register-blocked kernels); only
 // the float accumulation order differs. The tables this processor cannot run
 // must hand out a lower one instead.
 std::vector<const QuantDotTable*> runnableTables() {
@@ -165,6 +167,8 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
   if (tables.empty()) GTEST_SKIP() << "no simd table runs here (checked by DispatchFollowsTheProcessor)";
   for (const QuantDotTable* v : tables) {
     SCOPED_TRACE(std::string(simdLevelName(v->level)) + (v->vnni ? "+vnni" : ""));
+    // VPDPBUSD's int32 sums take unsigned activations; maddubs's int16 pairs would saturate
+    EXPECT_EQ(v->x32_offset, v->vnni ? 128 : 0);
     std::vector<ActBlock32> xv32(rows * k / 32);
     std::vector<ActBlock256> xv256(rows * k / 256);
     for (int64_t r = 0; r < rows; ++r) {
@@ -172,17 +176,24 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
       v->quantize256(x.data() + r * k, xv256.data() + r * (k / 256), k);
     }
     for (size_t b = 0; b < xs32.size(); ++b) {
-      ASSERT_EQ(xs32[b].d, xv32[b].d);
-      ASSERT_EQ(std::memcmp(xs32[b].qs, xv32[b].qs, 32), 0) << "block " << b;
+      // the same scales and values, stored with the table's offset and grouping
+      const int64_t row_blocks = k / 32, row = static_cast<int64_t>(b) / row_blocks;
+      ASSERT_EQ(xs32[b].d, act32Scale(*v, xv32.data() + row * row_blocks, row_blocks, b % row_blocks));
+      for (int l = 0; l < 32; ++l) {
+        ASSERT_EQ(xs32[b].qs[l], act32Value(*v, xv32.data() + row * row_blocks, row_blocks, b % row_blocks, l))
+            << "block " << b << " value " << l;
+      }
     }
     for (size_t b = 0; b < xs256.size(); ++b) {
-      ASSERT_EQ(std::memcmp(xs256[b].qs, xv256[b].qs, 256), 0) << "block " << b;
+      for (int l = 0; l < 256; ++l) {
+        ASSERT_EQ(xs256[b].qs[l], act256Value(*v, xv256[b], l)) << "block " << b << " value " << l;
+      }
       ASSERT_EQ(std::memcmp(xs256[b].bsums, xv256[b].bsums, sizeof(xs256[b].bsums)), 0);
     }
     for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
       std::vector<char> wq(rowBytes(t, k));
       quant::quantizeRow(t, w.data(), wq.data(), k);
-      for (int n_rows = 1; n_rows <= kDotRows; ++n_rows) {
+      for (int n_rows = 1; n_rows <= v->rows; ++n_rows) {
         // rows 1, 2, ...: the stride, not the row count, places each row
         float a[kDotRows], b[kDotRows];
         switch (t) {
