@@ -3,7 +3,6 @@
 // the planner's policies in the loop (bench/planner_sim/planner_simulator.h),
 // and writes the JSON summary and, when asked, the SVG timeline.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -13,6 +12,7 @@
 #include "bench/planner_sim/scaled_trace.h"
 #include "bench/router_sim/sim_trace.h"
 #include "cli/command.h"
+#include "common/mapped_file.h"
 #include "planner/policies.h"
 #include "planner/predictors.h"
 
@@ -23,7 +23,7 @@
 namespace tandem::cli {
 namespace {
 
-struct SimulateArgs {
+struct PlannerSimulateArgs {
   std::string trace;
   std::string profile = std::string(TANDEM_SOURCE_DIR) + "/planner/profiles/mi300x-llama3-8b.json";
   bench::PlannerSimOptions options;
@@ -53,14 +53,7 @@ absl::StatusOr<double> parseDuration(const std::string& text, const char* flag) 
   return value * unit;
 }
 
-absl::Status writeFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) return absl::InternalError("cannot write " + path);
-  return absl::OkStatus();
-}
-
-absl::Status runSimulate(SimulateArgs args) {
+absl::Status runPlannerSimulate(PlannerSimulateArgs args) {
   absl::StatusOr<double> interval = parseDuration(args.interval, "--interval");
   if (!interval.ok()) return interval.status();
   absl::StatusOr<double> cold = parseDuration(args.cold_start, "--cold-start");
@@ -114,7 +107,7 @@ absl::Status runSimulate(SimulateArgs args) {
 }  // namespace
 
 void registerPlannerSimulateCommand(CLI::App* planner) {
-  auto args = std::make_shared<SimulateArgs>();
+  auto args = std::make_shared<PlannerSimulateArgs>();
   CLI::App* cmd = planner->add_subcommand(
       "simulate", "replay a trace through prefill/decode workers with the planner in the loop (virtual time)");
   cmd->add_option("--trace", args->trace, "mooncake:FILE (JSONL) or azure:FILE (CSV)")->required();
@@ -158,7 +151,7 @@ void registerPlannerSimulateCommand(CLI::App* planner) {
       ->capture_default_str();
   cmd->add_option("--json", args->json_out, "write the results here (JSON)")->required();
   cmd->add_option("--plot", args->plot_out, "an SVG of offered load, workers per role and attainment over time");
-  setAction(cmd, [args] { return runSimulate(*args); });
+  setAction(cmd, [args] { return runPlannerSimulate(*args); });
 }
 
 }  // namespace tandem::cli

@@ -2,7 +2,6 @@
 // code against simulated workers in virtual time, per policy, and writes
 // the JSON summary (bench/router_sim/router_simulator.h).
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,12 +10,13 @@
 #include "bench/router_sim/router_simulator.h"
 #include "bench/router_sim/sim_trace.h"
 #include "cli/command.h"
+#include "common/mapped_file.h"
 #include "router/cluster/routing_policy.h"
 
 namespace tandem::cli {
 namespace {
 
-struct SimulateArgs {
+struct RouterSimulateArgs {
   std::string trace;
   bench::RouterSimOptions options;
   int block_size = 16;
@@ -24,14 +24,7 @@ struct SimulateArgs {
   std::string plot_out;
 };
 
-absl::Status writeFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) return absl::InternalError("cannot write " + path);
-  return absl::OkStatus();
-}
-
-absl::Status runSimulate(const SimulateArgs& args) {
+absl::Status runRouterSimulate(const RouterSimulateArgs& args) {
   absl::StatusOr<bench::SimTrace> trace = bench::loadSimTrace(args.trace, args.block_size);
   if (!trace.ok()) return trace.status();
   absl::StatusOr<bench::RouterSimResult> result = bench::simulateRouter(*trace, args.block_size, args.options);
@@ -55,7 +48,7 @@ absl::Status runSimulate(const SimulateArgs& args) {
 }  // namespace
 
 void registerRouterSimulateCommand(CLI::App* router) {
-  auto args = std::make_shared<SimulateArgs>();
+  auto args = std::make_shared<RouterSimulateArgs>();
   CLI::App* cmd = router->add_subcommand(
       "simulate", "replay a trace through the router's policies against simulated workers (virtual time)");
   cmd->add_option("--trace", args->trace, "mooncake:FILE (JSONL) or azure:FILE (CSV)")->required();
@@ -83,7 +76,7 @@ void registerRouterSimulateCommand(CLI::App* router) {
       ->capture_default_str();
   cmd->add_option("--json", args->json_out, "write the results here (JSON)")->required();
   cmd->add_option("--plot", args->plot_out, "an SVG of hit rate and TTFT p99 per policy");
-  setAction(cmd, [args] { return runSimulate(*args); });
+  setAction(cmd, [args] { return runRouterSimulate(*args); });
 }
 
 }  // namespace tandem::cli

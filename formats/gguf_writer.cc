@@ -55,12 +55,6 @@ uint32_t ggmlType(DType t) {
   }
 }
 
-uint64_t numelOf(const std::vector<int64_t>& shape) {
-  uint64_t n = 1;
-  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
-  return n;
-}
-
 uint64_t alignUp(uint64_t x) { return (x + kAlignment - 1) / kAlignment * kAlignment; }
 
 }  // namespace

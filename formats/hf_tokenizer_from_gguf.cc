@@ -19,9 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-constexpr char kSpaceMarker[] = "\xE2\x96\x81";  // ▁
+constexpr char kSentencePieceSpace[] = "\xE2\x96\x81";  // ▁
 
-struct GgufVocab {
+struct GgufVocabArrays {
   std::vector<std::string_view> tokens;
   std::vector<GgufTokenKind> types;
   std::vector<double> scores;
@@ -39,8 +39,8 @@ bool optionalBool(const GgufFile& g, std::string_view key, bool fallback) {
   return v.ok() ? *v : fallback;
 }
 
-absl::StatusOr<GgufVocab> readVocab(const GgufFile& g, bool sentencepiece) {
-  GgufVocab v;
+absl::StatusOr<GgufVocabArrays> readVocab(const GgufFile& g, bool sentencepiece) {
+  GgufVocabArrays v;
   ASSIGN_OR_RETURN(v.tokens, g.getStringArray("tokenizer.ggml.tokens"));
   const size_t n = v.tokens.size();
   v.types.assign(n, GgufTokenKind::kNormal);
@@ -67,7 +67,7 @@ absl::StatusOr<GgufVocab> readVocab(const GgufFile& g, bool sentencepiece) {
 // up linearly on insert (minutes for 150k tokens), so the unique entries go
 // straight into its underlying vector; a repeated token keeps its last id,
 // as the tokenizers' vocab maps do.
-ordered_json vocabObject(const GgufVocab& v, bool (*include)(GgufTokenKind)) {
+ordered_json vocabObject(const GgufVocabArrays& v, bool (*include)(GgufTokenKind)) {
   absl::flat_hash_map<std::string_view, size_t> last;
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     if (include(v.types[i])) last[v.tokens[i]] = i;
@@ -89,7 +89,7 @@ bool isAdded(GgufTokenKind t) {
 // transformers' SentencePieceExtractor: every split of a token into two
 // vocabulary tokens (ordered by their ids), all of them ordered by the
 // joined token's score, highest first, ties in vocabulary order.
-ordered_json spmMerges(const GgufVocab& v) {
+ordered_json spmMerges(const GgufVocabArrays& v) {
   absl::flat_hash_map<std::string_view, int> ids;
   for (size_t i = 0; i < v.tokens.size(); ++i) ids[v.tokens[i]] = static_cast<int>(i);
   struct Merge {
@@ -116,7 +116,7 @@ ordered_json spmMerges(const GgufVocab& v) {
   return out;
 }
 
-ordered_json addedTokens(const GgufVocab& v) {
+ordered_json addedTokens(const GgufVocabArrays& v) {
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     bool unk = static_cast<int>(i) == v.unk;
@@ -133,7 +133,7 @@ ordered_json addedTokens(const GgufVocab& v) {
 }
 
 // BOS and/or EOS around the text, as HF's TemplateProcessing writes them.
-ordered_json postProcessor(const GgufVocab& v) {
+ordered_json postProcessor(const GgufVocabArrays& v) {
   const bool bos = v.add_bos && v.bos >= 0, eos = v.add_eos && v.eos >= 0;
   if (!bos && !eos) return nullptr;
   auto special = [&](int id, int type_id) {
@@ -158,12 +158,12 @@ ordered_json postProcessor(const GgufVocab& v) {
   return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", specials}};
 }
 
-ordered_json spmTokenizer(const GgufFile& g, const GgufVocab& v) {
+ordered_json spmTokenizer(const GgufFile& g, const GgufVocabArrays& v) {
   const bool prefix = optionalBool(g, "tokenizer.ggml.add_space_prefix", true);
   ordered_json normalizers = ordered_json::array();
-  if (prefix) normalizers.push_back({{"type", "Prepend"}, {"prepend", kSpaceMarker}});
-  normalizers.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpaceMarker}});
-  ordered_json decoders = {{{"type", "Replace"}, {"pattern", {{"String", kSpaceMarker}}}, {"content", " "}},
+  if (prefix) normalizers.push_back({{"type", "Prepend"}, {"prepend", kSentencePieceSpace}});
+  normalizers.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSentencePieceSpace}});
+  ordered_json decoders = {{{"type", "Replace"}, {"pattern", {{"String", kSentencePieceSpace}}}, {"content", " "}},
                            {{"type", "ByteFallback"}},
                            {{"type", "Fuse"}}};
   if (prefix) decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
@@ -179,7 +179,7 @@ ordered_json spmTokenizer(const GgufFile& g, const GgufVocab& v) {
                      {"vocab", vocab}, {"merges", spmMerges(v)}}}};
 }
 
-absl::StatusOr<ordered_json> byteLevelTokenizer(const GgufFile& g, const GgufVocab& v) {
+absl::StatusOr<ordered_json> byteLevelTokenizer(const GgufFile& g, const GgufVocabArrays& v) {
   std::string pre_name = "default";
   if (auto p = g.getString("tokenizer.ggml.pre"); p.ok()) pre_name = std::string(*p);
   const BpePreTokenizer* pre = findBpePreByName(pre_name);
@@ -220,7 +220,7 @@ absl::StatusOr<ordered_json> byteLevelTokenizer(const GgufFile& g, const GgufVoc
                                  {"merges", merges}}}};
 }
 
-ordered_json tokenizerConfig(const GgufFile& g, const GgufVocab& v, bool sentencepiece) {
+ordered_json tokenizerConfig(const GgufFile& g, const GgufVocabArrays& v, bool sentencepiece) {
   ordered_json c = {{"add_bos_token", v.add_bos}, {"add_eos_token", v.add_eos}};
   auto name = [&](int id) { return id >= 0 ? ordered_json(v.tokens[id]) : ordered_json(); };
   c["bos_token"] = name(v.bos);

@@ -19,12 +19,6 @@ const char* safetensorsDtype(DType t) {
   }
 }
 
-uint64_t numelOf(const std::vector<int64_t>& shape) {
-  uint64_t n = 1;
-  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
-  return n;
-}
-
 }  // namespace
 
 void SafetensorsWriter::addTensor(std::string name, DType dtype, std::vector<int64_t> shape) {

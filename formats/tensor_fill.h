@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/dtype.h"
@@ -17,6 +18,13 @@ namespace tandem::model {
 // fills out[0, count) with elements [first, first + count) (row-major) of
 // the tensor with index `tensor` in the order the writer was given them.
 using TensorFill = std::function<void(size_t tensor, uint64_t first, size_t count, float* out)>;
+
+// the number of elements of a tensor of this shape.
+inline uint64_t numelOf(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
 
 // converts `count` floats to `dtype` (f32, f16, bf16, or a quantized type
 // with `count` whole blocks) and appends them to `bytes`.

@@ -25,7 +25,7 @@ namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
+namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 
 constexpr size_t kMaxBodyBytes = 8 << 20;
@@ -36,16 +36,16 @@ bool isIpLiteral(const std::string& host) {
   return !ec;
 }
 
-http::request<http::string_body> makeRequest(const HttpCall& call, const HttpUrl& url) {
-  http::request<http::string_body> req;
+bhttp::request<bhttp::string_body> makeRequest(const HttpCall& call, const HttpUrl& url) {
+  bhttp::request<bhttp::string_body> req;
   req.method_string(call.method);
   req.target(url.target);
   req.version(11);
   const bool default_port = (url.scheme == "http" && url.port == 80) || (url.scheme == "https" && url.port == 443);
   const std::string host = url.host.find(':') != std::string::npos ? absl::StrCat("[", url.host, "]") : url.host;
-  req.set(http::field::host, default_port ? host : absl::StrCat(host, ":", url.port));
-  req.set(http::field::user_agent, "tandem-planner");
-  req.set(http::field::connection, "close");
+  req.set(bhttp::field::host, default_port ? host : absl::StrCat(host, ":", url.port));
+  req.set(bhttp::field::user_agent, "tandem-planner");
+  req.set(bhttp::field::connection, "close");
   for (const auto& [name, value] : call.headers) req.set(name, value);
   if (!call.body.empty() || call.method == "PUT" || call.method == "POST" || call.method == "PATCH") {
     req.body() = call.body;
@@ -54,7 +54,7 @@ http::request<http::string_body> makeRequest(const HttpCall& call, const HttpUrl
   return req;
 }
 
-HttpReply toReply(http::response_parser<http::string_body>& parser) {
+HttpReply toReply(bhttp::response_parser<bhttp::string_body>& parser) {
   HttpReply reply;
   reply.status = static_cast<int>(parser.get().result_int());
   reply.body = std::move(parser.get().body());
@@ -68,34 +68,34 @@ struct Outcome {
 };
 
 asio::awaitable<void> plainCall(tcp::socket& socket, const Endpoints& endpoints,
-                                http::request<http::string_body> req, Outcome* out) {
+                                bhttp::request<bhttp::string_body> req, Outcome* out) {
   out->error = "connect";
   co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
   out->error = "write";
-  co_await http::async_write(socket, req, asio::use_awaitable);
+  co_await bhttp::async_write(socket, req, asio::use_awaitable);
   out->error = "read";
   beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
+  bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(kMaxBodyBytes);
-  co_await http::async_read(socket, buffer, parser, asio::use_awaitable);
+  co_await bhttp::async_read(socket, buffer, parser, asio::use_awaitable);
   out->reply = toReply(parser);
   out->error.clear();
 }
 
 asio::awaitable<void> tlsCall(beast::ssl_stream<tcp::socket>& stream,
                               const Endpoints& endpoints,
-                              http::request<http::string_body> req, Outcome* out) {
+                              bhttp::request<bhttp::string_body> req, Outcome* out) {
   out->error = "connect";
   co_await asio::async_connect(beast::get_lowest_layer(stream), endpoints, asio::use_awaitable);
   out->error = "TLS handshake (is the server's certificate signed by the CA given, for this host?)";
   co_await stream.async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
   out->error = "write";
-  co_await http::async_write(stream, req, asio::use_awaitable);
+  co_await bhttp::async_write(stream, req, asio::use_awaitable);
   out->error = "read";
   beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
+  bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(kMaxBodyBytes);
-  co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
+  co_await bhttp::async_read(stream, buffer, parser, asio::use_awaitable);
   out->reply = toReply(parser);
   out->error.clear();
 }
@@ -178,7 +178,7 @@ absl::StatusOr<HttpReply> httpCall(const HttpCall& call) {
       failure = ex.what();
     }
   };
-  http::request<http::string_body> req = makeRequest(call, *url);
+  bhttp::request<bhttp::string_body> req = makeRequest(call, *url);
   std::optional<asio::ssl::context> ctx;
   std::optional<beast::ssl_stream<tcp::socket>> tls_stream;
   std::optional<tcp::socket> socket;

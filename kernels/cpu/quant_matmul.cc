@@ -40,7 +40,7 @@ std::vector<float>& panelScratch() {
 // memory once and its blocks unpacked once per `max_rows` (the table's rows)
 // rows of x.
 template <typename ActBlock>
-void dotRows(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, const ActBlock* xq,
+void dotRowRange(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, const ActBlock* xq,
              int64_t n_begin, int64_t n_end) {
   const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
   const auto* w = static_cast<const char*>(a.w);
@@ -125,9 +125,9 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   const int tasks = static_cast<int>((args.n + chunk - 1) / chunk);
   auto run = [&](int64_t begin, int64_t end) {
     if (usesBlock256(args.w_dtype)) {
-      dotRows(args, dot256For(dots, args.w_dtype), dots.rows, x256, begin, end);
+      dotRowRange(args, dot256For(dots, args.w_dtype), dots.rows, x256, begin, end);
     } else {
-      dotRows(args, dot32For(dots, args.w_dtype), dots.rows, x32, begin, end);
+      dotRowRange(args, dot32For(dots, args.w_dtype), dots.rows, x32, begin, end);
     }
   };
   if (args.m * args.n * args.k < (1 << 16)) {

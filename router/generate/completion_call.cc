@@ -33,10 +33,6 @@ const char* finishName(generation::FinishReason reason) {
 
 std::string sseEvent(const std::string& json) { return "data: " + json + "\n\n"; }
 
-const char* endpointLabel(openai::Endpoint e) {
-  return e == openai::Endpoint::kChatCompletions ? "chat" : "completions";
-}
-
 }  // namespace
 
 void CompletionCall::start(const Admission& admission, AdmissionSlot slot,
@@ -113,7 +109,7 @@ void CompletionCall::submitAll(const Admission& admission) {
 
 void CompletionCall::refuse(const openai::ApiError& error) {
   answered_ = true;
-  metrics_.end(endpointLabel(request_.endpoint), error.status);
+  metrics_.end(openai::endpointLabel(request_.endpoint), error.status);
   respondError(*writer_, error);
 }
 
@@ -124,7 +120,7 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
   if (output.finish_reason == generation::FinishReason::kError) {
     answered_ = true;
     cancelAll();
-    metrics_.end(endpointLabel(request_.endpoint), 500);
+    metrics_.end(openai::endpointLabel(request_.endpoint), 500);
     const openai::ApiError error = openai::errorFor(500, "the model failed while generating");
     if (request_.stream) {
       writer_->write(sseEvent(openai::errorBody(error)));
@@ -233,7 +229,7 @@ void CompletionCall::complete() {
   answered_ = true;
   const openai::Usage u = usage();
   metrics_.completed(u.prompt_tokens, u.completion_tokens, u.cached_tokens);
-  metrics_.end(endpointLabel(request_.endpoint), 200);
+  metrics_.end(openai::endpointLabel(request_.endpoint), 200);
   if (request_.stream) {
     if (request_.include_usage) writer_->write(sseEvent(openai::renderUsageChunk(meta_, u)));
     writer_->write("data: [DONE]\n\n");
@@ -252,12 +248,13 @@ void CompletionCall::clientGone() {
   answered_ = true;
   cancelAll();
   // 499: nginx's "client closed request".
-  metrics_.end(endpointLabel(request_.endpoint), 499);
+  metrics_.end(openai::endpointLabel(request_.endpoint), 499);
 }
 
 bool CompletionCall::cutOffSlowClient() {
-  if (!router::cutOffSlowClient(context_, *writer_, metrics_, endpointLabel(request_.endpoint),
-                                meta_.id, [this] { cancelAll(); })) {
+  if (!router::cutOffSlowClient(context_, *writer_, metrics_,
+                                openai::endpointLabel(request_.endpoint), meta_.id,
+                                [this] { cancelAll(); })) {
     return false;
   }
   answered_ = true;

@@ -23,10 +23,6 @@ bool methodMatches(Method method, const std::string& name) {
   return method == Method::kGet ? name == "GET" || name == "HEAD" : name == "POST";
 }
 
-const char* endpointLabel(openai::Endpoint e) {
-  return e == openai::Endpoint::kChatCompletions ? "chat" : "completions";
-}
-
 }  // namespace
 
 struct OpenAiService::Route {
@@ -192,7 +188,7 @@ void OpenAiService::offloadPrepare(http::HttpRequest& http_request, const std::s
 
 void OpenAiService::generate(http::HttpRequest& http_request, openai::Endpoint endpoint,
                              http::ResponseWriterPtr writer) {
-  offloadPrepare(http_request, endpointLabel(endpoint), std::move(writer),
+  offloadPrepare(http_request, openai::endpointLabel(endpoint), std::move(writer),
                  [this, endpoint](const std::string& body, AdmissionSlot slot,
                                   http::ResponseWriterPtr w, CompletionCall::Clock::time_point at) {
                    prepareAndStart(body, endpoint, std::move(slot), std::move(w), at);
@@ -265,7 +261,7 @@ void OpenAiService::detokenize(http::HttpRequest& request, http::ResponseWriterP
 void OpenAiService::prepareAndStart(const std::string& body, openai::Endpoint endpoint,
                                     AdmissionSlot slot, http::ResponseWriterPtr writer,
                                     CompletionCall::Clock::time_point arrival) {
-  const std::string label = endpointLabel(endpoint);
+  const std::string label = openai::endpointLabel(endpoint);
   if (writer->closed()) {
     // the client left while the request waited: 499, nginx's "client
     // closed request", as for a call it leaves.

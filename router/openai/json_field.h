@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,9 @@
 #include "router/openai/api_error.h"
 
 namespace tandem::openai {
+
+// the largest value an int32 request field (max_tokens, a token id) may take.
+inline constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // deeper request bodies are refused before they are built: copying or
 // printing a JSON value recurses once per level, and no real request (tool

@@ -27,6 +27,11 @@ namespace tandem::openai {
 
 enum class Endpoint { kCompletions, kChatCompletions };
 
+// the endpoint's label in metrics and logs: "completions" or "chat".
+inline const char* endpointLabel(Endpoint e) {
+  return e == Endpoint::kChatCompletions ? "chat" : "completions";
+}
+
 // one prompt of a completions request: text, or token ids.
 struct Prompt {
   std::string text;

@@ -13,7 +13,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // token ids of one prompt: a non-empty array of integers in [0, 2^31).
 // Whether they are in the vocabulary is the caller's check.

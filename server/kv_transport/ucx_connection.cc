@@ -15,10 +15,6 @@ constexpr size_t kIdleReceivers = 32;
 // no transfer names more blocks than this (D's answer is refused otherwise).
 constexpr size_t kMaxBlocks = size_t{1} << 24;
 
-std::string_view view(const void* data, size_t length) {
-  return {static_cast<const char*>(data), length};
-}
-
 bool isBytes(const ucp_am_recv_param_t* param) {
   return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0;
 }
@@ -69,7 +65,7 @@ ucs_status_t UcxConnection::onOpened(void* arg, const void*, size_t, void* data,
                                      const ucp_am_recv_param_t* param) {
   auto* c = static_cast<UcxConnection*>(arg);
   if (!isBytes(param)) return UCS_OK;
-  auto m = ucx::decodeOpened(view(data, length), kMaxBlocks);
+  auto m = ucx::decodeOpened(amBytes(data, length), kMaxBlocks);
   if (m && m->stream == c->stream_) c->opened_ = std::move(m);
   return UCS_OK;
 }
@@ -78,7 +74,7 @@ ucs_status_t UcxConnection::onResult(void* arg, const void*, size_t, void* data,
                                      const ucp_am_recv_param_t* param) {
   auto* c = static_cast<UcxConnection*>(arg);
   if (!isBytes(param)) return UCS_OK;
-  auto m = ucx::decodeResult(view(data, length));
+  auto m = ucx::decodeResult(amBytes(data, length));
   // the first verdict counts.
   if (m && m->stream == c->stream_ && !c->result_) c->result_ = std::move(m);
   return UCS_OK;

@@ -29,10 +29,6 @@ constexpr size_t kMaxIdlePeers = 64;
 // poll did not cover and for a missed wake-up.
 constexpr std::chrono::milliseconds kMaxSleep{100};
 
-std::string_view view(const void* data, size_t length) {
-  return {static_cast<const char*>(data), length};
-}
-
 // what other threads hand the worker thread: transfers the table ended
 // (timeout, cancel) whose sender must be told, and the stop request.
 struct Mailbox {
@@ -135,22 +131,22 @@ class UcxKvReceiver::Server {
 
   static ucs_status_t onOpen(void* arg, const void*, size_t, void* data, size_t length,
                              const ucp_am_recv_param_t* param) {
-    if (isBytes(param)) static_cast<Server*>(arg)->open(view(data, length));
+    if (isBytes(param)) static_cast<Server*>(arg)->open(amBytes(data, length));
     return UCS_OK;
   }
   static ucs_status_t onBlocks(void* arg, const void*, size_t, void* data, size_t length,
                                const ucp_am_recv_param_t* param) {
-    if (isBytes(param)) static_cast<Server*>(arg)->blocks(view(data, length));
+    if (isBytes(param)) static_cast<Server*>(arg)->blocks(amBytes(data, length));
     return UCS_OK;
   }
   static ucs_status_t onFinish(void* arg, const void*, size_t, void* data, size_t length,
                                const ucp_am_recv_param_t* param) {
-    if (isBytes(param)) static_cast<Server*>(arg)->finish(view(data, length));
+    if (isBytes(param)) static_cast<Server*>(arg)->finish(amBytes(data, length));
     return UCS_OK;
   }
   static ucs_status_t onAbort(void* arg, const void*, size_t, void* data, size_t length,
                               const ucp_am_recv_param_t* param) {
-    auto handle = isBytes(param) ? ucx::decodeAbort(view(data, length)) : std::nullopt;
+    auto handle = isBytes(param) ? ucx::decodeAbort(amBytes(data, length)) : std::nullopt;
     if (handle) {
       static_cast<Server*>(arg)->end(*handle, absl::UnavailableError("the KV sender gave up"), -1);
     }
@@ -158,7 +154,7 @@ class UcxKvReceiver::Server {
   }
   static ucs_status_t onData(void* arg, const void* header, size_t header_length, void* data,
                              size_t length, const ucp_am_recv_param_t* param) {
-    return static_cast<Server*>(arg)->data(view(header, header_length), data, length, param);
+    return static_cast<Server*>(arg)->data(amBytes(header, header_length), data, length, param);
   }
 
   void open(std::string_view payload) {

@@ -98,6 +98,11 @@ int openPidfd(uint32_t pid);
 // whether the process behind `pidfd` exited.
 bool pidfdExited(int pidfd);
 
+// an active message's header or data, as bytes.
+inline std::string_view amBytes(const void* data, size_t length) {
+  return {static_cast<const char*>(data), length};
+}
+
 // the status of a finished request (or of an immediate result) and frees it.
 ucs_status_t finishRequest(ucs_status_ptr_t request);
 

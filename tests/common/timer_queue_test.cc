@@ -49,7 +49,7 @@ class Log {
 };
 
 // a one-way flag that threads can wait for.
-class Latch {
+class OpenLatch {
  public:
   void open() {
     std::lock_guard lock(mu_);
@@ -74,7 +74,7 @@ class Latch {
 // schedules a marker `delay` from now and waits until it ran: every timer
 // due before it has run by then.
 void runMarkerAfter(TimerQueue& queue, milliseconds delay) {
-  Latch ran;
+  OpenLatch ran;
   ASSERT_NE(queue.runAfter(delay, [&] { ran.open(); }), TimerQueue::kNoTimer);
   ASSERT_TRUE(ran.wait());
 }
@@ -93,7 +93,7 @@ TEST(TimerQueueTest, RunsOneShotTimersInDeadlineOrder) {
 TEST(TimerQueueTest, RunsTimersDueTogetherInTheOrderTheyWereScheduled) {
   TimerQueue queue;
   Log log;
-  Latch gate;
+  OpenLatch gate;
   // hold the thread so that every timer below is due when it looks again.
   queue.runAt(Clock::now(), [&] { gate.wait(); });
   const Clock::time_point when = Clock::now();
@@ -112,7 +112,7 @@ TEST(TimerQueueTest, RunsAPeriodicTimerUntilItIsCancelled) {
   // cancelled on the queue's thread, so no run is in progress meanwhile.
   size_t ticks_at_cancel = 0;
   bool cancelled = false;
-  Latch done;
+  OpenLatch done;
   queue.runAt(Clock::now(), [&] {
     cancelled = queue.cancel(id);
     ticks_at_cancel = log.size();
@@ -142,7 +142,7 @@ TEST(TimerQueueTest, PeriodicRunsStayOnTheirGridWhenEachRunTakesMostOfAPeriod) {
   constexpr int kRuns = 10;
   std::mutex mu;
   std::vector<Clock::time_point> starts;
-  Latch done;
+  OpenLatch done;
   const Clock::time_point first = Clock::now() + kPeriod;
   std::unique_lock lock(mu);  // `id` is written after runEvery returns
   const TimerQueue::TimerId id = queue.runEvery(first, kPeriod, [&] {
@@ -174,7 +174,7 @@ TEST(TimerQueueTest, AfterARunOverranTheNextRunsAreAPeriodApartNotABurst) {
   std::mutex mu;
   std::vector<Clock::time_point> starts;
   Clock::time_point end_of_overrun;
-  Latch done;
+  OpenLatch done;
   std::unique_lock lock(mu);
   TimerQueue::TimerId id = queue.runEvery(Clock::now(), kPeriod, [&] {
     std::lock_guard guard(mu);
@@ -276,8 +276,8 @@ TEST(TimerQueueTest, ACallbackCanScheduleAndCancelOtherTimers) {
 
 TEST(TimerQueueTest, StopWaitsForTheRunningCallbackAndNothingRunsAfter) {
   auto queue = std::make_unique<TimerQueue>();
-  Latch entered;
-  Latch release;
+  OpenLatch entered;
+  OpenLatch release;
   bool finished = false;  // written by the callback, read after stop() joined it
   queue->runAt(Clock::now(), [&] {
     entered.open();
@@ -318,7 +318,7 @@ TEST(TimerQueueTest, StopWaitsForTheRunningCallbackAndNothingRunsAfter) {
 TEST(TimerQueueTest, StopFromInsideACallbackEndsTheQueueWithoutDeadlock) {
   TimerQueue queue;
   Log log;
-  Latch gate;
+  OpenLatch gate;
   queue.runAt(Clock::now(), [&] { gate.wait(); });
   const Clock::time_point when = Clock::now();
   queue.runAt(when, [&] {
@@ -336,8 +336,8 @@ TEST(TimerQueueTest, StopFromInsideACallbackEndsTheQueueWithoutDeadlock) {
 
 TEST(TimerQueueTest, ConcurrentStopsAllReturnAfterTheThreadExited) {
   TimerQueue queue;
-  Latch entered;
-  Latch release;
+  OpenLatch entered;
+  OpenLatch release;
   std::atomic<bool> finished{false};
   queue.runAt(Clock::now(), [&] {
     entered.open();
@@ -367,7 +367,7 @@ TEST(TimerQueueTest, RunsManyTimersFromManyThreadsEachOnceInDeadlineOrder) {
   std::condition_variable cv;
   const Clock::time_point base = Clock::now() + milliseconds(20);
   // held until every timer is in, so the run order is the deadline order.
-  Latch gate;
+  OpenLatch gate;
   queue.runAt(Clock::now(), [&] { gate.wait(); });
   std::vector<std::thread> threads;
   std::atomic<int> cancelled{0};

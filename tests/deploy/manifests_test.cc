@@ -89,7 +89,9 @@ TEST_P(ManifestsTest, SelectorsSelectWhatTheyAreFor) {
     EXPECT_GT(selectsPods(n["spec"]["podSelector"]), 0) << nameOf(n);
     for (const json& rule : n["spec"].value("ingress", json::array())) {
       for (const json& from : rule.value("from", json::array())) {
-        if (from.contains("podSelector")) EXPECT_GT(selectsPods(from["podSelector"]), 0) << nameOf(n) << " from";
+        if (from.contains("podSelector")) {
+          EXPECT_GT(selectsPods(from["podSelector"]), 0) << nameOf(n) << " from";
+        }
       }
     }
   }
@@ -123,7 +125,9 @@ TEST_P(ManifestsTest, PortsAreNamedPortsTheContainersExpose) {
   }
   auto checkPods = [&](const json& owner, const json& selector, const std::string& port) {
     for (const json& d : deployments(objects_)) {
-      if (selectorMatches(selector, podLabels(d))) EXPECT_TRUE(portNames(d).count(port)) << nameOf(owner) << ": " << nameOf(d) << " has no port " << port;
+      if (selectorMatches(selector, podLabels(d))) {
+        EXPECT_TRUE(portNames(d).count(port)) << nameOf(owner) << ": " << nameOf(d) << " has no port " << port;
+      }
     }
   };
   for (const json& m : objectsOfKind(objects_, "PodMonitor")) {
@@ -279,7 +283,9 @@ TEST_P(ManifestsTest, FilesComeFromVolumesAndWorkersDrain) {
           ASSERT_FALSE(v.is_null()) << nameOf(d) << ": " << value << " is on no volume";
           EXPECT_TRUE(v.contains("emptyDir") || v.contains("ephemeral")) << nameOf(d);
         }
-        if (flag == "--model" && value.rfind("/", 0) == 0) EXPECT_FALSE(volumeAt(value).is_null()) << nameOf(d);
+        if (flag == "--model" && value.rfind("/", 0) == 0) {
+          EXPECT_FALSE(volumeAt(value).is_null()) << nameOf(d);
+        }
       }
       if (d["metadata"]["labels"].value("app.kubernetes.io/component", "") == "prefill" ||
           d["metadata"]["labels"].value("app.kubernetes.io/component", "") == "decode") {

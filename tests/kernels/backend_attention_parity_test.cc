@@ -23,13 +23,6 @@
 namespace tandem::kernels {
 namespace {
 
-// gtest prints a case (in test listings and failures) by its name.
-template <typename Case>
-  requires requires(const Case& c) { c.name(); }
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.name();
-}
-
 constexpr int kLayers = 2;
 
 struct SeqSpec {

@@ -27,6 +27,16 @@
 #include "tests/kernels/parity_tensors.h"
 
 namespace tandem::kernels {
+namespace {  // the parity tests' own unnamed namespace, where gtest finds it
+
+// gtest prints a case (in test listings and failures) by its name.
+template <typename Case>
+  requires requires(const Case& c) { c.name(); }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name();
+}
+
+}  // namespace
 
 struct Tolerances {
   float norm = 0;       // rmsNorm

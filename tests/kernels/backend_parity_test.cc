@@ -14,13 +14,6 @@
 namespace tandem::kernels {
 namespace {
 
-// gtest prints a case (in test listings and failures) by its name.
-template <typename Case>
-  requires requires(const Case& c) { c.name(); }
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.name();
-}
-
 constexpr DType kWeightDtypes[] = {DType::kF32, DType::kF16, DType::kBF16};
 
 std::string dt(DType dtype) { return std::string(dtypeName(dtype)); }

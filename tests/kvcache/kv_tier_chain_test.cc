@@ -19,7 +19,7 @@ using testing::BytesBlockIo;
 using testing::ManualTier;
 
 constexpr int kBlockSize = 4;
-constexpr size_t kBytes = 64;
+constexpr size_t kChainBlockBytes = 64;
 constexpr int kG1Blocks = 4;
 
 std::vector<int32_t> tokens(int first, int n) {
@@ -34,9 +34,9 @@ class KvTierChainTest : public ::testing::Test {
 
   // installs the tiers and hands them to the cache.
   void useTiers(int64_t host_blocks, bool disk) {
-    if (host_blocks > 0) chain_.setHostTier(std::make_unique<HostTier>(kBytes, host_blocks));
+    if (host_blocks > 0) chain_.setHostTier(std::make_unique<HostTier>(kChainBlockBytes, host_blocks));
     if (disk) {
-      auto g3 = std::make_unique<ManualTier>(kBytes);
+      auto g3 = std::make_unique<ManualTier>(kChainBlockBytes);
       g3_ = g3.get();
       chain_.setDiskTier(std::move(g3), "manual");
     }
@@ -74,7 +74,7 @@ class KvTierChainTest : public ::testing::Test {
     return {};
   }
 
-  BytesBlockIo io_{kG1Blocks, kBytes};
+  BytesBlockIo io_{kG1Blocks, kChainBlockBytes};
   KvTierChain chain_{io_};
   KvCacheManager kv_{kG1Blocks, kBlockSize};
   KvEventLog log_;
@@ -100,8 +100,8 @@ TEST_F(KvTierChainTest, EvictedBlocksGoToHostMemoryAndComeBackBitExact) {
   const KvTierStats host = statsOf(KvTier::kHost);
   EXPECT_EQ(host.hits, 3u);
   EXPECT_EQ(host.onboards, 3u);
-  EXPECT_EQ(host.bytes_read, 3 * kBytes);
-  EXPECT_EQ(host.bytes_written, 3 * kBytes);
+  EXPECT_EQ(host.bytes_read, 3 * kChainBlockBytes);
+  EXPECT_EQ(host.bytes_written, 3 * kChainBlockBytes);
   EXPECT_EQ(host.read_seconds.count, 3u);
   EXPECT_EQ(kv_.onboardedTokens(), 12);
   // the blocks are now in G1 and G2 both, each listed with its tier.
@@ -145,9 +145,9 @@ TEST_F(KvTierChainTest, DiskLoadsArePendingUntilTheTierCompletesThem) {
 }
 
 TEST_F(KvTierChainTest, DeviceMemoryLoadsGoThroughStaging) {
-  BytesBlockIo device(kG1Blocks, kBytes, /*host=*/false);
+  BytesBlockIo device(kG1Blocks, kChainBlockBytes, /*host=*/false);
   KvTierChain chain(device);
-  auto g3 = std::make_unique<ManualTier>(kBytes);
+  auto g3 = std::make_unique<ManualTier>(kChainBlockBytes);
   ManualTier* disk = g3.get();
   chain.setDiskTier(std::move(g3), "manual");
   KvCacheManager kv(kG1Blocks, kBlockSize);
@@ -207,10 +207,10 @@ TEST_F(KvTierChainTest, HostEvictionsAreDemotedToDiskAndRefusalsCounted) {
 }
 
 TEST_F(KvTierChainTest, BlocksTheDiskFoundAtOpenArePublishedToTheFirstListener) {
-  BytesBlockIo io(kG1Blocks, kBytes);
+  BytesBlockIo io(kG1Blocks, kChainBlockBytes);
   KvTierChain chain(io);
-  auto g3 = std::make_unique<ManualTier>(kBytes);
-  std::vector<std::byte> data(kBytes);
+  auto g3 = std::make_unique<ManualTier>(kChainBlockBytes);
+  std::vector<std::byte> data(kChainBlockBytes);
   ASSERT_TRUE(g3->store(11, 0, data, [](absl::Status) {}));
   ASSERT_TRUE(g3->store(12, 11, data, [](absl::Status) {}));
   // 13 was recovered but is gone again: not published.
@@ -241,7 +241,7 @@ TEST_F(KvTierChainTest, StoresThatFailToWriteAreCountedApartFromRefusals) {
 
 TEST_F(KvTierChainTest, MaintainKeepsHostMemoryUnderItsHighWatermark) {
   useTiers(20, true);
-  std::vector<std::byte> data(kBytes);
+  std::vector<std::byte> data(kChainBlockBytes);
   for (BlockHash h = 1; h <= 20; ++h) {
     ASSERT_TRUE(chain_.hostTier()->store(h, h - 1, data, [](absl::Status) {}));
   }

@@ -77,7 +77,7 @@ class PeerRecordingService final : public grpc::CallbackGenericService {
   std::string last_client_;
 };
 
-struct CallResult {
+struct ReloadCallResult {
   grpc::Status status;
   std::string server_name;  // the common name of the certificate the server presented
 };
@@ -109,7 +109,7 @@ class ClusterAuthReloadTest : public ::testing::Test {
 
   // one unary call on a new channel of `auth`, on a connection of its own
   // (no subchannel shared with earlier channels, so it handshakes anew).
-  CallResult call(const ClusterAuth& auth) {
+  ReloadCallResult call(const ClusterAuth& auth) {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     grpc::GenericStub stub(auth.channel("127.0.0.1:" + std::to_string(port_), args));
@@ -121,7 +121,7 @@ class ClusterAuthReloadTest : public ::testing::Test {
     std::promise<grpc::Status> done;
     stub.UnaryCall(&context, "/tandem.test.Internal/Call", grpc::StubOptions(), &request, &response,
                    [&](grpc::Status status) { done.set_value(std::move(status)); });
-    CallResult result{done.get_future().get(), ""};
+    ReloadCallResult result{done.get_future().get(), ""};
     if (auto auth_context = context.auth_context()) {
       for (const grpc::string_ref& name : auth_context->FindPropertyValues("x509_common_name")) {
         result.server_name.assign(name.data(), name.size());
@@ -152,7 +152,7 @@ TEST_F(ClusterAuthReloadTest, AReloadMovesListenersAndNewChannelsToTheNewCertifi
   ClusterAuthPtr stale = stale_files.auth();
   ASSERT_NE(stale, nullptr);
 
-  CallResult before = call(*worker);
+  ReloadCallResult before = call(*worker);
   ASSERT_TRUE(before.status.ok()) << before.status.error_message();
   EXPECT_EQ(before.server_name, "router-old");
   EXPECT_EQ(service_->lastClient(), "worker-old");
@@ -170,7 +170,7 @@ TEST_F(ClusterAuthReloadTest, AReloadMovesListenersAndNewChannelsToTheNewCertifi
 
   // a new channel presents the new certificate, and the listener presents
   // and accepts the new ones.
-  CallResult after = call(*worker);
+  ReloadCallResult after = call(*worker);
   ASSERT_TRUE(after.status.ok()) << after.status.error_message();
   EXPECT_EQ(after.server_name, "router-new");
   EXPECT_EQ(service_->lastClient(), "worker-new");
@@ -189,7 +189,7 @@ TEST_F(ClusterAuthReloadTest, AFailedReloadKeepsTheCertificatesInUse) {
   writeFile(router_files_.key, old_key);
   EXPECT_TRUE(absl::IsInvalidArgument(router_->reloadTls()));
   EXPECT_EQ(router_->tlsGeneration(), 1u);
-  CallResult kept = call(*worker);
+  ReloadCallResult kept = call(*worker);
   ASSERT_TRUE(kept.status.ok()) << kept.status.error_message();
   EXPECT_EQ(kept.server_name, "router-old");
 }

@@ -149,7 +149,9 @@ TEST_F(HttpsServerTest, AClientCaRequiresAClientCertificate) {
   // closes before answering (TLS 1.3 checks it after the client's finish).
   std::string error;
   auto anonymous = TlsClient::connect(server_->port(), {.ca_file = pki_.caFile()}, &error);
-  if (anonymous != nullptr) EXPECT_FALSE(get(*anonymous, "/a").has_value());
+  if (anonymous != nullptr) {
+    EXPECT_FALSE(get(*anonymous, "/a").has_value());
+  }
   // a certificate of another CA: refused the same way.
   TestPki stranger_pki("stranger CA");
   TestCert stranger = stranger_pki.issue("stranger", 5, "stranger");
@@ -157,7 +159,9 @@ TEST_F(HttpsServerTest, AClientCaRequiresAClientCertificate) {
       server_->port(),
       {.ca_file = pki_.caFile(), .cert_file = stranger.cert_file, .key_file = stranger.key_file},
       &error);
-  if (foreign != nullptr) EXPECT_FALSE(get(*foreign, "/a").has_value());
+  if (foreign != nullptr) {
+    EXPECT_FALSE(get(*foreign, "/a").has_value());
+  }
   // the CA's own client: served.
   TestCert member = pki_.issue("client", 6, "client");
   auto client = connect({.cert_file = member.cert_file, .key_file = member.key_file});

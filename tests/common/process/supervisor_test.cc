@@ -28,7 +28,7 @@ bool waitUntil(Pred pred, milliseconds timeout = milliseconds(30000)) {
   return pred();
 }
 
-ChildSpec shell(const std::string& name, const std::string& script, bool restart = true) {
+ChildSpec shellSpec(const std::string& name, const std::string& script, bool restart = true) {
   return ChildSpec{.name = name, .argv = {"/bin/sh", "-c", script}, .restart = restart};
 }
 
@@ -98,8 +98,8 @@ class SupervisorTest : public ::testing::Test {
 
 TEST_F(SupervisorTest, ForwardsEachLinePrefixedWithItsName) {
   create();
-  ASSERT_TRUE(supervisor_->start(shell("prefill-0", "echo one; echo two >&2; printf three", false)).ok());
-  ASSERT_TRUE(supervisor_->start(shell("router", "echo ready", false)).ok());
+  ASSERT_TRUE(supervisor_->start(shellSpec("prefill-0", "echo one; echo two >&2; printf three", false)).ok());
+  ASSERT_TRUE(supervisor_->start(shellSpec("router", "echo ready", false)).ok());
   ASSERT_TRUE(waitUntil([&] { return exits().size() == 2; }));
   const std::string out = forwarded();
   EXPECT_NE(out.find("[prefill-0] one\n[prefill-0] two\n[prefill-0] three\n"), std::string::npos) << out;
@@ -115,7 +115,7 @@ TEST_F(SupervisorTest, ForwardsEachLinePrefixedWithItsName) {
 
 TEST_F(SupervisorTest, RestartsAChildKilledWithSigkill) {
   create();
-  ASSERT_TRUE(supervisor_->start(shell("decode-0", "echo started; exec sleep 60")).ok());
+  ASSERT_TRUE(supervisor_->start(shellSpec("decode-0", "echo started; exec sleep 60")).ok());
   const pid_t first = pidOf("decode-0");
   ASSERT_GT(first, 0);
   ASSERT_TRUE(waitUntil([&] { return lines().size() == 1; }));
@@ -136,7 +136,7 @@ TEST_F(SupervisorTest, RestartsAChildKilledWithSigkill) {
 
 TEST_F(SupervisorTest, BackoffDoublesUpToItsMaximumInACrashLoop) {
   create(milliseconds(40), milliseconds(160));
-  ASSERT_TRUE(supervisor_->start(shell("crashy", "exit 3")).ok());
+  ASSERT_TRUE(supervisor_->start(shellSpec("crashy", "exit 3")).ok());
   ASSERT_TRUE(waitUntil([&] { return starts().size() >= 6; }));
   std::vector<Clock::time_point> t = starts();
   // delays 40, 80, 160, 160, 160 ms (lower bounds: the child also has to run).
@@ -150,7 +150,7 @@ TEST_F(SupervisorTest, BackoffDoublesUpToItsMaximumInACrashLoop) {
 
 TEST_F(SupervisorTest, StopSendsSigtermAndDoesNotRestart) {
   create();
-  ASSERT_TRUE(supervisor_->start(shell("router",
+  ASSERT_TRUE(supervisor_->start(shellSpec("router",
       "trap 'echo got-term; exit 0' TERM; echo ready; while :; do sleep 0.05; done")).ok());
   ASSERT_TRUE(waitUntil([&] { return !lines().empty(); }));
   const auto begin = Clock::now();
@@ -167,7 +167,7 @@ TEST_F(SupervisorTest, StopSendsSigtermAndDoesNotRestart) {
 
 TEST_F(SupervisorTest, SendsSigkillToAChildIgnoringSigtermAfterTheTimeout) {
   create();
-  ASSERT_TRUE(supervisor_->start(shell("stubborn",
+  ASSERT_TRUE(supervisor_->start(shellSpec("stubborn",
       "trap '' TERM; echo ready; while :; do sleep 0.05; done")).ok());
   ASSERT_TRUE(waitUntil([&] { return !lines().empty(); }));
   const auto begin = Clock::now();
@@ -184,9 +184,9 @@ TEST_F(SupervisorTest, SendsSigkillToAChildIgnoringSigtermAfterTheTimeout) {
 TEST_F(SupervisorTest, StopAllReapsEveryChildLeavingNoZombies) {
   create();
   for (int i = 0; i < 4; ++i) {
-    ASSERT_TRUE(supervisor_->start(shell("w" + std::to_string(i), "exec sleep 60")).ok());
+    ASSERT_TRUE(supervisor_->start(shellSpec("w" + std::to_string(i), "exec sleep 60")).ok());
   }
-  ASSERT_TRUE(supervisor_->start(shell("done", "exit 0", false)).ok());
+  ASSERT_TRUE(supervisor_->start(shellSpec("done", "exit 0", false)).ok());
   ASSERT_TRUE(waitUntil([&] { return exits().size() == 1; }));
   supervisor_->stopAll(milliseconds(2000));
   EXPECT_EQ(exits().size(), 5u);
@@ -199,7 +199,7 @@ TEST_F(SupervisorTest, StopAllReapsEveryChildLeavingNoZombies) {
 
 TEST_F(SupervisorTest, DestroyingTheSupervisorStopsItsChildren) {
   create();
-  ASSERT_TRUE(supervisor_->start(shell("a", "exec sleep 60")).ok());
+  ASSERT_TRUE(supervisor_->start(shellSpec("a", "exec sleep 60")).ok());
   const pid_t pid = pidOf("a");
   supervisor_.reset();
   EXPECT_NE(kill(pid, 0), 0);  // reaped: the pid is gone
@@ -209,7 +209,7 @@ TEST_F(SupervisorTest, DestroyingTheSupervisorStopsItsChildren) {
 
 TEST_F(SupervisorTest, RestartUsesTheArgvSetLast) {
   create();
-  ASSERT_TRUE(supervisor_->start(shell("router", "echo first; exec sleep 60")).ok());
+  ASSERT_TRUE(supervisor_->start(shellSpec("router", "echo first; exec sleep 60")).ok());
   ASSERT_TRUE(waitUntil([&] { return lines().size() == 1; }));
   ASSERT_TRUE(supervisor_->setArgv("router", {"/bin/sh", "-c", "echo second; exec sleep 60"}).ok());
   kill(pidOf("router"), SIGKILL);
@@ -219,8 +219,8 @@ TEST_F(SupervisorTest, RestartUsesTheArgvSetLast) {
 
 TEST_F(SupervisorTest, RejectsDuplicateNamesUnknownNamesAndMissingBinaries) {
   create();
-  ASSERT_TRUE(supervisor_->start(shell("a", "exec sleep 60")).ok());
-  EXPECT_EQ(supervisor_->start(shell("a", "exec sleep 60")).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(supervisor_->start(shellSpec("a", "exec sleep 60")).ok());
+  EXPECT_EQ(supervisor_->start(shellSpec("a", "exec sleep 60")).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(supervisor_->pid("b").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(supervisor_->stop("b", milliseconds(10)).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(supervisor_->start(ChildSpec{.name = "c", .argv = {"/nonexistent/x"}}).code(),
@@ -228,7 +228,7 @@ TEST_F(SupervisorTest, RejectsDuplicateNamesUnknownNamesAndMissingBinaries) {
   EXPECT_EQ(supervisor_->pid("c").status().code(), absl::StatusCode::kNotFound);
   // a stopped name can be started again.
   ASSERT_TRUE(supervisor_->stop("a", milliseconds(1000)).ok());
-  EXPECT_TRUE(supervisor_->start(shell("a", "exec sleep 60")).ok());
+  EXPECT_TRUE(supervisor_->start(shellSpec("a", "exec sleep 60")).ok());
   EXPECT_GT(pidOf("a"), 0);
 }
 

@@ -6,7 +6,7 @@
 namespace tandem::router::cluster {
 namespace {
 
-WorkerState worker(const std::string& address, const std::string& role, int running, int waiting,
+WorkerState plannerWorker(const std::string& address, const std::string& role, int running, int waiting,
                    int free_blocks, int64_t prefill_queued = 0) {
   WorkerState w;
   w.address = address;
@@ -26,7 +26,7 @@ WorkerState worker(const std::string& address, const std::string& role, int runn
   return w;
 }
 
-std::vector<int32_t> prompt(int n) {
+std::vector<int32_t> plannerPrompt(int n) {
   std::vector<int32_t> p(n);
   for (int i = 0; i < n; ++i) p[i] = i + 1;
   return p;
@@ -36,7 +36,7 @@ class RoutePlannerTest : public ::testing::Test {
  protected:
   RouteDecision plan(int prompt_len, const std::vector<WorkerState>& workers,
                      std::vector<std::string> exclude = {}) {
-    absl::StatusOr<RouteDecision> d = planner_.plan(prompt(prompt_len), 16, workers, {}, exclude);
+    absl::StatusOr<RouteDecision> d = planner_.plan(plannerPrompt(prompt_len), 16, workers, {}, exclude);
     EXPECT_TRUE(d.ok()) << d.status();
     return d.ok() ? *d : RouteDecision{};
   }
@@ -49,29 +49,29 @@ class RoutePlannerTest : public ::testing::Test {
 
 TEST_F(RoutePlannerTest, PicksTheLeastLoadedDecodeWorker) {
   const std::vector<WorkerState> workers = {
-      worker("d1", "decode", 3, 1, 500), worker("d2", "both", 1, 1, 100),
-      worker("d3", "decode", 2, 2, 900), worker("p1", "prefill", 0, 0, 1000)};
+      plannerWorker("d1", "decode", 3, 1, 500), plannerWorker("d2", "both", 1, 1, 100),
+      plannerWorker("d3", "decode", 2, 2, 900), plannerWorker("p1", "prefill", 0, 0, 1000)};
   EXPECT_EQ(plan(4, workers).decode_address, "d2");
 }
 
 TEST_F(RoutePlannerTest, LeastLoadedBreaksLoadTiesByFreeBlocks) {
-  const std::vector<WorkerState> workers = {worker("d1", "decode", 1, 0, 500),
-                                            worker("d2", "decode", 1, 0, 900)};
+  const std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 1, 0, 500),
+                                            plannerWorker("d2", "decode", 1, 0, 900)};
   RoutePlanner least_loaded(RoutePlannerOptions{.policy = "least_loaded"}, &index_);
-  EXPECT_EQ(least_loaded.plan(prompt(4), 16, workers, {}, {})->decode_address, "d2");
+  EXPECT_EQ(least_loaded.plan(plannerPrompt(4), 16, workers, {}, {})->decode_address, "d2");
 }
 
 TEST_F(RoutePlannerTest, CountsTheRoutersOwnRequestsWhenStatsLag) {
-  const std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
-                                            worker("d2", "decode", 1, 0, 500)};
-  absl::StatusOr<RouteDecision> d = planner_.plan(prompt(4), 16, workers, {{"d1", 5}}, {});
+  const std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 0, 0, 500),
+                                            plannerWorker("d2", "decode", 1, 0, 500)};
+  absl::StatusOr<RouteDecision> d = planner_.plan(plannerPrompt(4), 16, workers, {{"d1", 5}}, {});
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->decode_address, "d2");
 }
 
 TEST_F(RoutePlannerTest, SkipsUnhealthyAndExcludedWorkersUnlessNoneElse) {
-  std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
-                                      worker("d2", "decode", 5, 0, 500)};
+  std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 0, 0, 500),
+                                      plannerWorker("d2", "decode", 5, 0, 500)};
   workers[0].healthy = false;
   EXPECT_EQ(plan(4, workers).decode_address, "d2");
   workers[0].healthy = true;
@@ -80,15 +80,15 @@ TEST_F(RoutePlannerTest, SkipsUnhealthyAndExcludedWorkersUnlessNoneElse) {
 }
 
 TEST_F(RoutePlannerTest, NoDecodeWorkerIsUnavailable) {
-  std::vector<WorkerState> workers = {worker("p1", "prefill", 0, 0, 500),
-                                      worker("d1", "decode", 0, 0, 500)};
+  std::vector<WorkerState> workers = {plannerWorker("p1", "prefill", 0, 0, 500),
+                                      plannerWorker("d1", "decode", 0, 0, 500)};
   workers[1].healthy = false;
-  EXPECT_TRUE(absl::IsUnavailable(planner_.plan(prompt(4), 16, workers, {}, {}).status()));
+  EXPECT_TRUE(absl::IsUnavailable(planner_.plan(plannerPrompt(4), 16, workers, {}, {}).status()));
 }
 
 TEST_F(RoutePlannerTest, PrefillsRemotelyOnlyAboveTheThreshold) {
-  const std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
-                                            worker("p1", "prefill", 0, 0, 500)};
+  const std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 0, 0, 500),
+                                            plannerWorker("p1", "prefill", 0, 0, 500)};
   EXPECT_EQ(plan(8, workers).prefill_address, "");  // 8 uncached: not above 8
   const RouteDecision d = plan(9, workers);
   EXPECT_EQ(d.prefill_address, "p1");
@@ -96,28 +96,28 @@ TEST_F(RoutePlannerTest, PrefillsRemotelyOnlyAboveTheThreshold) {
 }
 
 TEST_F(RoutePlannerTest, PrefillsLocallyWithoutAHealthyIdlePrefillWorker) {
-  std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
-                                      worker("p1", "prefill", 0, 0, 500, /*queued=*/100)};
+  std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 0, 0, 500),
+                                      plannerWorker("p1", "prefill", 0, 0, 500, /*queued=*/100)};
   EXPECT_EQ(plan(20, workers).prefill_address, "");  // overloaded
   workers[1].stats.set_num_prefill_tokens_queued(0);
   workers[1].healthy = false;
   EXPECT_EQ(plan(20, workers).prefill_address, "");
   // a "both" worker is not a prefill worker.
-  EXPECT_EQ(plan(20, {worker("d1", "both", 0, 0, 500)}).prefill_address, "");
+  EXPECT_EQ(plan(20, {plannerWorker("d1", "both", 0, 0, 500)}).prefill_address, "");
 }
 
 TEST_F(RoutePlannerTest, PicksThePrefillWorkerWithTheShortestQueue) {
-  const std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
-                                            worker("p1", "prefill", 0, 0, 500, 50),
-                                            worker("p2", "prefill", 0, 0, 500, 10)};
+  const std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 0, 0, 500),
+                                            plannerWorker("p1", "prefill", 0, 0, 500, 50),
+                                            plannerWorker("p2", "prefill", 0, 0, 500, 10)};
   EXPECT_EQ(plan(20, workers).prefill_address, "p2");
 }
 
 TEST_F(RoutePlannerTest, BlocksCachedOnDecodeWorkerReduceTheUncachedPart) {
-  const std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
-                                            worker("p1", "prefill", 0, 0, 500)};
+  const std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 0, 0, 500),
+                                            plannerWorker("p1", "prefill", 0, 0, 500)};
   // d1 holds the first 3 blocks (12 tokens) of a 20-token prompt: 8 left.
-  const std::vector<kvcache::BlockHash> hashes = kvcache::blockHashes(prompt(20), 4);
+  const std::vector<kvcache::BlockHash> hashes = kvcache::blockHashes(plannerPrompt(20), 4);
   for (int i = 0; i < 3; ++i) {
     tandem::v1::KvEvent e;
     e.set_event_id(i + 1);
@@ -132,17 +132,17 @@ TEST_F(RoutePlannerTest, BlocksCachedOnDecodeWorkerReduceTheUncachedPart) {
 }
 
 TEST_F(RoutePlannerTest, SkipsDecodeWorkersWhoseCacheIsTooSmall) {
-  std::vector<WorkerState> workers = {worker("d1", "decode", 0, 0, 500),
-                                      worker("d2", "decode", 3, 0, 500)};
+  std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 0, 0, 500),
+                                      plannerWorker("d2", "decode", 3, 0, 500)};
   workers[0].info.set_num_blocks(2);  // 8 tokens
   EXPECT_EQ(plan(4, workers).decode_address, "d2");  // 4 + 16 tokens
 }
 
 TEST_F(RoutePlannerTest, ForgetsTheLoadOfWorkersThatLeftThePool) {
-  const std::vector<WorkerState> both = {worker("d1", "decode", 0, 0, 500),
-                                         worker("d2", "decode", 0, 0, 500)};
+  const std::vector<WorkerState> both = {plannerWorker("d1", "decode", 0, 0, 500),
+                                         plannerWorker("d2", "decode", 0, 0, 500)};
   RouteQuery query;
-  const std::vector<int32_t> p = prompt(4);
+  const std::vector<int32_t> p = plannerPrompt(4);
   query.prompt = p;
   query.max_tokens = 16;
   query.key = 7;

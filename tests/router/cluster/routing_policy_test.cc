@@ -15,7 +15,7 @@ namespace {
 
 constexpr int kBlock = 4;
 
-WorkerState worker(const std::string& address, int running = 0, int64_t queued = 0,
+WorkerState policyWorker(const std::string& address, int running = 0, int64_t queued = 0,
                    const std::string& role = "decode") {
   WorkerState w;
   w.address = address;
@@ -35,7 +35,7 @@ WorkerState worker(const std::string& address, int running = 0, int64_t queued =
 }
 
 // a prompt of `n` tokens; `salt` changes all of it.
-std::vector<int32_t> prompt(int n, int salt = 0) {
+std::vector<int32_t> saltedPrompt(int n, int salt = 0) {
   std::vector<int32_t> p(n);
   for (int i = 0; i < n; ++i) p[i] = i + 1 + salt * 100000;
   return p;
@@ -76,10 +76,10 @@ std::string route(RoutePlanner& planner, const std::vector<int32_t>& p,
 
 TEST(KvPolicyTest, GoesWhereThePrefixIsCachedWhenLoadsAreEqual) {
   KvIndex index;
-  const std::vector<int32_t> p = prompt(400);
+  const std::vector<int32_t> p = saltedPrompt(400);
   hold(index, "d2", p, 90);
   RoutePlanner planner(options("kv"), &index);
-  const std::vector<WorkerState> workers = {worker("d1"), worker("d2"), worker("d3")};
+  const std::vector<WorkerState> workers = {policyWorker("d1"), policyWorker("d2"), policyWorker("d3")};
   for (int i = 0; i < 20; ++i) EXPECT_EQ(route(planner, p, workers), "d2");
   RouteQuery q;
   q.prompt = p;
@@ -91,18 +91,18 @@ TEST(KvPolicyTest, GoesWhereThePrefixIsCachedWhenLoadsAreEqual) {
 
 TEST(KvPolicyTest, AHotPrefixSpreadsWhenItsHolderQueuesUp) {
   KvIndex index;
-  const std::vector<int32_t> p = prompt(400);
+  const std::vector<int32_t> p = saltedPrompt(400);
   hold(index, "d1", p, 100);  // d1 holds it all: 0 tokens to prefill
   RoutePlanner planner(options("kv"), &index);
   // d1 has 2000 tokens queued (2 s at 1000 tok/s), d2 is idle: prefilling
   // the 400 tokens there (0.4 s) is faster.
-  std::vector<WorkerState> workers = {worker("d1", 0, 2000), worker("d2")};
+  std::vector<WorkerState> workers = {policyWorker("d1", 0, 2000), policyWorker("d2")};
   absl::StatusOr<RouteDecision> d = planner.plan(RouteQuery{.prompt = p, .max_tokens = 8}, workers, {}, {});
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->decode_address, "d2");
   EXPECT_EQ(d->outcome, RouteOutcome::kSpread);
   // with a short queue the holder wins again.
-  workers[0] = worker("d1", 0, 100);
+  workers[0] = policyWorker("d1", 0, 100);
   EXPECT_EQ(route(planner, p, workers), "d1");
 }
 
@@ -110,14 +110,14 @@ TEST(KvPolicyTest, RequestsOfOneHotPrefixSpreadAsTheRouterAddsLoad) {
   // every request shares its first 32 blocks (the Mooncake trace's first
   // hash id), then differs; no Stats arrive between them.
   KvIndex index;
-  const std::vector<int32_t> shared = prompt(128, 1);
+  const std::vector<int32_t> shared = saltedPrompt(128, 1);
   for (const char* w : {"d1"}) hold(index, w, shared, 32);
   RoutePlanner planner(options("kv"), &index);
-  const std::vector<WorkerState> workers = {worker("d1"), worker("d2"), worker("d3"), worker("d4")};
+  const std::vector<WorkerState> workers = {policyWorker("d1"), policyWorker("d2"), policyWorker("d3"), policyWorker("d4")};
   std::map<std::string, int> counts;
   for (int i = 0; i < 40; ++i) {
     std::vector<int32_t> p = shared;
-    const std::vector<int32_t> tail = prompt(1000, 10 + i);
+    const std::vector<int32_t> tail = saltedPrompt(1000, 10 + i);
     p.insert(p.end(), tail.begin(), tail.end());
     ++counts[route(planner, p, workers, i + 1, 0.0)];
   }
@@ -130,19 +130,19 @@ TEST(KvPolicyTest, PacedRequestsWithoutStatsDoNotPileOntoOneWorker) {
   // router's own decisions must count at once.
   KvIndex index;
   RoutePlanner planner(options("kv"), &index);
-  const std::vector<WorkerState> workers = {worker("d1"), worker("d2"), worker("d3")};
+  const std::vector<WorkerState> workers = {policyWorker("d1"), policyWorker("d2"), policyWorker("d3")};
   std::map<std::string, int> counts;
-  for (int i = 0; i < 30; ++i) ++counts[route(planner, prompt(200, i), workers, i + 1, i * 0.01)];
+  for (int i = 0; i < 30; ++i) ++counts[route(planner, saltedPrompt(200, i), workers, i + 1, i * 0.01)];
   ASSERT_EQ(counts.size(), 3u);
   for (const auto& [w, n] : counts) EXPECT_EQ(n, 10) << w;
 }
 
 TEST(KvPolicyTest, AStalledWorkerIsSeenAsSlowAndAvoided) {
   KvIndex index;
-  const std::vector<int32_t> p = prompt(400);
+  const std::vector<int32_t> p = saltedPrompt(400);
   hold(index, "d1", p, 100);
   RoutePlanner planner(options("kv"), &index);
-  const std::vector<WorkerState> workers = {worker("d1"), worker("d2")};
+  const std::vector<WorkerState> workers = {policyWorker("d1"), policyWorker("d2")};
   // a request went to d1 at t=0 (100 tokens to prefill: 0.1 s expected)
   // and has no first token at t=10 s: d1 is stalled.
   planner.loadModel().onRouted(999, "d1", 100, 10, 0.0);
@@ -174,55 +174,55 @@ TEST(KvPolicyTest, LearnsAWorkersPrefillRateFromFirstTokens) {
 TEST(KvPolicyTest, WithoutReuseItPicksTheShortestPrefillQueue) {
   KvIndex index;
   RoutePlanner planner(options("kv"), &index);
-  const std::vector<WorkerState> workers = {worker("d1", 1, 900), worker("d2", 4, 100),
-                                            worker("d3", 1, 500)};
-  EXPECT_EQ(route(planner, prompt(300), workers), "d2");
+  const std::vector<WorkerState> workers = {policyWorker("d1", 1, 900), policyWorker("d2", 4, 100),
+                                            policyWorker("d3", 1, 500)};
+  EXPECT_EQ(route(planner, saltedPrompt(300), workers), "d2");
 }
 
 TEST(KvPolicyTest, ADeviceHitBeatsTheSameHitOnDisk) {
   KvIndex index;
-  const std::vector<int32_t> p = prompt(400);
+  const std::vector<int32_t> p = saltedPrompt(400);
   hold(index, "d1", p, 100, /*tier=*/2);
   hold(index, "d2", p, 100, /*tier=*/0);
   RoutePlannerOptions o = options("kv");
   o.costs.disk_onboard_s_per_block = 0.01;
   RoutePlanner planner(o, &index);
-  const std::vector<WorkerState> workers = {worker("d1"), worker("d2")};
+  const std::vector<WorkerState> workers = {policyWorker("d1"), policyWorker("d2")};
   for (int i = 0; i < 10; ++i) EXPECT_EQ(route(planner, p, workers), "d2");
   // a disk hit still beats computing the prompt (400 tokens: 0.4 s > 100 x 1 ms).
   o.costs.disk_onboard_s_per_block = 0.001;
   RoutePlanner cheap_disk(o, &index);
-  EXPECT_EQ(route(cheap_disk, p, {worker("d1"), worker("d3")}), "d1");
+  EXPECT_EQ(route(cheap_disk, p, {policyWorker("d1"), policyWorker("d3")}), "d1");
 }
 
 TEST(KvPolicyTest, TiesAreBrokenAtRandomAndATemperatureSamples) {
   KvIndex index;
   RoutePlanner planner(options("kv"), &index);
-  const std::vector<WorkerState> workers = {worker("d1"), worker("d2"), worker("d3")};
+  const std::vector<WorkerState> workers = {policyWorker("d1"), policyWorker("d2"), policyWorker("d3")};
   std::set<std::string> seen;
-  for (int i = 0; i < 60; ++i) seen.insert(route(planner, prompt(100), workers));  // no key: no load added
+  for (int i = 0; i < 60; ++i) seen.insert(route(planner, saltedPrompt(100), workers));  // no key: no load added
   EXPECT_EQ(seen.size(), 3u);
   // a temperature samples the worse ones too, the best most often.
   RoutePlannerOptions o = options("kv");
   o.costs.temperature = 0.5;
   RoutePlanner hot(o, &index);
-  const std::vector<WorkerState> uneven = {worker("d1", 0, 0), worker("d2", 0, 3000)};
+  const std::vector<WorkerState> uneven = {policyWorker("d1", 0, 0), policyWorker("d2", 0, 3000)};
   std::map<std::string, int> counts;
-  for (int i = 0; i < 400; ++i) ++counts[route(hot, prompt(100), uneven)];
+  for (int i = 0; i < 400; ++i) ++counts[route(hot, saltedPrompt(100), uneven)];
   EXPECT_GT(counts["d1"], counts["d2"]);
   EXPECT_GT(counts["d2"], 0);
 }
 
 TEST(KvPolicyTest, ChoosesThePrefillWorkerTheSameWayCountingItsCache) {
   KvIndex index;
-  const std::vector<int32_t> p = prompt(400);
+  const std::vector<int32_t> p = saltedPrompt(400);
   hold(index, "p2", p, 100);  // p2 holds the prompt; p1 has a shorter queue
   RoutePlannerOptions o = options("kv");
   o.max_local_prefill_tokens = 8;
   o.max_prefill_queue_tokens = 1 << 20;
   RoutePlanner planner(o, &index);
-  const std::vector<WorkerState> workers = {worker("d1"), worker("p1", 0, 0, "prefill"),
-                                            worker("p2", 0, 200, "prefill")};
+  const std::vector<WorkerState> workers = {policyWorker("d1"), policyWorker("p1", 0, 0, "prefill"),
+                                            policyWorker("p2", 0, 200, "prefill")};
   absl::StatusOr<RouteDecision> d = planner.plan(RouteQuery{.prompt = p, .max_tokens = 8}, workers, {}, {});
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->decode_address, "d1");
@@ -236,9 +236,9 @@ TEST(KvPolicyTest, ShedsWhenNoWorkerCanMeetTheTtftSlo) {
   o.ttft_slo_s = 1.0;
   RoutePlanner planner(o, &index);
   // 1000 tok/s: 600 queued + 300 = 0.9 s (+ a step) meets it; 2000 queued does not.
-  EXPECT_EQ(route(planner, prompt(300), {worker("d1", 0, 2000), worker("d2", 0, 600)}), "d2");
-  absl::StatusOr<RouteDecision> d = planner.plan(RouteQuery{.prompt = prompt(300), .max_tokens = 8},
-                                                 {worker("d1", 0, 2000), worker("d2", 0, 1500)}, {}, {});
+  EXPECT_EQ(route(planner, saltedPrompt(300), {policyWorker("d1", 0, 2000), policyWorker("d2", 0, 600)}), "d2");
+  absl::StatusOr<RouteDecision> d = planner.plan(RouteQuery{.prompt = saltedPrompt(300), .max_tokens = 8},
+                                                 {policyWorker("d1", 0, 2000), policyWorker("d2", 0, 1500)}, {}, {});
   EXPECT_TRUE(absl::IsResourceExhausted(d.status())) << d.status();
 }
 
@@ -263,21 +263,21 @@ TEST(DynamoPolicyTest, WeighsUncachedPrefillBlocksAgainstActiveDecodeBlocks) {
 
 TEST(LoadPoliciesTest, LeastLoadedRoundRobinRandomAndPowerOfTwo) {
   KvIndex index;
-  const std::vector<WorkerState> workers = {worker("d1", 3), worker("d2", 1), worker("d3", 2)};
+  const std::vector<WorkerState> workers = {policyWorker("d1", 3), policyWorker("d2", 1), policyWorker("d3", 2)};
   RoutePlanner least(options("least_loaded"), &index);
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(route(least, prompt(10), workers), "d2");
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(route(least, saltedPrompt(10), workers), "d2");
   RoutePlanner rr(options("round_robin"), &index);
   std::vector<std::string> order;
-  for (int i = 0; i < 6; ++i) order.push_back(route(rr, prompt(10), workers));
+  for (int i = 0; i < 6; ++i) order.push_back(route(rr, saltedPrompt(10), workers));
   EXPECT_EQ(order, (std::vector<std::string>{"d1", "d2", "d3", "d1", "d2", "d3"}));
   RoutePlanner random(options("random"), &index);
   std::set<std::string> seen;
-  for (int i = 0; i < 60; ++i) seen.insert(route(random, prompt(10), workers));
+  for (int i = 0; i < 60; ++i) seen.insert(route(random, saltedPrompt(10), workers));
   EXPECT_EQ(seen.size(), 3u);
   // of any two, the less loaded: never the most loaded one.
   RoutePlanner p2(options("power_of_two"), &index);
   std::map<std::string, int> counts;
-  for (int i = 0; i < 100; ++i) ++counts[route(p2, prompt(10), workers)];
+  for (int i = 0; i < 100; ++i) ++counts[route(p2, saltedPrompt(10), workers)];
   EXPECT_EQ(counts["d1"], 0);
   EXPECT_GT(counts["d2"], counts["d3"]);
 }

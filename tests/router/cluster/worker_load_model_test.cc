@@ -98,7 +98,7 @@ TEST(WorkerLoadModelTest, AStaleQueueReportDoesNotMakeTheWorkerLookFast) {
   EXPECT_NEAR(model.load("d1", 11, 1000).prefill_tokens_per_s, 2000, 1);
 }
 
-WorkerState worker(const std::string& address, int64_t queued) {
+WorkerState queuedWorker(const std::string& address, int64_t queued) {
   WorkerState w;
   w.address = address;
   w.has_info = true;
@@ -125,7 +125,7 @@ TEST(WorkerLoadModelTest, ALongPromptGoesToTheIdleWorkerThatServedShortOnes) {
   // tokens/s): both run at the shape. d2 has 5000 tokens queued; d1 is idle.
   serve(planner.loadModel(), "d1", 1, 20, 100, 500, 0);
   serve(planner.loadModel(), "d2", 101, 20, 1000, 2000, 0);
-  const std::vector<WorkerState> workers = {worker("d1", 0), worker("d2", 5000)};
+  const std::vector<WorkerState> workers = {queuedWorker("d1", 0), queuedWorker("d2", 5000)};
   // a 50k-token prompt: 50 s on either, plus d2's queue. One rate a worker
   // (500 against 2000 tokens/s) sent it behind d2's queue.
   RouteQuery q;

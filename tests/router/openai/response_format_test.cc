@@ -11,7 +11,7 @@
 namespace tandem::openai {
 namespace {
 
-ParseResult chat(const std::string& extra) {
+ParseResult formatChat(const std::string& extra) {
   return parseGenerationRequest(
       R"({"model":"m","messages":[{"role":"user","content":"hi"}],)" + extra + "}",
       Endpoint::kChatCompletions);
@@ -27,7 +27,7 @@ ApiError errorOf(const ParseResult& r) {
 
 TEST(ResponseFormatTest, JsonSchemaCompilesIntoTheSamplingGrammar) {
   const char* schema = R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})";
-  ParseResult r = chat(std::string(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":)") +
+  ParseResult r = formatChat(std::string(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":)") +
                        schema + "}}");
   ASSERT_TRUE(std::holds_alternative<GenerationRequest>(r)) << errorOf(r).message;
   EXPECT_EQ(std::get<GenerationRequest>(r).sampling.grammar,
@@ -41,13 +41,13 @@ TEST(ResponseFormatTest, JsonSchemaCompilesIntoTheSamplingGrammar) {
 }
 
 TEST(ResponseFormatTest, JsonObjectTextAndTheGrammarExtension) {
-  ParseResult r = chat(R"("response_format":{"type":"json_object"})");
+  ParseResult r = formatChat(R"("response_format":{"type":"json_object"})");
   ASSERT_TRUE(std::holds_alternative<GenerationRequest>(r));
   EXPECT_EQ(std::get<GenerationRequest>(r).sampling.grammar, grammar::jsonObjectGrammar());
-  r = chat(R"("response_format":{"type":"text"})");
+  r = formatChat(R"("response_format":{"type":"text"})");
   ASSERT_TRUE(std::holds_alternative<GenerationRequest>(r));
   EXPECT_EQ(std::get<GenerationRequest>(r).sampling.grammar, "");
-  r = chat(R"("grammar":"root ::= \"yes\" | \"no\"")");
+  r = formatChat(R"("grammar":"root ::= \"yes\" | \"no\"")");
   ASSERT_TRUE(std::holds_alternative<GenerationRequest>(r));
   EXPECT_EQ(std::get<GenerationRequest>(r).sampling.grammar, "root ::= \"yes\" | \"no\"");
 }
@@ -82,7 +82,7 @@ TEST(ResponseFormatTest, ProblemsAre400sNamingTheField) {
        "grammar cannot be combined with a response_format of type 'json_object'"},
   };
   for (const Case& c : cases) {
-    const ApiError e = errorOf(chat(c.body));
+    const ApiError e = errorOf(formatChat(c.body));
     EXPECT_EQ(e.status, 400) << c.body;
     EXPECT_EQ(e.param, c.param) << c.body;
     EXPECT_EQ(e.message, c.message) << c.body;

@@ -17,7 +17,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-ResponsesRequest parseOk(const std::string& body) {
+ResponsesRequest parseResponsesOk(const std::string& body) {
   ResponsesParseResult result = parseResponsesRequest(body);
   if (auto* error = std::get_if<ApiError>(&result)) {
     ADD_FAILURE() << "rejected " << body << ": " << error->message << " (" << error->param << ")";
@@ -36,7 +36,7 @@ ApiError parseError(const std::string& body) {
 }
 
 TEST(ResponsesRequestTest, AStringInputIsOneUserMessageAfterTheInstructions) {
-  ResponsesRequest r = parseOk(
+  ResponsesRequest r = parseResponsesOk(
       R"({"model":"m","input":"Once upon a time","instructions":"Be brief.",)"
       R"("max_output_tokens":20,"temperature":0.5,"top_p":0.9,"store":false,"metadata":{"k":"v"}})");
   EXPECT_EQ(r.chat.endpoint, Endpoint::kChatCompletions);
@@ -55,7 +55,7 @@ TEST(ResponsesRequestTest, AStringInputIsOneUserMessageAfterTheInstructions) {
 }
 
 TEST(ResponsesRequestTest, MessageItemsAndToolTurnsBecomeChatMessages) {
-  ResponsesRequest r = parseOk(R"({"model":"m","stream":true,"input":[)"
+  ResponsesRequest r = parseResponsesOk(R"({"model":"m","stream":true,"input":[)"
       R"({"role":"developer","content":"rules"},)"
       R"({"type":"message","role":"user","content":[{"type":"input_text","text":"weather?"}]},)"
       R"({"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"},)"
@@ -88,13 +88,13 @@ TEST(ResponsesRequestTest, MessageItemsAndToolTurnsBecomeChatMessages) {
 }
 
 TEST(ResponsesRequestTest, TextFormatIsChatsResponseFormat) {
-  ResponsesRequest schema = parseOk(
+  ResponsesRequest schema = parseResponsesOk(
       R"({"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"p","strict":true,)"
       R"("schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}})");
   EXPECT_NE(schema.chat.sampling.grammar.find("root"), std::string::npos) << schema.chat.sampling.grammar;
-  ResponsesRequest object = parseOk(R"({"model":"m","input":"hi","text":{"format":{"type":"json_object"}}})");
+  ResponsesRequest object = parseResponsesOk(R"({"model":"m","input":"hi","text":{"format":{"type":"json_object"}}})");
   EXPECT_FALSE(object.chat.sampling.grammar.empty());
-  ResponsesRequest text = parseOk(R"({"model":"m","input":"hi","text":{"format":{"type":"text"}}})");
+  ResponsesRequest text = parseResponsesOk(R"({"model":"m","input":"hi","text":{"format":{"type":"text"}}})");
   EXPECT_TRUE(text.chat.sampling.grammar.empty());
 }
 
@@ -170,7 +170,7 @@ std::vector<std::string> types(const std::vector<Json>& events) {
 }
 
 TEST(ResponsesOutputTest, StreamsTextAsTypedNumberedEventsEndingWithTheCompletedResponse) {
-  ResponsesRequest request = parseOk(R"({"model":"m","input":"hi","stream":true})");
+  ResponsesRequest request = parseResponsesOk(R"({"model":"m","input":"hi","stream":true})");
   ResponsesOutput output(request, "resp_1", 1700000000, "m", /*stream=*/true);
   std::string sse = output.start();
   sse += output.add(ParsedText{"Once", {}});
@@ -203,7 +203,7 @@ TEST(ResponsesOutputTest, StreamsTextAsTypedNumberedEventsEndingWithTheCompleted
 }
 
 TEST(ResponsesOutputTest, ToolCallsBecomeFunctionCallItemsAfterTheText) {
-  ResponsesRequest request = parseOk(
+  ResponsesRequest request = parseResponsesOk(
       R"({"model":"m","input":"hi","tools":[{"type":"function","name":"f"}]})");
   ResponsesOutput output(request, "resp_2", 1, "m", /*stream=*/true);
   std::string sse = output.start();
@@ -231,7 +231,7 @@ TEST(ResponsesOutputTest, ToolCallsBecomeFunctionCallItemsAfterTheText) {
 }
 
 TEST(ResponsesOutputTest, MaxOutputTokensMakesItIncompleteAndNothingStreamsWithoutStream) {
-  ResponsesRequest request = parseOk(R"({"model":"m","input":"hi","max_output_tokens":2})");
+  ResponsesRequest request = parseResponsesOk(R"({"model":"m","input":"hi","max_output_tokens":2})");
   ResponsesOutput output(request, "resp_3", 1, "m", /*stream=*/false);
   EXPECT_EQ(output.start(), "");
   EXPECT_EQ(output.add(ParsedText{"ab", {}}), "");
@@ -244,7 +244,7 @@ TEST(ResponsesOutputTest, MaxOutputTokensMakesItIncompleteAndNothingStreamsWitho
 }
 
 TEST(ResponsesOutputTest, AnEmptyAnswerIsStillOneEmptyMessage) {
-  ResponsesRequest request = parseOk(R"({"model":"m","input":"hi"})");
+  ResponsesRequest request = parseResponsesOk(R"({"model":"m","input":"hi"})");
   ResponsesOutput output(request, "resp_4", 1, "m", /*stream=*/false);
   output.finish(/*length=*/false, {1, 1, 0});
   const Json body = Json::parse(output.body());

@@ -9,7 +9,7 @@
 namespace tandem::engine {
 namespace {
 
-constexpr int kVocab = 8;
+constexpr int kEngineVocab = 8;
 
 // the "model" favors (last token + 1) mod 8 with logit 5, every other token 0.
 class CountingModel : public StepModel {
@@ -20,8 +20,8 @@ class CountingModel : public StepModel {
     logits->clear();
     for (const SequenceChunk& c : batch.seqs) {
       if (!c.needs_logits) continue;
-      std::vector<float> row(kVocab, 0.0f);
-      row[(c.tokens.back() + 1) % kVocab] = 5.0f;
+      std::vector<float> row(kEngineVocab, 0.0f);
+      row[(c.tokens.back() + 1) % kEngineVocab] = 5.0f;
       logits->insert(logits->end(), row.begin(), row.end());
     }
     return absl::OkStatus();
@@ -70,10 +70,10 @@ TEST_F(EngineTest, GreedyRequestFollowsTheModelAndReportsLogprobs) {
   const float expected = static_cast<float>(5.0 - std::log(std::exp(5.0) + 7.0));
   const float other = static_cast<float>(0.0 - std::log(std::exp(5.0) + 7.0));
   for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(outputs[i].token, (7 + i) % kVocab);
+    EXPECT_EQ(outputs[i].token, (7 + i) % kEngineVocab);
     EXPECT_FLOAT_EQ(outputs[i].logprob, expected);
     ASSERT_EQ(outputs[i].top_logprobs.size(), 2u);
-    EXPECT_EQ(outputs[i].top_logprobs[0].token, (7 + i) % kVocab);
+    EXPECT_EQ(outputs[i].top_logprobs[0].token, (7 + i) % kEngineVocab);
     // ties among the rest go to the lowest id.
     EXPECT_EQ(outputs[i].top_logprobs[1].token, i == 1 ? 1 : 0);
     EXPECT_FLOAT_EQ(outputs[i].top_logprobs[1].logprob, other);

@@ -11,15 +11,15 @@
 namespace tandem::engine {
 namespace {
 
-constexpr int kBlockSize = 4;
+constexpr int kDisaggBlockSize = 4;
 
-std::vector<int32_t> iota(int n, int32_t first = 1) {
+std::vector<int32_t> tokenRange(int n, int32_t first = 1) {
   std::vector<int32_t> v(n);
   std::iota(v.begin(), v.end(), first);
   return v;
 }
 
-SamplingParams maxTokens(int n) {
+SamplingParams disaggMaxTokens(int n) {
   SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = n;
@@ -29,7 +29,7 @@ SamplingParams maxTokens(int n) {
 class SchedulerDisaggTest : public ::testing::Test {
  protected:
   void make(int num_blocks, int chunk_size) {
-    kv_ = std::make_unique<kvcache::KvCacheManager>(num_blocks, kBlockSize);
+    kv_ = std::make_unique<kvcache::KvCacheManager>(num_blocks, kDisaggBlockSize);
     SchedulerConfig config;
     config.chunk_size = chunk_size;
     config.max_model_len = 256;
@@ -48,8 +48,8 @@ class SchedulerDisaggTest : public ::testing::Test {
 TEST_F(SchedulerDisaggTest, AHeldPrefillIsNeverPreemptedAndKeepsItsBlocksUntilReleased) {
   make(12, 1);
   // admitted first, so it is the older running request.
-  ASSERT_TRUE(scheduler_->addRequest(1, iota(2), maxTokens(30)).ok());
-  ASSERT_TRUE(scheduler_->addRequest(2, iota(32, 100), maxTokens(1), true).ok());
+  ASSERT_TRUE(scheduler_->addRequest(1, tokenRange(2), disaggMaxTokens(30)).ok());
+  ASSERT_TRUE(scheduler_->addRequest(2, tokenRange(32, 100), disaggMaxTokens(1), true).ok());
   Batch first = step();
   ASSERT_EQ(first.seqs.size(), 2u);
   // the held prefill reserved its 8 blocks at once but the batch names only
@@ -79,24 +79,24 @@ TEST_F(SchedulerDisaggTest, AHeldPrefillIsNeverPreemptedAndKeepsItsBlocksUntilRe
   EXPECT_FALSE(scheduler_->hasUnfinished());
   EXPECT_EQ(kv_->numFreeBlocks(), 12);
   // the id is free again once released.
-  EXPECT_TRUE(scheduler_->addRequest(2, iota(3), maxTokens(1)).ok());
+  EXPECT_TRUE(scheduler_->addRequest(2, tokenRange(3), disaggMaxTokens(1)).ok());
 }
 
 TEST_F(SchedulerDisaggTest, AHeldIdCannotBeReused) {
   make(16, 512);
-  ASSERT_TRUE(scheduler_->addRequest(5, iota(6), maxTokens(1), true).ok());
+  ASSERT_TRUE(scheduler_->addRequest(5, tokenRange(6), disaggMaxTokens(1), true).ok());
   step();
   ASSERT_TRUE(scheduler_->isHeld(5));
-  EXPECT_EQ(scheduler_->addRequest(5, iota(3), maxTokens(1)).code(),
+  EXPECT_EQ(scheduler_->addRequest(5, tokenRange(3), disaggMaxTokens(1)).code(),
             absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(scheduler_->admitAwaitingKv(5, iota(3), maxTokens(1)).status().code(),
+  EXPECT_EQ(scheduler_->admitAwaitingKv(5, tokenRange(3), disaggMaxTokens(1)).status().code(),
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(scheduler_->abort(5).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(SchedulerDisaggTest, AnAwaitingRequestIsScheduledOnlyAfterItsKvArrives) {
   make(16, 512);
-  auto cached = scheduler_->admitAwaitingKv(1, iota(10), maxTokens(3));
+  auto cached = scheduler_->admitAwaitingKv(1, tokenRange(10), disaggMaxTokens(3));
   ASSERT_TRUE(cached.ok());
   EXPECT_EQ(*cached, 0);
   EXPECT_EQ(kv_->blockTable(1).size(), 3u);
@@ -124,15 +124,15 @@ TEST_F(SchedulerDisaggTest, AnAwaitingRequestIsScheduledOnlyAfterItsKvArrives) {
             absl::StatusCode::kNotFound);
 
   // a second request with the same prompt hits the two committed blocks.
-  auto again = scheduler_->admitAwaitingKv(2, iota(10), maxTokens(3));
+  auto again = scheduler_->admitAwaitingKv(2, tokenRange(10), disaggMaxTokens(3));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, 8);
 }
 
 TEST_F(SchedulerDisaggTest, AFailedRemotePrefillPrefillsLocallyFirst) {
   make(16, 512);
-  ASSERT_TRUE(scheduler_->addRequest(1, iota(5, 50), maxTokens(2)).ok());
-  ASSERT_TRUE(scheduler_->admitAwaitingKv(2, iota(9), maxTokens(2)).ok());
+  ASSERT_TRUE(scheduler_->addRequest(1, tokenRange(5, 50), disaggMaxTokens(2)).ok());
+  ASSERT_TRUE(scheduler_->admitAwaitingKv(2, tokenRange(9), disaggMaxTokens(2)).ok());
   EXPECT_EQ(kv_->numFreeBlocks(), 13);
   ASSERT_TRUE(scheduler_->failRemotePrefill(2).ok());
   EXPECT_EQ(kv_->numFreeBlocks(), 16);  // nothing cached from its blocks.
@@ -142,14 +142,14 @@ TEST_F(SchedulerDisaggTest, AFailedRemotePrefillPrefillsLocallyFirst) {
   ASSERT_EQ(batch.seqs.size(), 2u);
   EXPECT_EQ(batch.seqs[0].seq_id, 2u);  // at the front of the queue.
   EXPECT_EQ(batch.seqs[0].start_pos, 0);
-  EXPECT_EQ(batch.seqs[0].tokens, iota(9));
+  EXPECT_EQ(batch.seqs[0].tokens, tokenRange(9));
   EXPECT_EQ(scheduler_->failRemotePrefill(2).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(SchedulerDisaggTest, RefusesAnAwaitingRequestWhoseBlocksAreNotFree) {
   make(4, 512);
-  ASSERT_TRUE(scheduler_->admitAwaitingKv(1, iota(12), maxTokens(2)).ok());
-  EXPECT_EQ(scheduler_->admitAwaitingKv(2, iota(6, 30), maxTokens(2)).status().code(),
+  ASSERT_TRUE(scheduler_->admitAwaitingKv(1, tokenRange(12), disaggMaxTokens(2)).ok());
+  EXPECT_EQ(scheduler_->admitAwaitingKv(2, tokenRange(6, 30), disaggMaxTokens(2)).status().code(),
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(kv_->numFreeBlocks(), 1);
   EXPECT_EQ(scheduler_->findRequest(2), nullptr);

@@ -29,9 +29,9 @@ namespace {
 
 using testing::hashFor;
 
-constexpr size_t kBlockBytes = 4096;
-constexpr int kNumBlocks = 8;
-constexpr uint64_t kSeed = 9;
+constexpr size_t kPeerBlockBytes = 4096;
+constexpr int kPeerBlocks = 8;
+constexpr uint64_t kPeerSeed = 9;
 constexpr uint32_t kNobody = 65534;
 
 // the suite runs as root (README: scripts/test.sh installs packages); a
@@ -64,27 +64,27 @@ int runSender(const std::vector<std::string>& args) {
 class ShmPeerTest : public ::testing::Test {
  protected:
   void startReceiver(std::vector<uint32_t> allowed) {
-    auto region = ShmRegion::create(kBlockBytes * kNumBlocks);
+    auto region = ShmRegion::create(kPeerBlockBytes * kPeerBlocks);
     ASSERT_TRUE(region.ok()) << region.status();
     region_ = *region;
     KvReceiverConfig config;
     config.transports = TransportChoice::kShm;
     config.shm.allowed_peer_uids = std::move(allowed);
-    auto receiver = createKvReceiver(config, {region_->data(), kBlockBytes, kNumBlocks}, region_);
+    auto receiver = createKvReceiver(config, {region_->data(), kPeerBlockBytes, kPeerBlocks}, region_);
     ASSERT_TRUE(receiver.ok()) << receiver.status();
     receiver_ = *std::move(receiver);
     ExpectedTransfer t;
     t.transfer_id = "t";
     t.dst_block_ids = {5, 2};
-    t.hashes = {hashFor(kSeed, 0), hashFor(kSeed, 1)};
+    t.hashes = {hashFor(kPeerSeed, 0), hashFor(kPeerSeed, 1)};
     t.timeout = std::chrono::seconds(60);
     ASSERT_TRUE(receiver_->expect(std::move(t), [this](const TransferResult& r) {
       result_.set_value(r);
     }).ok());
   }
   std::vector<std::string> senderArgs(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"shm", receiver_->endpoint(), "t", std::to_string(kBlockBytes),
-                                     std::to_string(kSeed), "3,4", "0,1", "2"};
+    std::vector<std::string> args = {"shm", receiver_->endpoint(), "t", std::to_string(kPeerBlockBytes),
+                                     std::to_string(kPeerSeed), "3,4", "0,1", "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -173,7 +173,7 @@ TEST(ShmSenderPeerTest, RefusesToOpenATransferOnASocketOfAnotherUid) {
   ASSERT_EQ(read(ready[0], &c, 1), 1);
   close(ready[0]);
   KvSenderOptions options;
-  options.block_bytes = kBlockBytes;
+  options.block_bytes = kPeerBlockBytes;
   options.timeout = std::chrono::seconds(5);
   auto sender = ShmKvSender::create(options);
   ASSERT_TRUE(sender.ok()) << sender.status();

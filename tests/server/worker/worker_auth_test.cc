@@ -28,7 +28,7 @@ grpc_util::ClusterAuthPtr auth(const std::string& secret) {
   return *a;
 }
 
-WorkerPtr startWorker(WorkerOptions options) {
+WorkerPtr startAuthWorker(WorkerOptions options) {
   absl::StatusOr<WorkerPtr> worker = Worker::create(options);
   EXPECT_TRUE(worker.ok()) << worker.status();
   return worker.ok() ? std::move(*worker) : nullptr;
@@ -97,7 +97,7 @@ grpc::StatusCode emptyPush(const std::string& kv_endpoint, const grpc_util::Clus
 TEST(WorkerAuthTest, TheWorkerApiAndTheKvReceiverRequireTheClusterSecret) {
   WorkerOptions options = smallWorkerOptions(tandem::v1::WORKER_ROLE_BOTH);
   options.cluster_auth = auth(kSecret);
-  WorkerPtr worker = startWorker(options);
+  WorkerPtr worker = startAuthWorker(options);
   ASSERT_NE(worker, nullptr);
   const std::string address = worker->info().address();
   // two full blocks of 16 tokens: the worker stores (and reports) them.
@@ -137,8 +137,8 @@ TEST(WorkerAuthTest, RemotePrefillBetweenWorkersCarriesTheSecret) {
   p_options.cluster_auth = auth(kSecret);
   WorkerOptions d_options = smallWorkerOptions(tandem::v1::WORKER_ROLE_DECODE, 4);
   d_options.cluster_auth = auth(kSecret);
-  WorkerPtr p = startWorker(p_options);
-  WorkerPtr d = startWorker(d_options);
+  WorkerPtr p = startAuthWorker(p_options);
+  WorkerPtr d = startAuthWorker(d_options);
   ASSERT_NE(p, nullptr);
   ASSERT_NE(d, nullptr);
   const auto& c = tandem::testing::storiesOracle()[0];
@@ -157,7 +157,7 @@ TEST(WorkerAuthTest, WithoutASecretAWorkerListensOnLoopbackOnly) {
   EXPECT_TRUE(absl::IsFailedPrecondition(open.status())) << open.status();
   options.cluster_auth = auth(kSecret);
   options.advertise_host = "127.0.0.1";
-  WorkerPtr with_secret = startWorker(options);
+  WorkerPtr with_secret = startAuthWorker(options);
   EXPECT_NE(with_secret, nullptr);
 }
 

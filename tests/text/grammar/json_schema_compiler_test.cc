@@ -18,7 +18,7 @@ ByteMatcher compileSchema(std::string_view schema, JsonGrammarOptions options = 
   return ByteMatcher(std::move(*g));
 }
 
-std::string errorOf(std::string_view schema) {
+std::string schemaErrorOf(std::string_view schema) {
   absl::StatusOr<std::string> text = compileJsonSchema(Json::parse(schema));
   EXPECT_FALSE(text.ok());
   EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
@@ -178,35 +178,35 @@ TEST(JsonSchemaCompilerTest, PrefixAndSuffixWrapTheValue) {
 }
 
 TEST(JsonSchemaCompilerTest, RefusesUnsupportedKeywordsNamingThem) {
-  EXPECT_EQ(errorOf(R"({"type":"object","properties":{"zip":{"type":"string","pattern":"^[0-9]+$"}}})"),
+  EXPECT_EQ(schemaErrorOf(R"({"type":"object","properties":{"zip":{"type":"string","pattern":"^[0-9]+$"}}})"),
             "JSON schema: keyword 'pattern' at #/properties/zip is not supported");
-  EXPECT_EQ(errorOf(R"({"type":"number","multipleOf":0.5})"),
+  EXPECT_EQ(schemaErrorOf(R"({"type":"number","multipleOf":0.5})"),
             "JSON schema: keyword 'multipleOf' at # is not supported");
-  EXPECT_EQ(errorOf(R"({"type":"array","uniqueItems":true})"),
+  EXPECT_EQ(schemaErrorOf(R"({"type":"array","uniqueItems":true})"),
             "JSON schema: keyword 'uniqueItems' at # is not supported");
-  EXPECT_EQ(errorOf(R"({"type":"string","format":"email"})"),
+  EXPECT_EQ(schemaErrorOf(R"({"type":"string","format":"email"})"),
             "JSON schema: string format 'email' (supported: date, time, date-time, uuid) at # is "
             "not supported");
-  EXPECT_EQ(errorOf(R"({"type":"number","minimum":0.5})"),
+  EXPECT_EQ(schemaErrorOf(R"({"type":"number","minimum":0.5})"),
             "JSON schema: 'minimum' 0.5 on a number (only inclusive integer bounds are) at # is "
             "not supported");
-  EXPECT_EQ(errorOf(R"({"$ref":"https://example.com/s.json"})"),
+  EXPECT_EQ(schemaErrorOf(R"({"$ref":"https://example.com/s.json"})"),
             "JSON schema: $ref 'https://example.com/s.json' (only local references, \"#...\") at # "
             "is not supported");
-  EXPECT_EQ(errorOf(R"({"allOf":[{"type":"integer"},{"minimum":1}]})"),
+  EXPECT_EQ(schemaErrorOf(R"({"allOf":[{"type":"integer"},{"minimum":1}]})"),
             "JSON schema: allOf with more than one schema at # is not supported");
 }
 
 TEST(JsonSchemaCompilerTest, RefusesInvalidSchemas) {
-  EXPECT_EQ(errorOf(R"({"type":"strin"})"), "JSON schema: unknown type 'strin' at #");
-  EXPECT_EQ(errorOf(R"({"type":"object","properties":{"a":{}},"required":["b"]})"),
+  EXPECT_EQ(schemaErrorOf(R"({"type":"strin"})"), "JSON schema: unknown type 'strin' at #");
+  EXPECT_EQ(schemaErrorOf(R"({"type":"object","properties":{"a":{}},"required":["b"]})"),
             "JSON schema: 'required' at # names \"b\", which is not in 'properties'");
-  EXPECT_EQ(errorOf(R"({"$ref":"#/$defs/missing"})"),
+  EXPECT_EQ(schemaErrorOf(R"({"$ref":"#/$defs/missing"})"),
             "JSON schema: $ref '#/$defs/missing' at # points at nothing");
-  EXPECT_EQ(errorOf(R"({"type":"array","minItems":3,"maxItems":2})"),
+  EXPECT_EQ(schemaErrorOf(R"({"type":"array","minItems":3,"maxItems":2})"),
             "JSON schema: minItems is above maxItems at #");
-  EXPECT_EQ(errorOf("[1]"), "JSON schema: the schema at # must be an object or a boolean, got array");
-  EXPECT_EQ(errorOf(R"({"properties":{"a":false}})"),
+  EXPECT_EQ(schemaErrorOf("[1]"), "JSON schema: the schema at # must be an object or a boolean, got array");
+  EXPECT_EQ(schemaErrorOf(R"({"properties":{"a":false}})"),
             "JSON schema: the schema at #/properties/a is false (it allows nothing)");
 }
 
