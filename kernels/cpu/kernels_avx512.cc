@@ -40,7 +40,9 @@ struct Avx512Vec {
     return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),
                                                _mm256_castps_pd(hi), 1));
   }
-  static __m256i load16(const uint16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static __m256i load16(const uint16_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
   static __m128i hi8(__m256i h) { return _mm256_extracti128_si256(h, 1); }
   static __m256 bf16x8(__m128i h) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));

@@ -2,7 +2,7 @@
 // common/dtype.h's scalar formulas: full vectors (loadF16 / loadBf16, which
 // the AVX-512 table builds from two 256-bit halves) and row tails (the
 // masked loads), on an unaligned start. The parity suite's random weights
-// never hold subnormals, infinities or NaNs; this covers them.
+// hold no infinities or NaNs and hardly a subnormal; this covers them all.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
