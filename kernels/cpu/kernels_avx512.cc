@@ -28,14 +28,35 @@ struct Avx512Vec {
   static F loadN(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static void storeN(float* p, F v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  // 16 halves are loaded at once (32 bytes) and widened as two 256-bit
+  // halves joined, not by one widening to 512 bits (vcvtph2ps zmm,
+  // vpmovzxwd zmm): streaming 16-bit weights from memory, the 512-bit
+  // widenings ran decode's gemv 30% (f16) to 45% (bf16) slower than the
+  // AVX2 kernels on Zen 4; this form is as fast as AVX2 or faster
+  // (bench/RESULTS.md, issue 20). Loading each half on its own (two 16-byte
+  // loads) measured 10-15% slower again for f16.
+  static F join(__m256 lo, __m256 hi) {
+    // vinsertf64x4 is AVX512F (vinsertf32x8 would need DQ)
+    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),
+                                               _mm256_castps_pd(hi), 1));
+  }
+  static __m256i load16(const uint16_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static __m128i hi8(__m256i h) { return _mm256_extracti128_si256(h, 1); }
+  static __m256 bf16x8(__m128i h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
   static F loadF16(const uint16_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m256i h = load16(p);
+    return join(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), _mm256_cvtph_ps(hi8(h)));
   }
   static F loadF16N(const uint16_t* p, int n) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p));
   }
   static F loadBf16(const uint16_t* p) {
-    return bf16x16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m256i h = load16(p);
+    return join(bf16x8(_mm256_castsi256_si128(h)), bf16x8(hi8(h)));
   }
   static F loadBf16N(const uint16_t* p, int n) { return bf16x16(_mm256_maskz_loadu_epi16(mask(n), p)); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
