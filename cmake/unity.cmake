@@ -1,9 +1,9 @@
 # Unity build (TANDEM_UNITY_BUILD, on by default): each target's own C++
 # sources are compiled TANDEM_UNITY_BATCH at a time, one translation unit per
 # batch, so the heavy headers (gRPC, protobuf, gtest, Boost.Asio) are parsed
-# once a batch instead of once a file. On 2 cores this takes the three builds
-# of scripts/test.sh (Release, ASan, TSan) from about 56 to about N minutes
-# of compiling (docs/DESIGN.md §11).
+# once a batch instead of once a file: most of the compile time of the three
+# builds scripts/test.sh makes (Release, ASan, TSan) was parsing those headers
+# (the measured effect is in bench/RESULTS.md, "CI time").
 #
 # Not CMake's own UNITY_BUILD: its batch files include the sources by absolute
 # path, so a fresh clone at another path would miss ccache on every batch. The
