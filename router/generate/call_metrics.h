@@ -3,8 +3,7 @@
 // until end(), time to first token (the call's first), inter-token latency
 // (within each choice), end-to-end latency and token counts (each prompt
 // in its prompt-length range) when it completes, and its endpoint and
-// status when it ends. Not thread-safe: the
-// call's own lock guards it.
+// status when it ends. Not thread-safe: the call's own lock guards it.
 #pragma once
 
 #include <chrono>
@@ -36,7 +35,10 @@ class CallMetrics {
   // first token, a choice's later ones the time since its previous one.
   void tokenArrived(ChoiceTiming& choice);
   // the tokens of one prompt of a call: its length, those of it the worker
-  // found in its prefix cache, and those its choices generated.
+  // found in its prefix cache, and those its choices generated. A prompt of
+  // n choices counts once, as its usage does (its first choice's cache hit,
+  // the choices' tokens summed): one entry of the prompt-length mix per
+  // prompt, so a call of one prompt is one there as in requests_total.
   struct PromptTokens {
     int prompt = 0;
     int cached = 0;

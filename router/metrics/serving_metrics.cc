@@ -58,7 +58,7 @@ ServingMetrics::ServingMetrics() : registry_(std::make_shared<prometheus::Regist
                         .Help("generated tokens of finished requests by prompt-length range").Register(r);
   auto& mix_prompt_x_output = BuildCounter().Name(prompt_mix::kPromptXOutput)
                                  .Help("sum of prompt x generated tokens by prompt-length range").Register(r);
-  // every range from the start: a series that appears later reads as a reset.
+  // the fixed 13 ranges, each a series from the start: a scraper sees zeros, not nothing.
   for (size_t k = 0; k < prompt_mix::kRanges; ++k) {
     const prometheus::Labels range = {{prompt_mix::kRangeLabel, prompt_mix::rangeLabel(k)}};
     mix_[k] = {&mix_requests.Add(range), &mix_prompt.Add(range), &mix_uncached.Add(range),

@@ -4,7 +4,9 @@
 // end-to-end latency histograms, prompt/generation/cached token counters,
 // the prompt-length mix (common/prompt_mix_series.h: per prompt-length range
 // the prompts, their prompt, uncached and generated tokens and prompt x
-// generated), and the generator's queue depth and KV usage (sampled at scrape time);
+// generated; uncached is the prompt less the prefix-cache hit the decode
+// worker reported, so a prefill worker's own hits are not seen), and the
+// generator's queue depth and KV usage (sampled at scrape time);
 // admission: what is admitted now (sequences, prompt tokens) and the
 // requests refused as overloaded, by the limit they hit.
 #pragma once
