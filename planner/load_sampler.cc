@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/prompt_mix_series.h"
 
 namespace tandem::planner {
 namespace {
@@ -17,6 +18,26 @@ double finishedRequests(const MetricsSnapshot& m) {
     total += m.sum("tandem:requests_total", {{"endpoint", endpoint}});
   }
   return total;
+}
+
+// the prompt-length mix between two scrapes: counter deltas per range
+// (common/prompt_mix_series.h); empty when the router exports none.
+absl::StatusOr<PromptMix> mixBetween(const MetricsSnapshot& before, const MetricsSnapshot& after) {
+  PromptMix mix;
+  if (!after.has(prompt_mix::kRequests)) return mix;
+  for (size_t k = 0; k < PromptMix::kRanges; ++k) {
+    const MetricLabels range = {{prompt_mix::kRangeLabel, prompt_mix::rangeLabel(k)}};
+    for (auto [name, field] : {std::pair{prompt_mix::kRequests, &mix.requests},
+                               std::pair{prompt_mix::kPromptTokens, &mix.prompt_tokens},
+                               std::pair{prompt_mix::kUncachedTokens, &mix.uncached_tokens},
+                               std::pair{prompt_mix::kOutputTokens, &mix.output_tokens},
+                               std::pair{prompt_mix::kPromptXOutput, &mix.prompt_x_output}}) {
+      const double d = after.sum(name, range) - before.sum(name, range);
+      if (d < 0) return absl::FailedPreconditionError("a counter went down between scrapes (the router restarted)");
+      (*field)[k] = d;
+    }
+  }
+  return mix;
 }
 
 double roleSum(const MetricsSnapshot& m, const char* name, bool decode) {
@@ -99,6 +120,9 @@ absl::StatusOr<LoadSample> loadBetween(const MetricsSnapshot& before, const Metr
     s.mean_output_tokens = generated / completed;
   }
   if (prompt > 0) s.cached_fraction = std::clamp(cached / prompt, 0.0, 1.0);
+  absl::StatusOr<PromptMix> mix = mixBetween(before, after);
+  if (!mix.ok()) return mix.status();
+  s.mix = *mix;
 
   absl::StatusOr<HistogramBuckets> ttft = histogramDelta(after.histogram("tandem:time_to_first_token_seconds"),
                                                          before.histogram("tandem:time_to_first_token_seconds"));

@@ -10,6 +10,8 @@
 //   tandem:time_to_first_token_seconds, tandem:inter_token_latency_seconds
 //   tandem:router_workers{role,state="healthy"} — ready workers
 //   tandem:router_role_{requests_waiting,prefill_tokens_queued,kv_blocks,kv_used_blocks}{role}
+//   tandem:prompt_mix_*_total{range} — the prompt-length mix (LoadSample::mix;
+//     common/prompt_mix_series.h), empty when the router exports none
 #pragma once
 
 #include "absl/status/statusor.h"

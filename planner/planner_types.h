@@ -6,6 +6,8 @@
 #include <array>
 #include <string>
 
+#include "common/prompt_mix_series.h"
+
 namespace tandem::planner {
 
 enum class Role { kPrefill, kDecode };
@@ -31,15 +33,15 @@ struct ScalingBounds {
 };
 
 // The arrivals' prompt lengths by range: per range (upper ends kEdges, the
-// last unbounded) the requests and the sums of their prompt, uncached and
+// last unbounded; the ranges the router exports, common/prompt_mix_series.h)
+// the requests and the sums of their prompt, uncached and
 // output tokens and of prompt x output (the KV a request holds, weighted by
 // how long it decodes). What the `sla` policy sizes prefill with when the
 // source has it (the M/G/N model per range, queue_model.h): the means alone
 // hide the long prompts that miss the TTFT SLO.
 struct PromptMix {
-  static constexpr std::array<double, 12> kEdges = {512,   1024,  2048,  4096,  8192,  16384,
-                                                    32768, 49152, 65536, 81920, 98304, 131072};
-  static constexpr size_t kRanges = kEdges.size() + 1;
+  static constexpr std::array<double, 12> kEdges = prompt_mix::kEdges;
+  static constexpr size_t kRanges = prompt_mix::kRanges;
   std::array<double, kRanges> requests{}, prompt_tokens{}, uncached_tokens{}, output_tokens{}, prompt_x_output{};
 
   void add(double prompt, double uncached, double output);

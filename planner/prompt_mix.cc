@@ -5,7 +5,7 @@
 namespace tandem::planner {
 
 void PromptMix::add(double prompt, double uncached, double output) {
-  const size_t k = static_cast<size_t>(std::lower_bound(kEdges.begin(), kEdges.end(), prompt) - kEdges.begin());
+  const size_t k = prompt_mix::rangeOf(prompt);
   requests[k] += 1;
   prompt_tokens[k] += prompt;
   uncached_tokens[k] += std::clamp(uncached, 0.0, prompt);

@@ -24,9 +24,9 @@ void CallMetrics::tokenArrived(ChoiceTiming& choice) {
   ++choice.tokens;
 }
 
-void CallMetrics::completed(int prompt_tokens, int completion_tokens, int cached_tokens) {
+void CallMetrics::completed(const std::vector<PromptTokens>& prompts) {
   metrics_->observeE2e(seconds(Clock::now() - arrival_));
-  metrics_->addTokens(prompt_tokens, completion_tokens, cached_tokens);
+  for (const PromptTokens& p : prompts) metrics_->countPrompt(p.prompt, p.cached, p.generated);
 }
 
 void CallMetrics::end(const std::string& endpoint, int status) {

@@ -210,25 +210,36 @@ void CompletionCall::sendDelta(Choice& choice, std::string delta,
   writer_->write(sseEvent(openai::renderChunk(meta_, request_, d)));
 }
 
-openai::Usage CompletionCall::usage() const {
-  openai::Usage u;
+std::vector<CallMetrics::PromptTokens> CompletionCall::promptTokens() const {
+  std::vector<CallMetrics::PromptTokens> prompts;
   int last_prompt = -1;
   for (const auto& choice : choices_) {
-    u.completion_tokens += choice->timing.tokens;
-    // each prompt counts once, however many choices it has.
+    // each prompt counts once, however many choices it has (they follow
+    // one another): its cache hit is its first choice's.
     if (choice->prompt_index != last_prompt) {
       last_prompt = choice->prompt_index;
-      u.prompt_tokens += choice->prompt_tokens;
-      u.cached_tokens += choice->cached_tokens;
+      prompts.push_back({.prompt = choice->prompt_tokens, .cached = choice->cached_tokens});
     }
+    prompts.back().generated += choice->timing.tokens;
+  }
+  return prompts;
+}
+
+openai::Usage CompletionCall::usage(const std::vector<CallMetrics::PromptTokens>& prompts) {
+  openai::Usage u;
+  for (const CallMetrics::PromptTokens& p : prompts) {
+    u.prompt_tokens += p.prompt;
+    u.cached_tokens += p.cached;
+    u.completion_tokens += p.generated;
   }
   return u;
 }
 
 void CompletionCall::complete() {
   answered_ = true;
-  const openai::Usage u = usage();
-  metrics_.completed(u.prompt_tokens, u.completion_tokens, u.cached_tokens);
+  const std::vector<CallMetrics::PromptTokens> prompts = promptTokens();
+  const openai::Usage u = usage(prompts);
+  metrics_.completed(prompts);
   metrics_.end(openai::endpointLabel(request_.endpoint), 200);
   if (request_.stream) {
     if (request_.include_usage) writer_->write(sseEvent(openai::renderUsageChunk(meta_, u)));

@@ -80,7 +80,9 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   bool cutOffSlowClient();
   // cancels the unfinished choices; mu_ held.
   void cancelAll();
-  openai::Usage usage() const;
+  // per prompt, its tokens (mu_ held, every choice done).
+  std::vector<CallMetrics::PromptTokens> promptTokens() const;
+  static openai::Usage usage(const std::vector<CallMetrics::PromptTokens>& prompts);
 
   const CallContext context_;
   const AdmissionSlot slot_;

@@ -125,7 +125,7 @@ void ResponsesCall::onOutput(const generation::TokenOutput& output) {
   }
   answered_ = true;
   const int prompt_tokens = static_cast<int>(prompts_[0].tokens.size());
-  metrics_.completed(prompt_tokens, timing_.tokens, cached_tokens_);
+  metrics_.completed({{.prompt = prompt_tokens, .cached = cached_tokens_, .generated = timing_.tokens}});
   events += output_.finish(length, {prompt_tokens, timing_.tokens, cached_tokens_});
   if (request_.chat.stream) {
     if (send(events)) return;

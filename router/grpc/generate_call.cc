@@ -146,7 +146,7 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
   usage->set_prompt_tokens(prompt_tokens_);
   usage->set_completion_tokens(timing_.tokens);
   usage->set_cached_tokens(output.num_cached_tokens);
-  metrics_.completed(prompt_tokens_, timing_.tokens, output.num_cached_tokens);
+  metrics_.completed({{.prompt = prompt_tokens_, .cached = output.num_cached_tokens, .generated = timing_.tokens}});
   writer_->writeLast(std::move(msg));
 }
 

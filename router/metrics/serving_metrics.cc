@@ -1,5 +1,6 @@
 #include "router/metrics/serving_metrics.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "prometheus/text_serializer.h"
@@ -45,6 +46,24 @@ ServingMetrics::ServingMetrics() : registry_(std::make_shared<prometheus::Regist
                             .Help("generated tokens").Register(r).Add({});
   cached_tokens_ = &BuildCounter().Name("tandem:prefix_cache_hit_tokens_total")
                         .Help("prompt tokens found in the prefix cache").Register(r).Add({});
+  auto& mix_requests = BuildCounter().Name(prompt_mix::kRequests)
+                          .Help("finished requests' prompts by prompt-length range (range: its upper edge in tokens)")
+                          .Register(r);
+  auto& mix_prompt = BuildCounter().Name(prompt_mix::kPromptTokens)
+                        .Help("prompt tokens of finished requests by prompt-length range").Register(r);
+  auto& mix_uncached = BuildCounter().Name(prompt_mix::kUncachedTokens)
+                          .Help("prompt tokens not found in the prefix cache, by prompt-length range")
+                          .Register(r);
+  auto& mix_output = BuildCounter().Name(prompt_mix::kOutputTokens)
+                        .Help("generated tokens of finished requests by prompt-length range").Register(r);
+  auto& mix_prompt_x_output = BuildCounter().Name(prompt_mix::kPromptXOutput)
+                                 .Help("sum of prompt x generated tokens by prompt-length range").Register(r);
+  // the fixed 13 ranges, each a series from the start: a scraper sees zeros, not nothing.
+  for (size_t k = 0; k < prompt_mix::kRanges; ++k) {
+    const prometheus::Labels range = {{prompt_mix::kRangeLabel, prompt_mix::rangeLabel(k)}};
+    mix_[k] = {&mix_requests.Add(range), &mix_prompt.Add(range), &mix_uncached.Add(range),
+               &mix_output.Add(range), &mix_prompt_x_output.Add(range)};
+  }
   rejected_ = &BuildCounter().Name("tandem:requests_rejected_total")
                    .Help("requests refused as overloaded (429), by the limit they hit")
                    .Register(r);
@@ -79,10 +98,19 @@ void ServingMetrics::setAdmitted(int64_t seqs, int64_t prompt_tokens) {
   admitted_prompt_tokens_->Set(static_cast<double>(prompt_tokens));
 }
 
-void ServingMetrics::addTokens(int prompt, int generated, int cached) {
+void ServingMetrics::countPrompt(int prompt_tokens, int cached_tokens, int generated_tokens) {
+  const double prompt = std::max(0, prompt_tokens);
+  const double cached = std::clamp<double>(cached_tokens, 0, prompt);
+  const double generated = std::max(0, generated_tokens);
   prompt_tokens_->Increment(prompt);
   generation_tokens_->Increment(generated);
   cached_tokens_->Increment(cached);
+  const MixRange& range = mix_[prompt_mix::rangeOf(prompt)];
+  range.requests->Increment();
+  range.prompt_tokens->Increment(prompt);
+  range.uncached_tokens->Increment(prompt - cached);
+  range.output_tokens->Increment(generated);
+  range.prompt_x_output->Increment(prompt * generated);
 }
 
 std::string ServingMetrics::render() {

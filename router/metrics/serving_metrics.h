@@ -2,17 +2,23 @@
 // own where one exists, under the tandem: prefix: request counts by
 // endpoint and status, requests in flight, TTFT, inter-token latency and
 // end-to-end latency histograms, prompt/generation/cached token counters,
-// and the generator's queue depth and KV usage (sampled at scrape time);
+// the prompt-length mix (common/prompt_mix_series.h: per prompt-length range
+// the prompts, their prompt, uncached and generated tokens and prompt x
+// generated; uncached is the prompt less the prefix-cache hit the decode
+// worker reported, so a prefill worker's own hits are not seen), and the
+// generator's queue depth and KV usage (sampled at scrape time);
 // admission: what is admitted now (sequences, prompt tokens) and the
 // requests refused as overloaded, by the limit they hit.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "common/prompt_mix_series.h"
 #include "generation/generator.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -37,7 +43,10 @@ class ServingMetrics {
   void observeTtft(double seconds) { ttft_->Observe(seconds); }
   void observeInterToken(double seconds) { itl_->Observe(seconds); }
   void observeE2e(double seconds) { e2e_->Observe(seconds); }
-  void addTokens(int prompt, int generated, int cached);
+  // one prompt of a finished request: its length, the tokens of it its
+  // worker found in the prefix cache (clamped to [0, prompt]) and those its
+  // choices generated; into the token counters and its prompt-length range.
+  void countPrompt(int prompt_tokens, int cached_tokens, int generated_tokens);
   // a request refused as overloaded (429 / RESOURCE_EXHAUSTED) at `limit`:
   // "requests", "seqs", "prompt_tokens" or "prepare_queue".
   void countRejected(const std::string& limit);
@@ -63,6 +72,15 @@ class ServingMetrics {
   prometheus::Counter* prompt_tokens_;
   prometheus::Counter* generation_tokens_;
   prometheus::Counter* cached_tokens_;
+  // the prompt-length mix: one series per range of each counter.
+  struct MixRange {
+    prometheus::Counter* requests;
+    prometheus::Counter* prompt_tokens;
+    prometheus::Counter* uncached_tokens;
+    prometheus::Counter* output_tokens;
+    prometheus::Counter* prompt_x_output;
+  };
+  std::array<MixRange, prompt_mix::kRanges> mix_;
   prometheus::Family<prometheus::Counter>* rejected_;
   prometheus::Gauge* admitted_seqs_;
   prometheus::Gauge* admitted_prompt_tokens_;

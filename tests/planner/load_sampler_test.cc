@@ -5,7 +5,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/prompt_mix_series.h"
 #include "gtest/gtest.h"
+#include "router/metrics/serving_metrics.h"
 
 namespace tandem::planner {
 namespace {
@@ -134,6 +136,62 @@ TEST(LoadBetweenTest, RefusesAnIntervalAcrossARouterRestart) {
   const MetricsSnapshot before = parse(routerMetrics(30, 0, 30, 0));
   const MetricsSnapshot after = parse(routerMetrics(5, 0, 5, 0));
   EXPECT_TRUE(absl::IsFailedPrecondition(loadBetween(before, after, 10, 10, {}).status()));
+}
+
+// prompts of a long-tailed trace, as the router counts them when they
+// finish: (prompt, cached, generated) tokens.
+struct FinishedPrompt {
+  int prompt, cached, generated;
+};
+const std::vector<FinishedPrompt> kEarlierPrompts = {{300, 100, 10}, {5000, 0, 40}};
+const std::vector<FinishedPrompt> kIntervalPrompts = {
+    {100, 0, 20}, {512, 512, 5}, {513, 13, 7}, {900, 100, 30}, {20000, 4000, 50}, {200000, 0, 2}};
+
+void finish(router::ServingMetrics& router, const std::vector<FinishedPrompt>& prompts) {
+  for (const FinishedPrompt& p : prompts) {
+    router.countPrompt(p.prompt, p.cached, p.generated);
+    router.observeE2e(1);
+    router.countRequest("completions", 200);
+  }
+}
+
+TEST(LoadBetweenTest, BuildsThePromptMixFromTwoScrapesOfTheRoutersMetrics) {
+  router::ServingMetrics router;
+  finish(router, kEarlierPrompts);
+  const MetricsSnapshot before = parse(router.render());
+  finish(router, kIntervalPrompts);
+  const MetricsSnapshot after = parse(router.render());
+  absl::StatusOr<LoadSample> s = loadBetween(before, after, 20, 10, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  // the interval's prompts only, each in its range, as the simulator adds them.
+  PromptMix expected;
+  for (const FinishedPrompt& p : kIntervalPrompts) expected.add(p.prompt, p.prompt - p.cached, p.generated);
+  EXPECT_EQ(s->mix.requests, expected.requests);
+  EXPECT_EQ(s->mix.prompt_tokens, expected.prompt_tokens);
+  EXPECT_EQ(s->mix.uncached_tokens, expected.uncached_tokens);
+  EXPECT_EQ(s->mix.output_tokens, expected.output_tokens);
+  EXPECT_EQ(s->mix.prompt_x_output, expected.prompt_x_output);
+  EXPECT_EQ(s->mix.requests[0], 2);  // 100 and 512: a range holds its upper edge
+  EXPECT_EQ(s->mix.requests[1], 2);  // 513 and 900
+  EXPECT_EQ(s->mix.requests[PromptMix::kRanges - 1], 1);  // beyond the last edge
+  EXPECT_EQ(s->mix.total(), 6);
+  // the means agree with the mix.
+  EXPECT_DOUBLE_EQ(s->mean_input_tokens, (100 + 512 + 513 + 900 + 20000 + 200000) / 6.0);
+}
+
+TEST(LoadBetweenTest, RefusesAnIntervalWhoseMixCountersWentDown) {
+  // only the mix went down (its range's counters reset): nothing to measure.
+  auto with_mix = [](int finished, int in_range) {
+    std::string text = routerMetrics(finished, 0, finished, 0);
+    for (size_t k = 0; k < prompt_mix::kRanges; ++k) {
+      absl::StrAppend(&text, prompt_mix::kRequests, "{", prompt_mix::kRangeLabel, "=\"", prompt_mix::rangeLabel(k),
+                      "\"} ", k == 3 ? in_range : 0, "\n");
+    }
+    return text;
+  };
+  const MetricsSnapshot before = parse(with_mix(10, 5));
+  ASSERT_TRUE(loadBetween(before, parse(with_mix(30, 9)), 20, 10, {}).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(loadBetween(before, parse(with_mix(30, 3)), 20, 10, {}).status()));
 }
 
 }  // namespace

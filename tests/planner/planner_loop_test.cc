@@ -2,12 +2,20 @@
 #include "planner/policies.h"
 
 #include <deque>
+#include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/http/http_server.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "planner/constant_predictor.h"
 #include "planner/dry_run_connector.h"
+#include "planner/router_metrics_source.h"
+#include "planner/sla_policy.h"
+#include "router/metrics/serving_metrics.h"
 
 namespace tandem::planner {
 namespace {
@@ -195,6 +203,110 @@ TEST_F(PlannerLoopTest, RunsOnItsOwnTimerEveryInterval) {
   }
   loop().stop();
   EXPECT_NE(metricsText().find("tandem:planner_decisions_total 3"), std::string::npos);
+}
+
+// The live planner (RouterMetricsSource → PlannerLoop → SlaPolicy) against
+// a router's /metrics on a real HTTP server, the router's own ServingMetrics
+// counting the requests; `export_mix` false serves it without the
+// prompt-length mix, as a router from before it exported one.
+class LiveMixTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    http::HttpServerOptions options;
+    options.port = 0;
+    auto server = http::HttpServer::start(options, [this](http::HttpRequest, http::ResponseWriterPtr writer) {
+      writer->respond(200, {{"Content-Type", "text/plain"}}, scrapeBody());
+    });
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+  void TearDown() override { server_->shutdown(std::chrono::milliseconds(0)); }
+
+  std::string scrapeBody() {
+    std::lock_guard lock(mu_);
+    const std::string text = router_->render();
+    if (export_mix_) return text;
+    std::istringstream lines(text);
+    std::string kept;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("tandem:prompt_mix_") == std::string::npos) absl::StrAppend(&kept, line, "\n");
+    }
+    return kept;
+  }
+
+  // a router that answered `n` requests of `prompt` tokens (none cached)
+  // and 20 generated each.
+  void finishRequests(int n, int prompt) {
+    std::lock_guard lock(mu_);
+    for (int i = 0; i < n; ++i) {
+      router_->countPrompt(prompt, 0, 20);
+      router_->observeE2e(1);
+      router_->countRequest("completions", 200);
+    }
+  }
+
+  // the workers the sla policy wants after one 10 s interval of 100 req/s:
+  // 97.2% of 1000-token prompts, 2% of 15 000 and 0.8% of 30 000 (mean
+  // 1512), on a worker prefilling 10k tokens/s, TTFT SLO 2 s.
+  RoleCounts decideAfterALongTailedInterval(bool export_mix) {
+    {
+      std::lock_guard lock(mu_);
+      export_mix_ = export_mix;
+      router_ = std::make_unique<router::ServingMetrics>();
+    }
+    RouterMetricsSource source({.metrics_url = absl::StrCat("http://127.0.0.1:", server_->port(), "/metrics")});
+    ConstantPredictor predictor;
+    SlaPolicy policy(slaConfig());
+    DryRunConnector connector({1, 1}, [](const std::string&) {});
+    PlannerLoopOptions options;
+    options.bounds = {.min = {1, 1}, .max = {1000, 1000}, .max_total = 2000};
+    options.log = [this](const std::string& line) { lines_.push_back(nlohmann::json::parse(line)); };
+    PlannerLoop loop(options, &source, &predictor, &policy, &connector, nullptr);
+    EXPECT_TRUE(absl::IsFailedPrecondition(loop.tick(0)));  // the baseline
+    finishRequests(972, 1000);
+    finishRequests(20, 15000);
+    finishRequests(8, 30000);
+    const absl::Status ticked = loop.tick(10);
+    EXPECT_TRUE(ticked.ok()) << ticked;
+    EXPECT_EQ(lines_.back()["observed"]["input_tokens"], 1512) << lines_.back();
+    return *connector.current();
+  }
+
+  // a TTFT SLO of 2 s; a worker that prefills 10k tokens/s at any length
+  // and decodes a step in 10 ms + 0.1 ms per sequence.
+  static PolicyConfig slaConfig() {
+    PolicyConfig config;
+    config.ttft_slo_ms = 2000;
+    absl::StatusOr<WorkerProfile> profile = WorkerProfile::create(
+        {{100, 10000}, {100000, 10000}},
+        {{1, 100, 10.1}, {1, 100000, 10.1}, {1001, 100, 110.1}, {1001, 100000, 110.1}}, 1e6, 1024);
+    EXPECT_TRUE(profile.ok()) << profile.status();
+    if (profile.ok()) config.profile = *profile;
+    return config;
+  }
+
+  std::mutex mu_;
+  bool export_mix_ = true;                         // guarded by mu_
+  std::unique_ptr<router::ServingMetrics> router_;  // guarded by mu_
+  http::HttpServerPtr server_;
+  std::vector<nlohmann::json> lines_;
+};
+
+TEST_F(LiveMixTest, ALongTailedMixMeasuredLiveNeedsMorePrefillThanItsMeanPrompt) {
+  const RoleCounts means = decideAfterALongTailedInterval(false);
+  EXPECT_EQ(lines_.back()["reason"].get<std::string>().find("prompt-length mix"), std::string::npos);
+  const RoleCounts mixed = decideAfterALongTailedInterval(true);
+  EXPECT_NE(lines_.back()["reason"].get<std::string>().find("prompt-length mix"), std::string::npos)
+      << lines_.back();
+  // the mix's long prompts wait in the queue too: more prefill workers than
+  // the mean prompt's M/M/N, as the simulator sizes them.
+  EXPECT_GT(mixed.prefill, means.prefill);
+  // the same as sizing the same mix directly.
+  PromptMix mix;
+  for (int i = 0; i < 972; ++i) mix.add(1000, 1000, 20);
+  for (int i = 0; i < 20; ++i) mix.add(15000, 15000, 20);
+  for (int i = 0; i < 8; ++i) mix.add(30000, 30000, 20);
+  EXPECT_EQ(mixed.prefill, SlaPolicy(slaConfig()).sizeForMix(100, mix).prefill);
 }
 
 TEST(ValidateBoundsTest, RefusesInconsistentBounds) {

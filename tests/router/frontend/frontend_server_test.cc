@@ -1,6 +1,8 @@
 // The router's front door over a FakeGenerator: HTTP and gRPC admit through
 // one Admission, so one API key list and one capacity budget hold across
-// both (a sequence held on gRPC is a 429 on HTTP, and the other way round).
+// both (a sequence held on gRPC is a 429 on HTTP, and the other way round);
+// both count their finished requests' prompts in the prompt-length mix its
+// /metrics exports.
 #include "router/frontend/frontend_server.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +10,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "common/prompt_mix_series.h"
+#include "nlohmann/json.hpp"
 #include "router/openai/api_error.h"
 #include "tandem/v1/inference.grpc.pb.h"
 #include "tests/common/http/raw_client.h"
@@ -31,7 +36,7 @@ class FrontendServerTest : public ::testing::Test {
     generator_.reset();
   }
 
-  void serve(AdmissionOptions admission) {
+  void serve(AdmissionOptions admission, int max_model_len = 256) {
     FrontendOptions options;
     options.http_port = 0;
     options.grpc_port = 0;
@@ -40,7 +45,7 @@ class FrontendServerTest : public ::testing::Test {
     ASSERT_TRUE(frontend.ok()) << frontend.status();
     frontend_ = std::move(*frontend);
     absl::StatusOr<ServedModelPtr> model =
-        ServedModel::load(tandem::testing::storiesGguf(), "stories260K", 256);
+        ServedModel::load(tandem::testing::storiesGguf(), "stories260K", max_model_len);
     ASSERT_TRUE(model.ok()) << model.status();
     ASSERT_TRUE(frontend_->serve(std::move(*model), generator_.get()).ok());
     stub_ = tandem::v1::Inference::NewStub(
@@ -68,14 +73,17 @@ class FrontendServerTest : public ::testing::Test {
     return request;
   }
 
-  // the value of the /metrics sample `name`; -1 when absent.
-  double metric(const std::string& name) {
-    const std::string text = "\n" + frontend_->metrics().render();
+  // the value of the sample `name` (with its labels, as rendered) in the
+  // exposition `text`; -1 when absent.
+  static double sampleIn(const std::string& exposition, const std::string& name) {
+    const std::string text = "\n" + exposition;
     const size_t at = text.find("\n" + name + " ");
     if (at == std::string::npos) return -1;
     const size_t value = at + name.size() + 2;
     return std::stod(text.substr(value, text.find('\n', value) - value));
   }
+  // the value of the /metrics sample `name`; -1 when absent.
+  double metric(const std::string& name) { return sampleIn(frontend_->metrics().render(), name); }
 
   const tandem::testing::OracleCase& oracle_ = tandem::testing::storiesOracle()[0];
   FrontendServerPtr frontend_;
@@ -137,6 +145,74 @@ TEST_F(FrontendServerTest, HttpAndGrpcTakeTheSameApiKeys) {
   auto accepted = stub_->Generate(&keyed, grpcRequest());
   while (accepted->Read(&message)) {}
   EXPECT_TRUE(accepted->Finish().ok());
+}
+
+// the series of mix counter `name` for the range with upper edge `label`.
+std::string mixSeries(const char* name, const std::string& label) {
+  return absl::StrCat(name, "{", prompt_mix::kRangeLabel, "=\"", label, "\"}");
+}
+
+TEST_F(FrontendServerTest, ExportsThePromptLengthMixOfFinishedRequests) {
+  serve({}, 2048);
+  generator_->setDefaultScript({.tokens = {oracle_.completion_ids[0], oracle_.completion_ids[1],
+                                           oracle_.completion_ids[2]},
+                                .cached_tokens = 2});
+  // over HTTP, two prompts (token ids) of two choices each: the oracle's
+  // and 600 tokens.
+  const int short_tokens = static_cast<int>(oracle_.prompt_ids.size());
+  const std::vector<int32_t> long_prompt(600, oracle_.prompt_ids[0]);
+  const nlohmann::json request = {{"model", "stories260K"},
+                                  {"prompt", {oracle_.prompt_ids, long_prompt}},
+                                  {"n", 2},
+                                  {"max_tokens", 3}};
+  RawResponse r = post(request.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(nlohmann::json::parse(r.body)["usage"]["prompt_tokens"], short_tokens + 600);
+  // and one prompt over gRPC.
+  grpc::ClientContext context;
+  setDeadline(context);
+  auto reader = stub_->Generate(&context, grpcRequest());
+  tandem::v1::GenerateResponse message;
+  int grpc_prompt = 0;
+  while (reader->Read(&message)) {
+    if (message.has_usage()) grpc_prompt = message.usage().prompt_tokens();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_GT(grpc_prompt, 0);
+
+  // what a scraper of the public port sees: per prompt (its choices'
+  // tokens summed, its cache hit once) in the range of its length.
+  auto client = RawClient::connect(frontend_->httpPort());
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->send(http::testing::getRequest("/metrics")));
+  const std::optional<RawResponse> scrape = client->readResponse(std::chrono::seconds(10));
+  ASSERT_TRUE(scrape.has_value());
+  ASSERT_EQ(scrape->status, 200);
+  const std::string& text = scrape->body;
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kRequests, "512")), 2) << text;
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kPromptTokens, "512")), short_tokens + grpc_prompt);
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kUncachedTokens, "512")), short_tokens + grpc_prompt - 4);
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kOutputTokens, "512")), 6 + 3);
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kPromptXOutput, "512")), short_tokens * 6 + grpc_prompt * 3);
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kRequests, "1024")), 1);
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kPromptTokens, "1024")), 600);
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kUncachedTokens, "1024")), 598);
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kOutputTokens, "1024")), 6);
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kPromptXOutput, "1024")), 3600);
+  // every range is a series from the start, and only those: 13 of each counter.
+  for (size_t k = 0; k < prompt_mix::kRanges; ++k) {
+    EXPECT_GE(sampleIn(text, mixSeries(prompt_mix::kRequests, prompt_mix::rangeLabel(k))), 0) << k;
+  }
+  EXPECT_EQ(sampleIn(text, mixSeries(prompt_mix::kRequests, "+Inf")), 0);
+  size_t series = 0;
+  for (size_t at = text.find(std::string("\n") + prompt_mix::kRequests + "{"); at != std::string::npos;
+       at = text.find(std::string("\n") + prompt_mix::kRequests + "{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, prompt_mix::kRanges);
+  // the totals count the same prompts.
+  EXPECT_EQ(sampleIn(text, "tandem:prompt_tokens_total"), short_tokens + grpc_prompt + 600);
+  EXPECT_EQ(sampleIn(text, "tandem:prefix_cache_hit_tokens_total"), 6);
 }
 
 }  // namespace
