@@ -58,4 +58,10 @@ void ConnectionStream::close() {
   socket().close(ignored);
 }
 
+void ConnectionStream::reset() {
+  error_code ignored;
+  socket().set_option(asio::socket_base::linger(true, 0), ignored);
+  socket().close(ignored);
+}
+
 }  // namespace tandem::http

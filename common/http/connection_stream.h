@@ -54,6 +54,9 @@ class ConnectionStream {
   // framed (length or last chunk), so a client never mistakes the end.
   void shutdownSend();
   void close();
+  // closes with a reset (SO_LINGER 0): what the kernel still holds for the
+  // client is dropped at once and the client sees ECONNRESET.
+  void reset();
 
  private:
   using TlsStream = boost::beast::ssl_stream<Socket>;

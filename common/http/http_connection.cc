@@ -319,7 +319,11 @@ void HttpConnection::abortResponse(ResponseState* state) {
 
 void HttpConnection::closeResponse(ResponseState* state) {
   if (!answers(state)) return;
-  closeNow();
+  // a reset, not a FIN behind the queue: the kernel's send buffer (up to
+  // megabytes) would otherwise keep trickling to a client that stopped
+  // reading, through its small window, holding memory for a response that
+  // was given up (as nginx's reset_timedout_connection).
+  closeNow(/*reset=*/true);
 }
 
 // ---- socket I/O ----
@@ -481,11 +485,15 @@ void HttpConnection::beginLinger() {
   startRead();
 }
 
-void HttpConnection::closeNow() {
+void HttpConnection::closeNow(bool reset) {
   if (phase_ == Phase::kClosed) return;
   phase_ = Phase::kClosed;
   cancelTimer();
-  stream_.close();
+  if (reset) {
+    stream_.reset();
+  } else {
+    stream_.close();
+  }
   if (!writing_) output_.clear();  // else the aborted write's handler clears it
   parser_.reset();
   std::shared_ptr<ResponseState> state = std::move(state_);

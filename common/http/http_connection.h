@@ -82,7 +82,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void finishStream(ResponseState* state);
   // a writer dropped mid-stream: the client must see the body cut short.
   void abortResponse(ResponseState* state);
-  // ResponseWriter::abort(): close now, dropping what is queued.
+  // ResponseWriter::abort(): reset now, dropping what is queued.
   void closeResponse(ResponseState* state);
 
  private:
@@ -125,7 +125,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void cancelTimer();
   void onTimer();
   void beginLinger();
-  void closeNow();
+  // closes the connection (a reset when `reset`, see closeResponse).
+  void closeNow(bool reset = false);
 
   using Timer = boost::asio::basic_waitable_timer<
       std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>, Strand>;

@@ -76,10 +76,11 @@ class ResponseWriter {
   // bytes queued by write() and not yet sent (for back-pressure): a
   // producer that finds them above its bound stops writing, or abort()s.
   virtual size_t pendingBytes() const = 0;
-  // gives up on the response: the connection closes now and what is queued
-  // is dropped (a client that stopped reading would never take it), so the
-  // client sees the response cut short; onClose callbacks run. For a stream
-  // whose client does not keep up. Does nothing once the connection closed.
+  // gives up on the response: the connection is reset now and what is
+  // queued is dropped, in the server and in the kernel (a client that
+  // stopped reading would never take it), so the client sees the response
+  // cut short; onClose callbacks run. For a stream whose client does not
+  // keep up. Does nothing once the connection closed.
   virtual void abort() = 0;
 };
 using ResponseWriterPtr = std::shared_ptr<ResponseWriter>;

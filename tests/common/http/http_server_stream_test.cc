@@ -193,7 +193,7 @@ TEST_F(HttpServerStreamTest, AbortClosesAtOnceDroppingWhatIsQueued) {
   ASSERT_TRUE(waitUntil([&] { return closes.load() == 1; }));
   EXPECT_TRUE(writer_->closed());
   EXPECT_EQ(writer_->pendingBytes(), 0u);
-  // the client gets what the kernel held, then the end.
+  // the client sees the reset at once (the kernel's queue is dropped too).
   EXPECT_TRUE(client_->waitClosed(std::chrono::seconds(30)));
   EXPECT_TRUE(waitUntil([&] { return server_->numConnections() == 0; }));
 }
