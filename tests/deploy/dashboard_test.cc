@@ -37,7 +37,8 @@ TEST(GrafanaDashboard, ConformsToTheDashboardSchemaAndFitsTheGrid) {
   std::string all = dashboard.dump();
   for (const char* metric : {"time_to_first_token_seconds", "inter_token_latency_seconds", "generation_tokens_total",
                              "kv_tier_hits_total", "prefix_cache_hit_tokens_total", "kv_transfer_bytes_total",
-                             "router_workers", "planner_desired_replicas"}) {
+                             "router_workers", "planner_desired_replicas", "prompt_mix_requests_total",
+                             "prompt_mix_uncached_tokens_total"}) {
     EXPECT_NE(all.find(std::string("tandem:") + metric), std::string::npos) << metric;
   }
 }
