@@ -1,19 +1,18 @@
 #include "bench/planner_sim/planner_simulator.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>
-#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "bench/planner_sim/sim_decode_worker.h"
 #include "bench/planner_sim/sim_prefill_worker.h"
+#include "common/parallel_jobs.h"
 #include "planner/policies.h"
 #include "planner/predictors.h"
 #include "planner/sla_policy.h"
@@ -614,16 +613,7 @@ absl::StatusOr<PlannerSimResult> simulatePlanner(const SimTrace& trace, const pl
     ClusterRun run(trace, profile, options, options.policies[i], start, std::move(policy));
     runs[i] = run.run();
   };
-  const size_t jobs = std::min<size_t>(
-      n, options.jobs > 0 ? static_cast<size_t>(options.jobs) : std::max<size_t>(1, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) runOne(k);
-  };
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  runJobs(n, options.jobs, runOne);
   for (absl::StatusOr<PlannerPolicyResult>& r : runs) {
     if (!r.ok()) return r.status();
     result.policies.push_back(std::move(*r));

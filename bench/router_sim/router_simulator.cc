@@ -1,14 +1,13 @@
 #include "bench/router_sim/router_simulator.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <memory>
-#include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
+#include "common/parallel_jobs.h"
 #include "router/cluster/route_planner.h"
 
 namespace tandem::bench {
@@ -195,19 +194,9 @@ absl::StatusOr<RouterSimResult> simulateRouter(const SimTrace& trace, int block_
   // the trace is read only): run them on `jobs` threads.
   const size_t n = options.policies.size();
   std::vector<absl::StatusOr<PolicyResult>> runs(n, absl::UnknownError("not run"));
-  const size_t jobs = std::min<size_t>(
-      n, options.jobs > 0 ? static_cast<size_t>(options.jobs)
-                          : std::max<size_t>(1, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      runs[i] = runPolicy(trace, block_size, result.capacity_blocks, options, options.policies[i]);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
+  runJobs(n, options.jobs, [&](size_t i) {
+    runs[i] = runPolicy(trace, block_size, result.capacity_blocks, options, options.policies[i]);
+  });
   for (absl::StatusOr<PolicyResult>& r : runs) {
     if (!r.ok()) return r.status();
     result.policies.push_back(std::move(*r));
