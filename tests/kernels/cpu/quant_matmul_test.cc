@@ -141,7 +141,9 @@ TEST(QuantDotTablesTest, DispatchFollowsTheProcessor) {
   const QuantDotTable& for_avx2 = quantDotsFor(SimdLevel::kAvx2);
   EXPECT_EQ(for_avx2.level, SimdLevel::kAvx2);
   EXPECT_EQ(for_avx2.vnni, processorHasAvxVnni());
-  if (!processorHasAvxVnni()) EXPECT_EQ(&avxVnniQuantDots(), &avx2QuantDots());
+  if (!processorHasAvxVnni()) {
+    EXPECT_EQ(&avxVnniQuantDots(), &avx2QuantDots());
+  }
   if (detectSimdLevel() >= SimdLevel::kAvx512) {
     const QuantDotTable& for_avx512 = quantDotsFor(SimdLevel::kAvx512);
     if (processorHasAvx512Vnni()) {

@@ -234,7 +234,9 @@ TEST_P(EmulatorTest, HostThreadsDriveTheirOwnStreamsSideBySide) {
   });
   for (int i = 0; i < kRounds; ++i) {
     ASSERT_EQ(gpu::launch("add_one", addOne, dim3(1), dim3(64), compute, d_x), hipSuccess);
-    if (i % 10 == 9) ASSERT_EQ(hipStreamSynchronize(compute), hipSuccess);
+    if (i % 10 == 9) {
+      ASSERT_EQ(hipStreamSynchronize(compute), hipSuccess);
+    }
   }
   copier.join();
   ASSERT_EQ(hipStreamSynchronize(compute), hipSuccess);
