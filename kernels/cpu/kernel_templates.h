@@ -52,10 +52,28 @@ inline void dispatchDType(DType t, Fn&& fn) {
 
 // one MR x NR tile of y: MR rows of x against NR rows of w, accumulated in
 // registers over the whole of k, so each loaded w vector feeds MR fmas and
-// each x vector NR fmas.
-template <class V, DType WT, int MR, int NR>
-inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
+// each x vector NR fmas. pf.step() runs once per vector step of k (a
+// software prefetch stream spread over the tile's arithmetic, or nothing).
+struct NoPrefetch {
+  void step() {}
+};
+
+// prefetches [next, end) a cache line a step.
+struct LinePrefetch {
+  const char* next;
+  const char* end;
+  void step() {
+    if (next < end) {
+      __builtin_prefetch(next);
+      next += 64;
+    }
+  }
+};
+
+template <class V, DType WT, int MR, int NR, class Prefetch = NoPrefetch>
+inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0, Prefetch&& prefetch = Prefetch{}) {
   using F = typename V::F;
+  std::remove_cvref_t<Prefetch> pf = prefetch;  // in registers for the loop
   F acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = V::zero();
@@ -63,6 +81,7 @@ inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   const float* x = a.x + m0 * K;
   int64_t k = 0;
   for (; k + V::kWidth <= K; k += V::kWidth) {
+    pf.step();
     F wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = loadAs<V, WT>(a.w, (n0 + r) * K + k);
     for (int i = 0; i < MR; ++i) {
@@ -79,6 +98,7 @@ inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
       for (int r = 0; r < NR; ++r) acc[i][r] = V::fma(xv, wv[r], acc[i][r]);
     }
   }
+  prefetch = pf;
   for (int i = 0; i < MR; ++i) {
     float* y = a.y + (m0 + i) * a.n + n0;
     for (int r = 0; r < NR; ++r) {
@@ -88,14 +108,14 @@ inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
 }
 
 // rows [m0, m1) of x against rows [n, n + NR) of w.
-template <class V, DType WT, int NR>
-inline void matmulColumn(const MatmulArgs& a, int64_t m0, int64_t m1, int64_t n) {
+template <class V, DType WT, int NR, class Prefetch = NoPrefetch>
+inline void matmulColumn(const MatmulArgs& a, int64_t m0, int64_t m1, int64_t n, Prefetch&& pf = Prefetch{}) {
   int64_t m = m0;
-  for (; m + 4 <= m1; m += 4) matmulTile<V, WT, 4, NR>(a, m, n);
+  for (; m + 4 <= m1; m += 4) matmulTile<V, WT, 4, NR>(a, m, n, pf);
   switch (m1 - m) {
-    case 3: matmulTile<V, WT, 3, NR>(a, m, n); break;
-    case 2: matmulTile<V, WT, 2, NR>(a, m, n); break;
-    case 1: matmulTile<V, WT, 1, NR>(a, m, n); break;
+    case 3: matmulTile<V, WT, 3, NR>(a, m, n, pf); break;
+    case 2: matmulTile<V, WT, 2, NR>(a, m, n, pf); break;
+    case 1: matmulTile<V, WT, 1, NR>(a, m, n, pf); break;
     default: break;
   }
 }
@@ -141,26 +161,30 @@ void gemvTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
 
 // rows [n0, n0 + NR) of a 16-bit w converted to F32 once into a scratch
 // block, then every row of x meets the block: the conversion is paid once
-// per w row per call, not once per 4-row tile of x.
+// per w row per call, not once per 4-row tile of x. The NR rows are one
+// contiguous run of 16-bit values; the next block's run (the task's next
+// rows, or the ones just past its range) is prefetched a cache line per
+// vector step of the tiles, so it arrives while this block's arithmetic runs
+// instead of stalling the next conversion (without it 40% of a 1-thread
+// 16-row F16 decode step waited on these loads: bench/RESULTS.md, issue 20).
 template <class V, DType WT, int NR>
 inline void matmulConvertedColumn(const MatmulArgs& a, int64_t n0, float* block) {
-  const int64_t K = a.k;
-  for (int r = 0; r < NR; ++r) {
-    const int64_t base = (n0 + r) * K;
-    float* dst = block + r * K;
-    int64_t k = 0;
-    for (; k + V::kWidth <= K; k += V::kWidth) V::store(dst + k, loadAs<V, WT>(a.w, base + k));
-    if (k < K) {
-      const int n = static_cast<int>(K - k);
-      V::storeN(dst + k, loadAsN<V, WT>(a.w, base + k, n), n);
-    }
+  const int64_t total = NR * a.k;
+  const int64_t base = n0 * a.k;
+  int64_t i = 0;
+  for (; i + V::kWidth <= total; i += V::kWidth) V::store(block + i, loadAs<V, WT>(a.w, base + i));
+  if (i < total) {
+    const int n = static_cast<int>(total - i);
+    V::storeN(block + i, loadAsN<V, WT>(a.w, base + i, n), n);
   }
   MatmulArgs sub = a;
   sub.w = block;
   sub.w_dtype = DType::kF32;
   sub.y = a.y + n0;
   sub.bias = a.bias != nullptr ? a.bias + n0 : nullptr;
-  matmulColumn<V, DType::kF32, NR>(sub, 0, a.m, 0);
+  const char* next = reinterpret_cast<const char*>(static_cast<const uint16_t*>(a.w) + base + total);
+  matmulColumn<V, DType::kF32, NR>(sub, 0, a.m, 0,
+                                   LinePrefetch{next, next + total * static_cast<int64_t>(sizeof(uint16_t))});
 }
 
 template <class V, DType WT>
