@@ -3,7 +3,9 @@
 //   F; kWidth; zero(); set1(f); load(p); loadN(p, n); store(p, v);
 //   storeN(p, v, n); loadF16(p); loadF16N(p, n); loadBf16(p); loadBf16N(p, n);
 //   add, sub, mul, div, max, fma(a, b, c) = a * b + c; hsum(v); exp(v);
-//   kGemmRows, kGemmVecs: the prefill micro-kernel's register tile.
+//   kGemmRows, kGemmVecs: the prefill micro-kernel's register tile;
+//   kBatchTileW: w rows of a decode batch's 4-row register tile (its 4 x
+//   kBatchTileW accumulators and kBatchTileW w vectors fit the registers).
 // Every function here is a template over V, and each V lives in its file's
 // anonymous namespace, so instantiations compiled with different -m flags
 // never merge at link time.
@@ -197,7 +199,7 @@ void matmulTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   // 16-bit weights are converted once per call.
   if constexpr (WT != DType::kF32) {
     if (a.m > 4) {
-      constexpr int NR = 4;
+      constexpr int NR = V::kBatchTileW;
       float* block = threadScratch(3, static_cast<size_t>(a.k) * NR);
       int64_t n = n_begin;
       for (; n + NR <= n_end; n += NR) matmulConvertedColumn<V, WT, NR>(a, n, block);
@@ -215,7 +217,8 @@ void matmulTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
     if (me - mc <= 2) {
       for (; n + 8 <= n_end; n += 8) matmulColumn<V, WT, 8>(a, mc, me, n);
     }
-    for (; n + 4 <= n_end; n += 4) matmulColumn<V, WT, 4>(a, mc, me, n);
+    constexpr int NR = V::kBatchTileW;
+    for (; n + NR <= n_end; n += NR) matmulColumn<V, WT, NR>(a, mc, me, n);
     for (; n < n_end; ++n) matmulColumn<V, WT, 1>(a, mc, me, n);
   }
 }
