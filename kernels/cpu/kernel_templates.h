@@ -56,6 +56,8 @@ inline void dispatchDType(DType t, Fn&& fn) {
 // registers over the whole of k, so each loaded w vector feeds MR fmas and
 // each x vector NR fmas. pf.step() runs once per vector step of k (a
 // software prefetch stream spread over the tile's arithmetic, or nothing).
+// With 16-bit w and `keep`, the tile also stores its NR rows converted to
+// F32 at keep[r * k ...] for later tiles.
 struct NoPrefetch {
   void step() {}
 };
@@ -73,7 +75,8 @@ struct LinePrefetch {
 };
 
 template <class V, DType WT, int MR, int NR, class Prefetch = NoPrefetch>
-inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0, Prefetch&& prefetch = Prefetch{}) {
+inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0, Prefetch&& prefetch = Prefetch{},
+                       float* keep = nullptr) {
   using F = typename V::F;
   std::remove_cvref_t<Prefetch> pf = prefetch;  // in registers for the loop
   F acc[MR][NR];
@@ -86,6 +89,11 @@ inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0, Prefetch&& p
     pf.step();
     F wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = loadAs<V, WT>(a.w, (n0 + r) * K + k);
+    if constexpr (WT != DType::kF32) {
+      if (keep != nullptr) {
+        for (int r = 0; r < NR; ++r) V::store(keep + r * K + k, wv[r]);
+      }
+    }
     for (int i = 0; i < MR; ++i) {
       const F xv = V::load(x + i * K + k);
       for (int r = 0; r < NR; ++r) acc[i][r] = V::fma(xv, wv[r], acc[i][r]);
@@ -95,6 +103,11 @@ inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0, Prefetch&& p
     const int n = static_cast<int>(K - k);
     F wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = loadAsN<V, WT>(a.w, (n0 + r) * K + k, n);
+    if constexpr (WT != DType::kF32) {
+      if (keep != nullptr) {
+        for (int r = 0; r < NR; ++r) V::storeN(keep + r * K + k, wv[r], n);
+      }
+    }
     for (int i = 0; i < MR; ++i) {
       const F xv = V::loadN(x + i * K + k, n);
       for (int r = 0; r < NR; ++r) acc[i][r] = V::fma(xv, wv[r], acc[i][r]);
@@ -161,32 +174,27 @@ void gemvTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
-// rows [n0, n0 + NR) of a 16-bit w converted to F32 once into a scratch
-// block, then every row of x meets the block: the conversion is paid once
-// per w row per call, not once per 4-row tile of x. The NR rows are one
-// contiguous run of 16-bit values; the next block's run (the task's next
-// rows, or the ones just past its range) is prefetched a cache line per
-// vector step of the tiles, so it arrives while this block's arithmetic runs
-// instead of stalling the next conversion (without it 40% of a 1-thread
+// rows [n0, n0 + NR) of a 16-bit w (a.m > 4 rows of x) converted to F32
+// once into a scratch block: the first 4-row tile of x reads the 16-bit rows
+// and keeps their conversion, every later tile reads the block, so the
+// conversion is paid once per w row per call and runs under the first
+// tile's arithmetic. The NR rows are one contiguous run of 16-bit values;
+// the next block's run (the task's next rows, or the ones just past its
+// range) is prefetched a cache line per vector step of the tiles, so it
+// arrives while this block's arithmetic runs (without it 40% of a 1-thread
 // 16-row F16 decode step waited on these loads: bench/RESULTS.md, issue 20).
 template <class V, DType WT, int NR>
 inline void matmulConvertedColumn(const MatmulArgs& a, int64_t n0, float* block) {
   const int64_t total = NR * a.k;
-  const int64_t base = n0 * a.k;
-  int64_t i = 0;
-  for (; i + V::kWidth <= total; i += V::kWidth) V::store(block + i, loadAs<V, WT>(a.w, base + i));
-  if (i < total) {
-    const int n = static_cast<int>(total - i);
-    V::storeN(block + i, loadAsN<V, WT>(a.w, base + i, n), n);
-  }
+  const char* next = reinterpret_cast<const char*>(static_cast<const uint16_t*>(a.w) + (n0 + NR) * a.k);
+  LinePrefetch pf{next, next + total * static_cast<int64_t>(sizeof(uint16_t))};
+  matmulTile<V, WT, 4, NR>(a, 0, n0, pf, block);
   MatmulArgs sub = a;
   sub.w = block;
   sub.w_dtype = DType::kF32;
   sub.y = a.y + n0;
   sub.bias = a.bias != nullptr ? a.bias + n0 : nullptr;
-  const char* next = reinterpret_cast<const char*>(static_cast<const uint16_t*>(a.w) + base + total);
-  matmulColumn<V, DType::kF32, NR>(sub, 0, a.m, 0,
-                                   LinePrefetch{next, next + total * static_cast<int64_t>(sizeof(uint16_t))});
+  matmulColumn<V, DType::kF32, NR>(sub, 4, a.m, 0, pf);
 }
 
 template <class V, DType WT>
