@@ -3,7 +3,9 @@
 //   F; kWidth; zero(); set1(f); load(p); loadN(p, n); store(p, v);
 //   storeN(p, v, n); loadF16(p); loadF16N(p, n); loadBf16(p); loadBf16N(p, n);
 //   add, sub, mul, div, max, fma(a, b, c) = a * b + c; hsum(v); exp(v);
-//   kGemmRows, kGemmVecs: the prefill micro-kernel's register tile.
+//   kGemmRows, kGemmVecs: the prefill micro-kernel's register tile;
+//   kBatchTileW: w rows of a decode batch's 4-row register tile (its 4 x
+//   kBatchTileW accumulators and kBatchTileW w vectors fit the registers).
 // Every function here is a template over V, and each V lives in its file's
 // anonymous namespace, so instantiations compiled with different -m flags
 // never merge at link time.
@@ -52,10 +54,31 @@ inline void dispatchDType(DType t, Fn&& fn) {
 
 // one MR x NR tile of y: MR rows of x against NR rows of w, accumulated in
 // registers over the whole of k, so each loaded w vector feeds MR fmas and
-// each x vector NR fmas.
-template <class V, DType WT, int MR, int NR>
-inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
+// each x vector NR fmas. pf.step() runs once per vector step of k (a
+// software prefetch stream spread over the tile's arithmetic, or nothing).
+// With 16-bit w and `keep`, the tile also stores its NR rows converted to
+// F32 at keep[r * k ...] for later tiles.
+struct NoPrefetch {
+  void step() {}
+};
+
+// prefetches [next, end) a cache line a step.
+struct LinePrefetch {
+  const char* next;
+  const char* end;
+  void step() {
+    if (next < end) {
+      __builtin_prefetch(next);
+      next += 64;
+    }
+  }
+};
+
+template <class V, DType WT, int MR, int NR, class Prefetch = NoPrefetch>
+inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0, Prefetch&& prefetch = Prefetch{},
+                       float* keep = nullptr) {
   using F = typename V::F;
+  std::remove_cvref_t<Prefetch> pf = prefetch;  // in registers for the loop
   F acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int r = 0; r < NR; ++r) acc[i][r] = V::zero();
@@ -63,8 +86,14 @@ inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   const float* x = a.x + m0 * K;
   int64_t k = 0;
   for (; k + V::kWidth <= K; k += V::kWidth) {
+    pf.step();
     F wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = loadAs<V, WT>(a.w, (n0 + r) * K + k);
+    if constexpr (WT != DType::kF32) {
+      if (keep != nullptr) {
+        for (int r = 0; r < NR; ++r) V::store(keep + r * K + k, wv[r]);
+      }
+    }
     for (int i = 0; i < MR; ++i) {
       const F xv = V::load(x + i * K + k);
       for (int r = 0; r < NR; ++r) acc[i][r] = V::fma(xv, wv[r], acc[i][r]);
@@ -74,11 +103,17 @@ inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
     const int n = static_cast<int>(K - k);
     F wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = loadAsN<V, WT>(a.w, (n0 + r) * K + k, n);
+    if constexpr (WT != DType::kF32) {
+      if (keep != nullptr) {
+        for (int r = 0; r < NR; ++r) V::storeN(keep + r * K + k, wv[r], n);
+      }
+    }
     for (int i = 0; i < MR; ++i) {
       const F xv = V::loadN(x + i * K + k, n);
       for (int r = 0; r < NR; ++r) acc[i][r] = V::fma(xv, wv[r], acc[i][r]);
     }
   }
+  prefetch = pf;
   for (int i = 0; i < MR; ++i) {
     float* y = a.y + (m0 + i) * a.n + n0;
     for (int r = 0; r < NR; ++r) {
@@ -88,14 +123,14 @@ inline void matmulTile(const MatmulArgs& a, int64_t m0, int64_t n0) {
 }
 
 // rows [m0, m1) of x against rows [n, n + NR) of w.
-template <class V, DType WT, int NR>
-inline void matmulColumn(const MatmulArgs& a, int64_t m0, int64_t m1, int64_t n) {
+template <class V, DType WT, int NR, class Prefetch = NoPrefetch>
+inline void matmulColumn(const MatmulArgs& a, int64_t m0, int64_t m1, int64_t n, Prefetch&& pf = Prefetch{}) {
   int64_t m = m0;
-  for (; m + 4 <= m1; m += 4) matmulTile<V, WT, 4, NR>(a, m, n);
+  for (; m + 4 <= m1; m += 4) matmulTile<V, WT, 4, NR>(a, m, n, pf);
   switch (m1 - m) {
-    case 3: matmulTile<V, WT, 3, NR>(a, m, n); break;
-    case 2: matmulTile<V, WT, 2, NR>(a, m, n); break;
-    case 1: matmulTile<V, WT, 1, NR>(a, m, n); break;
+    case 3: matmulTile<V, WT, 3, NR>(a, m, n, pf); break;
+    case 2: matmulTile<V, WT, 2, NR>(a, m, n, pf); break;
+    case 1: matmulTile<V, WT, 1, NR>(a, m, n, pf); break;
     default: break;
   }
 }
@@ -139,28 +174,27 @@ void gemvTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
-// rows [n0, n0 + NR) of a 16-bit w converted to F32 once into a scratch
-// block, then every row of x meets the block: the conversion is paid once
-// per w row per call, not once per 4-row tile of x.
+// rows [n0, n0 + NR) of a 16-bit w (a.m > 4 rows of x) converted to F32
+// once into a scratch block: the first 4-row tile of x reads the 16-bit rows
+// and keeps their conversion, every later tile reads the block, so the
+// conversion is paid once per w row per call and runs under the first
+// tile's arithmetic. The NR rows are one contiguous run of 16-bit values;
+// the next block's run (the task's next rows, or the ones just past its
+// range) is prefetched a cache line per vector step of the tiles, so it
+// arrives while this block's arithmetic runs (without it 40% of a 1-thread
+// 16-row F16 decode step waited on these loads: bench/RESULTS.md, issue 20).
 template <class V, DType WT, int NR>
 inline void matmulConvertedColumn(const MatmulArgs& a, int64_t n0, float* block) {
-  const int64_t K = a.k;
-  for (int r = 0; r < NR; ++r) {
-    const int64_t base = (n0 + r) * K;
-    float* dst = block + r * K;
-    int64_t k = 0;
-    for (; k + V::kWidth <= K; k += V::kWidth) V::store(dst + k, loadAs<V, WT>(a.w, base + k));
-    if (k < K) {
-      const int n = static_cast<int>(K - k);
-      V::storeN(dst + k, loadAsN<V, WT>(a.w, base + k, n), n);
-    }
-  }
+  const int64_t total = NR * a.k;
+  const char* next = reinterpret_cast<const char*>(static_cast<const uint16_t*>(a.w) + (n0 + NR) * a.k);
+  LinePrefetch pf{next, next + total * static_cast<int64_t>(sizeof(uint16_t))};
+  matmulTile<V, WT, 4, NR>(a, 0, n0, pf, block);
   MatmulArgs sub = a;
   sub.w = block;
   sub.w_dtype = DType::kF32;
   sub.y = a.y + n0;
   sub.bias = a.bias != nullptr ? a.bias + n0 : nullptr;
-  matmulColumn<V, DType::kF32, NR>(sub, 0, a.m, 0);
+  matmulColumn<V, DType::kF32, NR>(sub, 4, a.m, 0, pf);
 }
 
 template <class V, DType WT>
@@ -173,7 +207,7 @@ void matmulTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   // 16-bit weights are converted once per call.
   if constexpr (WT != DType::kF32) {
     if (a.m > 4) {
-      constexpr int NR = 4;
+      constexpr int NR = V::kBatchTileW;
       float* block = threadScratch(3, static_cast<size_t>(a.k) * NR);
       int64_t n = n_begin;
       for (; n + NR <= n_end; n += NR) matmulConvertedColumn<V, WT, NR>(a, n, block);
@@ -191,7 +225,8 @@ void matmulTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
     if (me - mc <= 2) {
       for (; n + 8 <= n_end; n += 8) matmulColumn<V, WT, 8>(a, mc, me, n);
     }
-    for (; n + 4 <= n_end; n += 4) matmulColumn<V, WT, 4>(a, mc, me, n);
+    constexpr int NR = V::kBatchTileW;
+    for (; n + NR <= n_end; n += NR) matmulColumn<V, WT, NR>(a, mc, me, n);
     for (; n < n_end; ++n) matmulColumn<V, WT, 1>(a, mc, me, n);
   }
 }

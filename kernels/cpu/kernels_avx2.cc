@@ -14,6 +14,7 @@ struct Avx2Vec {
   static constexpr int kWidth = 8;
   static constexpr int kGemmRows = 6;
   static constexpr int kGemmVecs = 2;
+  static constexpr int kBatchTileW = 3;
 
   // lanes [0, n) set, for partial loads and stores at row ends.
   static __m256i mask(int n) {

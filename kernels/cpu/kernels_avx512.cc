@@ -16,6 +16,7 @@ struct Avx512Vec {
   static constexpr int kWidth = 16;
   static constexpr int kGemmRows = 12;
   static constexpr int kGemmVecs = 2;
+  static constexpr int kBatchTileW = 4;
 
   static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1); }
   static F bf16x16(__m256i h) {

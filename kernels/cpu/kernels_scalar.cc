@@ -13,6 +13,7 @@ struct ScalarVec {
   static constexpr int kWidth = 1;
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmVecs = 4;
+  static constexpr int kBatchTileW = 4;
   static F zero() { return 0.0f; }
   static F set1(float f) { return f; }
   static F load(const float* p) { return *p; }

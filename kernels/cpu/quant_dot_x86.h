@@ -242,6 +242,21 @@ __m256i q4_0Bytes(const BlockQ4_0& b) {
   return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
 }
 
+// the 8 6-bit scales and mins of a q4_k block (scaleMinK4's layout)
+// unpacked in registers: bytes 0..7 the scales, 8..15 the mins (ggml's utmp).
+inline __m128i scalesMinsK4(const BlockQ4_K& b) {
+  uint32_t u0, u1, u2;
+  std::memcpy(&u0, b.scales, 4);
+  std::memcpy(&u1, b.scales + 4, 4);
+  std::memcpy(&u2, b.scales + 8, 4);
+  const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+  const uint32_t m_lo = u1 & 0x3f3f3f3f;
+  const uint32_t s_hi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+  const uint32_t s_lo = u0 & 0x3f3f3f3f;
+  return _mm_setr_epi32(static_cast<int>(s_lo), static_cast<int>(s_hi), static_cast<int>(m_lo),
+                        static_cast<int>(m_hi));
+}
+
 // the k-quants: sub-block outer, rows inner, so the live registers are one
 // unpacked sub-block, its scale and the rows' sums (no spills on AVX2's 16).
 // with grouped activations (kGroupedAct32): the 8 unpacked 32-value
@@ -253,18 +268,7 @@ void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, 
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / 256; ++i) {
-    // the 8 6-bit scales and mins (scaleMinK4's layout) unpacked in
-    // registers: bytes 0..7 the scales, 8..15 the mins (ggml's utmp)
-    uint32_t u0, u1, u2;
-    std::memcpy(&u0, b[i].scales, 4);
-    std::memcpy(&u1, b[i].scales + 4, 4);
-    std::memcpy(&u2, b[i].scales + 8, 4);
-    const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
-    const uint32_t m_lo = u1 & 0x3f3f3f3f;
-    const uint32_t s_hi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
-    const uint32_t s_lo = u0 & 0x3f3f3f3f;
-    const __m128i sm = _mm_setr_epi32(static_cast<int>(s_lo), static_cast<int>(s_hi), static_cast<int>(m_lo),
-                                      static_cast<int>(m_hi));
+    const __m128i sm = scalesMinsK4(b[i]);
     __m256i u[8];
     for (int j = 0; j < 4; ++j) {
       const __m256i v = load32(b[i].qs + 32 * j);
@@ -357,13 +361,14 @@ void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / 256; ++i) {
-    alignas(32) int16_t sc16[8], m16[16];
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, m;
-      scaleMinK4(j, b[i].scales, &sc, &m);
-      sc16[j] = sc;
-      m16[2 * j] = m16[2 * j + 1] = m;  // the min of sub-block j covers bsums 2j, 2j + 1
-    }
+    // the 6-bit scales and mins unpacked in registers (as the grouped
+    // kernel; through a stored array they stalled on store forwarding,
+    // ~20% of this kernel): sc_all word j = scale j, mins word 2j and 2j + 1
+    // = min j (it covers bsums 2j, 2j + 1)
+    const __m128i sm = scalesMinsK4(b[i]);
+    const __m256i sc_all = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    const __m128i m8 = _mm_srli_si128(sm, 8);
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
     const ActBlock256* xb = x + i;
     __m256i sumi[R];
     for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
@@ -372,7 +377,8 @@ void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
       const __m256i v = load32(b[i].qs + 32 * j);
       const __m256i ql = _mm256_and_si256(v, low4);
       const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-      const __m256i sl = _mm256_set1_epi16(sc16[2 * j]), sh = _mm256_set1_epi16(sc16[2 * j + 1]);
+      const __m256i sl = _mm256_shuffle_epi8(sc_all, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * (2 * j))));
+      const __m256i sh = _mm256_shuffle_epi8(sc_all, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * (2 * j + 1))));
       for (int r = 0; r < R; ++r) {
         const int8_t* xq = xb[r * x_stride].qs + 64 * j;
         const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(ql, load32(xq)), sl);
@@ -380,7 +386,6 @@ void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
         sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(pl, ph));
       }
     }
-    const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(m16));
     const float d = halfToFloat(b[i].d), dmin = halfToFloat(b[i].dmin);
     for (int r = 0; r < R; ++r) {
       const ActBlock256& xr = xb[r * x_stride];
