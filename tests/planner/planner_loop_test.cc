@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/http/http_server.h"
+#include "tests/common/http/server_test_util.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/constant_predictor.h"
@@ -212,13 +213,10 @@ TEST_F(PlannerLoopTest, RunsOnItsOwnTimerEveryInterval) {
 class LiveMixTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    http::HttpServerOptions options;
-    options.port = 0;
-    auto server = http::HttpServer::start(options, [this](http::HttpRequest, http::ResponseWriterPtr writer) {
+    server_ = http::testing::startServer({}, [this](http::HttpRequest, http::ResponseWriterPtr writer) {
       writer->respond(200, {{"Content-Type", "text/plain"}}, scrapeBody());
     });
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    ASSERT_NE(server_, nullptr);
   }
   void TearDown() override { server_->shutdown(std::chrono::milliseconds(0)); }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/http/http_server.h"
+#include "tests/common/http/server_test_util.h"
 #include "gtest/gtest.h"
 
 namespace tandem::planner {
@@ -14,14 +15,11 @@ namespace {
 class RouterMetricsSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    http::HttpServerOptions options;
-    options.port = 0;
-    auto server = http::HttpServer::start(options, [this](http::HttpRequest, http::ResponseWriterPtr writer) {
+    server_ = http::testing::startServer({}, [this](http::HttpRequest, http::ResponseWriterPtr writer) {
       std::lock_guard lock(mu_);
       writer->respond(status_, {{"Content-Type", "text/plain"}}, body_);
     });
-    ASSERT_TRUE(server.ok()) << server.status();
-    server_ = std::move(*server);
+    ASSERT_NE(server_, nullptr);
     source_ = std::make_unique<RouterMetricsSource>(RouterMetricsSourceOptions{
         .metrics_url = absl::StrCat("http://127.0.0.1:", server_->port(), "/metrics"), .max_age_s = 30});
   }
