@@ -1,9 +1,7 @@
 #include "kernels/cpu/quant_matmul.h"
 
 #include <algorithm>
-#include <atomic>
 #include <new>
-#include <thread>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -167,13 +165,11 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   AlignedBytes x_buffer(x_bytes);
   auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
   auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
-  const auto quantizeRow = [&](int64_t r) {
-    if (block256) {
-      dots.quantize256(args.x + r * args.k, x256 + r * (args.k / 256), args.k);
-    } else {
-      dots.quantize32(args.x + r * args.k, x32 + r * (args.k / 32), args.k);
-    }
-  };
+  if (block256) {
+    for (int64_t r = 0; r < args.m; ++r) dots.quantize256(args.x + r * args.k, x256 + r * (args.k / 256), args.k);
+  } else {
+    for (int64_t r = 0; r < args.m; ++r) dots.quantize32(args.x + r * args.k, x32 + r * (args.k / 32), args.k);
+  }
   const auto run = [&](int64_t begin, int64_t end) {
     if (block256) {
       dotRowRange(args, dot256For(dots, args.w_dtype), dots.rows, x256, begin, end);
@@ -181,11 +177,7 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
       dotRowRange(args, dot32For(dots, args.w_dtype), dots.rows, x32, begin, end);
     }
   };
-  const bool one_thread = threads == 1 || args.m * args.n * args.k < (1 << 16);
-  if (one_thread || args.m == 1) {
-    for (int64_t r = 0; r < args.m; ++r) quantizeRow(r);
-  }
-  if (one_thread) {
+  if (threads == 1 || args.m * args.n * args.k < (1 << 16)) {
     run(0, args.n);
     return;
   }
@@ -203,23 +195,9 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   }
   // a batch's dots are compute-bound: ranges that shrink as the rows run out
   // (guided), so the threads take few ranges from the pool and finish
-  // together on small last ones. The rows of x are the region's first m tasks (quantized in parallel, not
-  // by the caller while the pool waits); a range's task, handed out after
-  // them all, waits until they are done: at most one row's quantization.
-  const std::vector<int64_t> edges = guidedEdges(args.n, threads);
-  const int m = static_cast<int>(args.m);
-  std::atomic<int> quantized{0};
-  parallel(m + static_cast<int>(edges.size()) - 1, [&](int t) {
-    if (t < m) {
-      quantizeRow(t);
-      quantized.fetch_add(1, std::memory_order_release);
-      return;
-    }
-    for (int spins = 0; quantized.load(std::memory_order_acquire) < m; ++spins) {
-      if (spins > 1000) std::this_thread::yield();
-    }
-    run(edges[t - m], edges[t - m + 1]);
-  });
+  // together on small last ones.
+  std::vector<int64_t> edges = guidedEdges(args.n, threads);
+  parallel(static_cast<int>(edges.size()) - 1, [&](int t) { run(edges[t], edges[t + 1]); });
 }
 
 }  // namespace tandem::kernels::cpu

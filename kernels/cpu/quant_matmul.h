@@ -15,8 +15,7 @@
 
 namespace tandem::kernels::cpu {
 
-// runs fn(task) for every task in [0, count), possibly in parallel, starting
-// them in index order (a task may wait for the tasks before it).
+// runs fn(task) for every task in [0, count), possibly in parallel.
 using ParallelTasks = std::function<void(int count, const std::function<void(int task)>& fn)>;
 
 // rows of x up to which the integer-dot path runs; above it, dequantized

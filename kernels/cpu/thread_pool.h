@@ -22,9 +22,8 @@ class ThreadPool {
   int size() const { return num_threads_; }
 
   // runs fn(task, thread) for every task in [0, num_tasks) and returns when
-  // all have finished. Tasks are handed out one at a time, in index order, so
-  // a thread that the OS preempts does not hold up the rest (and a task may
-  // wait for one handed out before it); thread is in [0, size()).
+  // all have finished. Tasks are handed out one at a time, so a thread that
+  // the OS preempts does not hold up the rest; thread is in [0, size()).
   // Not reentrant: fn must not call parallelFor.
   void parallelFor(int num_tasks, const std::function<void(int task, int thread)>& fn);
 
