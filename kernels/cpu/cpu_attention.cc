@@ -15,9 +15,6 @@ namespace {
 // task, few enough that long chunks still spread over every thread.
 constexpr int kQueriesPerTask = 16;
 
-// runs of decode tasks a thread takes from the pool in one pagedAttention.
-constexpr int kDecodeRunsPerThread = 8;
-
 void storeRow(const float* src, void* dst, DType dtype, int64_t n) {
   switch (dtype) {
     case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
@@ -64,12 +61,10 @@ void CpuBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int l
   // one task per (sequence, kv head, query tile); decode sequences give one
   // tile each, so a batch of decodes spreads over sequences and heads.
   std::vector<AttendArgs> tasks;
-  int longest_q = 0;
   for (int s = 0; s < batch.num_seqs; ++s) {
     const int32_t* info = batch.seq_info.as<int32_t>() + s * AttentionBatch::kSeqInfoCols;
     const int q_row = info[0], q_len = info[1], start = info[2], table_offset = info[3];
     TANDEM_CHECK(q_row >= 0 && q_len >= 0 && q_row + q_len <= q.rows && start >= 0);
-    longest_q = std::max(longest_q, q_len);
     const int32_t* table = batch.block_tables.as<int32_t>() + table_offset;
     const int last_block = (start + q_len - 1) / l.block_size;
     for (int b = 0; q_len > 0 && b <= last_block; ++b) {
@@ -110,18 +105,8 @@ void CpuBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int l
     for (const AttendArgs& a : tasks) kernels_.attend(a);
     return;
   }
-  // a batch of decodes gives many small tasks of about a microsecond each
-  // (16 sequences x 12 heads a layer): handed out in runs of several,
-  // about kDecodeRunsPerThread a thread, so taking one from the pool (an
-  // atomic both threads write) does not cost a fair part of the task.
-  const int per_run = longest_q == 1
-                          ? std::max<int>(1, static_cast<int>(tasks.size()) / (pool_.size() * kDecodeRunsPerThread))
-                          : 1;
-  const int runs = (static_cast<int>(tasks.size()) + per_run - 1) / per_run;
-  pool_.parallelFor(runs, [&](int run, int) {
-    const size_t end = std::min(tasks.size(), static_cast<size_t>(run + 1) * per_run);
-    for (size_t t = static_cast<size_t>(run) * per_run; t < end; ++t) kernels_.attend(tasks[t]);
-  });
+  pool_.parallelFor(static_cast<int>(tasks.size()),
+                    [&](int task, int) { kernels_.attend(tasks[task]); });
 }
 
 }  // namespace tandem::kernels::cpu
