@@ -49,8 +49,8 @@ std::vector<AttentionCase> attentionCases() {
   const std::vector<SeqSpec> mixed5 = {{0, 21}, {13, 9}, {40, 1}, {0, 1}, {31, 2}};
   const std::vector<SeqSpec> mixed6 = {{0, 21}, {13, 9}, {40, 1}, {0, 1}, {31, 2}, {0, 17}};
   const std::vector<SeqSpec> decode = {{700, 1}, {0, 1}, {255, 1}, {256, 1}, {37, 1}};
-  // a 16-sequence decode step: enough (sequence, head) tasks that the cpu
-  // backend hands them to its threads in runs of several
+  // a 16-sequence decode step (192 single-query tasks on the threaded cpu
+  // backend)
   std::vector<SeqSpec> decode16;
   for (int s = 0; s < 16; ++s) decode16.push_back({(s * 23) % 70, 1});
   return {
