@@ -196,7 +196,7 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   // a batch's dots are compute-bound: ranges that shrink as the rows run out
   // (guided), so the threads take few ranges from the pool and finish
   // together on small last ones.
-  std::vector<int64_t> edges = guidedEdges(args.n, threads);
+  const std::vector<int64_t> edges = guidedEdges(args.n, threads);
   parallel(static_cast<int>(edges.size()) - 1, [&](int t) { run(edges[t], edges[t + 1]); });
 }
 
