@@ -4,6 +4,10 @@
 #include <new>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "common/quant_blocks.h"
 #include "common/status.h"
 #include "kernels/cpu/quant_dot.h"
@@ -36,6 +40,38 @@ std::vector<float>& panelScratch() {
   return scratch;
 }
 
+// weight rows whose outputs one dot loop collects before they are written
+// to y: the dots leave a weight row's outputs for consecutive rows of x
+// together, y wants a row of x's outputs for consecutive weight rows.
+constexpr int64_t kOutTileCols = 4;
+
+// y[r][j0 + c] = tile[c][r] + bias[j0 + c] for r < m, c < cols: 4x4 blocks
+// transposed in registers and stored as 4 floats a row of x (instead of
+// a scalar store a value), the rest scalar.
+void storeOutTile(const float (*tile)[kQuantDotMaxRows], int64_t cols, const float* bias, int64_t m,
+                  float* y, int64_t n, int64_t j0) {
+  int64_t r = 0;
+#if defined(__SSE2__)
+  if (cols == kOutTileCols) {
+    const __m128 b = bias != nullptr ? _mm_loadu_ps(bias + j0) : _mm_setzero_ps();
+    for (; r + 4 <= m; r += 4) {
+      __m128 c0 = _mm_loadu_ps(tile[0] + r), c1 = _mm_loadu_ps(tile[1] + r);
+      __m128 c2 = _mm_loadu_ps(tile[2] + r), c3 = _mm_loadu_ps(tile[3] + r);
+      _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
+      _mm_storeu_ps(y + r * n + j0, _mm_add_ps(c0, b));
+      _mm_storeu_ps(y + (r + 1) * n + j0, _mm_add_ps(c1, b));
+      _mm_storeu_ps(y + (r + 2) * n + j0, _mm_add_ps(c2, b));
+      _mm_storeu_ps(y + (r + 3) * n + j0, _mm_add_ps(c3, b));
+    }
+  }
+#endif
+  for (; r < m; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      y[r * n + j0 + c] = tile[c][r] + (bias != nullptr ? bias[j0 + c] : 0.0f);
+    }
+  }
+}
+
 // y rows [0, m) x weight rows [n_begin, n_end): each weight row is read from
 // memory once and its blocks unpacked once per `max_rows` (the table's rows)
 // rows of x.
@@ -45,15 +81,17 @@ void dotRowRange(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, con
   const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
   const auto* w = static_cast<const char*>(a.w);
   const int64_t x_blocks = a.k / (usesBlock256(a.w_dtype) ? 256 : 32);
-  float out[kDotRows];
-  for (int64_t j = n_begin; j < n_end; ++j) {
-    const void* wr = w + j * row_bytes;
-    const float b = a.bias != nullptr ? a.bias[j] : 0.0f;
-    for (int64_t r0 = 0; r0 < a.m; r0 += max_rows) {
-      const int rows = static_cast<int>(std::min<int64_t>(max_rows, a.m - r0));
-      dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, out);
-      for (int r = 0; r < rows; ++r) a.y[(r0 + r) * a.n + j] = out[r] + b;
+  alignas(16) float tile[kOutTileCols][kQuantDotMaxRows];
+  for (int64_t j0 = n_begin; j0 < n_end; j0 += kOutTileCols) {
+    const int64_t cols = std::min(kOutTileCols, n_end - j0);
+    for (int64_t c = 0; c < cols; ++c) {
+      const void* wr = w + (j0 + c) * row_bytes;
+      for (int64_t r0 = 0; r0 < a.m; r0 += max_rows) {
+        const int rows = static_cast<int>(std::min<int64_t>(max_rows, a.m - r0));
+        dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, tile[c] + r0);
+      }
     }
+    storeOutTile(tile, cols, a.bias, a.m, a.y, a.n, j0);
   }
 }
 
@@ -63,6 +101,21 @@ DotRowsFn<ActBlock32> dot32For(const QuantDotTable& dots, DType t) {
 
 DotRowsFn<ActBlock256> dot256For(const QuantDotTable& dots, DType t) {
   return t == DType::kQ4_K ? dots.dotQ4_K : dots.dotQ6_K;
+}
+
+// edges of the row ranges of a batch's dots: each a 1/(2 threads) share
+// of the rows left, a multiple of kOutTileCols, at least kMinGuidedRows.
+constexpr int64_t kMinGuidedRows = 8;
+
+std::vector<int64_t> guidedEdges(int64_t n, int threads) {
+  std::vector<int64_t> edges{0};
+  while (edges.back() < n) {
+    const int64_t left = n - edges.back();
+    int64_t size = std::max(kMinGuidedRows, left / (2 * int64_t{threads}));
+    size = (size + kOutTileCols - 1) / kOutTileCols * kOutTileCols;
+    edges.push_back(std::min(n, edges.back() + size));
+  }
+  return edges;
 }
 
 void panelGemm(const MatmulArgs& a, const KernelTable& dense, int64_t n_begin, int64_t n_end) {
@@ -117,27 +170,34 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   } else {
     for (int64_t r = 0; r < args.m; ++r) dots.quantize32(args.x + r * args.k, x32 + r * (args.k / 32), args.k);
   }
-  // small row ranges balance the threads: batch-1 decode is pure weight
-  // streaming; a batch's dots are compute-bound and a few larger ranges a
-  // thread spend less in the pool.
-  const int64_t wanted = int64_t{threads} * 8;
-  const int64_t chunk = std::max<int64_t>(4, (args.n + wanted - 1) / wanted);
-  const int tasks = static_cast<int>((args.n + chunk - 1) / chunk);
-  auto run = [&](int64_t begin, int64_t end) {
-    if (usesBlock256(args.w_dtype)) {
+  const auto run = [&](int64_t begin, int64_t end) {
+    if (block256) {
       dotRowRange(args, dot256For(dots, args.w_dtype), dots.rows, x256, begin, end);
     } else {
       dotRowRange(args, dot32For(dots, args.w_dtype), dots.rows, x32, begin, end);
     }
   };
-  if (args.m * args.n * args.k < (1 << 16)) {
+  if (threads == 1 || args.m * args.n * args.k < (1 << 16)) {
     run(0, args.n);
     return;
   }
-  parallel(tasks, [&](int t) {
-    const int64_t begin = t * chunk;
-    run(begin, std::min(args.n, begin + chunk));
-  });
+  if (args.m == 1) {
+    // batch-1 decode is pure weight streaming: small equal row ranges
+    // balance the threads.
+    const int64_t wanted = int64_t{threads} * 8;
+    const int64_t chunk = std::max<int64_t>(4, (args.n + wanted - 1) / wanted);
+    const int tasks = static_cast<int>((args.n + chunk - 1) / chunk);
+    parallel(tasks, [&](int t) {
+      const int64_t begin = t * chunk;
+      run(begin, std::min(args.n, begin + chunk));
+    });
+    return;
+  }
+  // a batch's dots are compute-bound: ranges that shrink as the rows run out
+  // (guided), so the threads take few ranges from the pool and finish
+  // together on small last ones.
+  const std::vector<int64_t> edges = guidedEdges(args.n, threads);
+  parallel(static_cast<int>(edges.size()) - 1, [&](int t) { run(edges[t], edges[t + 1]); });
 }
 
 }  // namespace tandem::kernels::cpu

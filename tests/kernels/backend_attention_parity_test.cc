@@ -49,6 +49,10 @@ std::vector<AttentionCase> attentionCases() {
   const std::vector<SeqSpec> mixed5 = {{0, 21}, {13, 9}, {40, 1}, {0, 1}, {31, 2}};
   const std::vector<SeqSpec> mixed6 = {{0, 21}, {13, 9}, {40, 1}, {0, 1}, {31, 2}, {0, 17}};
   const std::vector<SeqSpec> decode = {{700, 1}, {0, 1}, {255, 1}, {256, 1}, {37, 1}};
+  // a 16-sequence decode step (192 single-query tasks on the threaded cpu
+  // backend)
+  std::vector<SeqSpec> decode16;
+  for (int s = 0; s < 16; ++s) decode16.push_back({(s * 23) % 70, 1});
   return {
       {8, 4, 20, 16, DType::kF32, "mixed5", mixed5},
       {8, 4, 20, 5, DType::kF32, "mixed5", mixed5},
@@ -67,6 +71,7 @@ std::vector<AttentionCase> attentionCases() {
       {16, 1, 8, 16, DType::kBF16, "decode", decode},
       {17, 1, 8, 16, DType::kF32, "decode", decode},
       {2, 2, 128, 16, DType::kF32, "decode", decode},
+      {12, 12, 16, 16, DType::kF32, "decode16", decode16},
   };
 }
 

@@ -102,6 +102,8 @@ std::vector<Case> cases() {
       out.push_back({t, 1, 300, 768, level, 2});   // threaded decode
       out.push_back({t, 40, 131, 256, level, 2});  // threaded prefill, a partial panel
       out.push_back({t, 16, 300, 768, level, 2});  // threaded 16-sequence decode
+      // threaded batch: partial 4x4 output tiles in both directions, guided ranges
+      out.push_back({t, 13, 301, 512, level, 2});
     }
     if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx2, 1});
     if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx512, 1});
