@@ -87,3 +87,13 @@ echo
 echo "| model | test | tandem | llama.cpp | tandem / llama.cpp |"
 echo "|---|---|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
+echo
+echo "every round, tok/s (tandem | llama.cpp):"
+for model in "$@"; do
+  name=$(basename "$model" .gguf)
+  for test in "pp$prompt" "tg$decode" "tg${batch_decode}x${batch}"; do
+    t=$(awk -v t="$test" '$2 == t {printf "%s ", $3}' "$work/$name.tandem")
+    l=$(awk -v t="$test" '$2 == t {printf "%s ", $3}' "$work/$name.llama")
+    echo "  $name $test: ${t:-—}| ${l:-—}"
+  done
+done

@@ -21,6 +21,7 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(a
 
 constexpr bool kUnsignedAct32 = true;
 constexpr bool kGroupedAct32 = true;
+constexpr bool kGroupedAct256 = true;
 #include "kernels/cpu/quant_dot_x86.h"
 
 }  // namespace

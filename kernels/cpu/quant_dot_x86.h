@@ -18,9 +18,13 @@
 // steps leave the 8 blocks' integer sums in one register's lanes, scaled by
 // d_w * d_x and accumulated with one multiply, conversion and FMA per 8
 // blocks (instead of per block): the scalar table's arithmetic per block.
-// The k-quant activations are then transposed too (x256_grouped): lane j
-// sums sub-block j, which takes its scale per lane (dotQ4_KGrouped,
-// dotQ6_KGrouped).
+//   constexpr bool kGroupedAct256
+// where the k-quant activations are transposed the same way (x256_grouped):
+// lane j sums sub-block j, which takes its scale per lane (dotQ4_KGrouped,
+// dotQ6_KGrouped). With maddubs (no kUnsignedAct32) the grouped kernels
+// also sum steps' int16 pairs before widening them: a 4-bit weight's pairs
+// are at most 15 * 127 * 2, so all 8 steps of a q4_k row fit int16 and
+// take one madd (instead of one per step); 6-bit ones, 2 steps a madd.
 //
 // Register blocking: a dot call takes one weight row and up to the table's
 // rows (4 with AVX2's 16 registers, 8 with AVX-512's 32) activation rows;
@@ -154,7 +158,7 @@ void quantize256(const float* x, ActBlock256* out, int64_t n) {
       s = _mm_hadd_epi32(s, s);
       out[i].bsums[j] = static_cast<int16_t>(_mm_cvtsi128_si32(s));
     }
-    if constexpr (kGroupedAct32) {
+    if constexpr (kGroupedAct256) {
       // the values transposed by 4-byte words (QuantDotTable::x256_grouped)
       __m256i v[8];
       for (int j = 0; j < 8; ++j) v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(out[i].qs + 32 * j));
@@ -285,13 +289,25 @@ void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, 
     const ActBlock256* xb = x + i;
     for (int r = 0; r < R; ++r) {
       const ActBlock256& xr = xb[r * x_stride];
-      __m256i s = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
-      for (int t = 0; t < 8; t += 2) {
-        s = dpbusd(s, u[t], load32(xr.qs + 32 * t));
-        s2 = dpbusd(s2, u[t + 1], load32(xr.qs + 32 * t + 32));
-      }
       // lane j: sub-block j's sum of q * x, and of x (bsums 2j + 2j + 1)
-      const __m256i sumq = _mm256_add_epi32(s, s2);
+      __m256i sumq;
+      if constexpr (kUnsignedAct32) {
+        __m256i s = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
+        for (int t = 0; t < 8; t += 2) {
+          s = dpbusd(s, u[t], load32(xr.qs + 32 * t));
+          s2 = dpbusd(s2, u[t + 1], load32(xr.qs + 32 * t + 32));
+        }
+        sumq = _mm256_add_epi32(s, s2);
+      } else {
+        // int16 pairs of all 8 steps, |sum| <= 8 * 15 * 127 * 2 < 2^15
+        __m256i p = _mm256_maddubs_epi16(u[0], load32(xr.qs));
+        __m256i p2 = _mm256_maddubs_epi16(u[1], load32(xr.qs + 32));
+        for (int t = 2; t < 8; t += 2) {
+          p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u[t], load32(xr.qs + 32 * t)));
+          p2 = _mm256_add_epi16(p2, _mm256_maddubs_epi16(u[t + 1], load32(xr.qs + 32 * t + 32)));
+        }
+        sumq = _mm256_madd_epi16(_mm256_add_epi16(p, p2), ones);
+      }
       const __m256i sumx = _mm256_madd_epi16(load32(xr.bsums), ones);
       const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(sumq), dsc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumx), dm));
       acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&xr.d), t, acc[r]);
@@ -336,9 +352,22 @@ void dotQ6_KGrouped(const BlockQ6_K* b, const ActBlock256* x, int64_t x_stride, 
     for (int r = 0; r < R; ++r) {
       const ActBlock256& xr = xb[r * x_stride];
       __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
-      for (int t = 0; t < 4; ++t) {
-        e = dpbusd(e, q[t], load32(xr.qs + 32 * t));
-        o = dpbusd(o, q[t + 4], load32(xr.qs + 32 * t + 128));
+      if constexpr (kUnsignedAct32) {
+        for (int t = 0; t < 4; ++t) {
+          e = dpbusd(e, q[t], load32(xr.qs + 32 * t));
+          o = dpbusd(o, q[t + 4], load32(xr.qs + 32 * t + 128));
+        }
+      } else {
+        // int16 pairs of 2 steps, |sum| <= 2 * 63 * 127 * 2 < 2^15
+        const __m256i ones = _mm256_set1_epi16(1);
+        for (int t = 0; t < 4; t += 2) {
+          const __m256i pe = _mm256_add_epi16(_mm256_maddubs_epi16(q[t], load32(xr.qs + 32 * t)),
+                                              _mm256_maddubs_epi16(q[t + 1], load32(xr.qs + 32 * t + 32)));
+          const __m256i po = _mm256_add_epi16(_mm256_maddubs_epi16(q[t + 4], load32(xr.qs + 32 * t + 128)),
+                                              _mm256_maddubs_epi16(q[t + 5], load32(xr.qs + 32 * t + 160)));
+          e = _mm256_add_epi32(e, _mm256_madd_epi16(pe, ones));
+          o = _mm256_add_epi32(o, _mm256_madd_epi16(po, ones));
+        }
       }
       const __m256i sumi = _mm256_add_epi32(_mm256_mullo_epi32(e, sc_even), _mm256_mullo_epi32(o, sc_odd));
       // q - 32: the bias is -32 * sum_ib sc[ib] * bsums[ib]
@@ -353,7 +382,7 @@ void dotQ6_KGrouped(const BlockQ6_K* b, const ActBlock256* x, int64_t x_stride, 
 template <int R>
 void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const BlockQ4_K*>(w);
-  if constexpr (kGroupedAct32) {
+  if constexpr (kGroupedAct256) {
     dotQ4_KGrouped<R>(b, x, x_stride, n, out);
     return;
   }
@@ -400,7 +429,7 @@ void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
 template <int R>
 void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const BlockQ6_K*>(w);
-  if constexpr (kGroupedAct32) {
+  if constexpr (kGroupedAct256) {
     dotQ6_KGrouped<R>(b, x, x_stride, n, out);
     return;
   }
@@ -494,7 +523,7 @@ QuantDotTable makeTable(SimdLevel level, bool vnni) {
           MaxRows,
           kUnsignedAct32 ? uint8_t{128} : uint8_t{0},
           kGroupedAct32,
-          kGroupedAct32,
+          kGroupedAct256,
           quantize32,
           quantize256,
           dotRows<MaxRows, ActBlock32, Q8_0Kernel>,
