@@ -35,8 +35,10 @@ struct alignas(32) ActBlock256 {
 // the most activation rows one dot call of any table handles: every weight
 // block is loaded and unpacked once and multiplied with up to the table's
 // `rows` rows (register blocking: the weight bandwidth and unpacking of a
-// batch are shared). AVX2's 16 registers hold 4 rows' sums, AVX-512's 32
-// hold 8.
+// batch are shared). 8 rows with AVX-512's 32 registers and with AVX2's
+// grouped k-quants (whose 16 registers then spill some sums to L1, which
+// costs less than unpacking and transposing each block for 4 rows); 4 with
+// AVX-VNNI's 16.
 inline constexpr int kDotRows = 8;
 
 // out[r] = dot of one weight row of n values (its blocks at w) with the

@@ -27,7 +27,7 @@ constexpr bool kGroupedAct256 = true;
 }  // namespace
 
 const QuantDotTable& avx2QuantDots() {
-  static const QuantDotTable table = makeTable<4>(SimdLevel::kAvx2, false);
+  static const QuantDotTable table = makeTable<8>(SimdLevel::kAvx2, false);
   return table;
 }
 

@@ -27,7 +27,7 @@
 // take one madd (instead of one per step); 6-bit ones, 2 steps a madd.
 //
 // Register blocking: a dot call takes one weight row and up to the table's
-// rows (4 with AVX2's 16 registers, 8 with AVX-512's 32) activation rows;
+// rows (quant_dot.h, kDotRows) activation rows;
 // every weight block is loaded, unpacked (nibbles, 6-bit values, scales, f16
 // factors) and made unsigned once and multiplied with every row, so a batch
 // shares the weight's bandwidth and its unpacking. Without kUnsignedAct32,
@@ -513,8 +513,7 @@ struct Q6_KKernel {
   }
 };
 
-// MaxRows: the rows one call takes (4 where 16 registers must hold them,
-// more with 32).
+// MaxRows: the rows one call takes (see kDotRows).
 template <int MaxRows>
 QuantDotTable makeTable(SimdLevel level, bool vnni) {
   static_assert(MaxRows <= kDotRows);
