@@ -12,12 +12,13 @@
 // block, the same int32 lanes as the sign trick without its per-row sign;
 // and
 //   constexpr bool kGroupedAct32
-// (only with kUnsignedAct32) where the q8_0/q4_0 activations are stored in
-// transposed runs of 8 blocks (QuantDotTable::x32_grouped): a dot call
-// transposes the 8 weight blocks of a run once, and each row's 8 VPDPBUSD
-// steps leave the 8 blocks' integer sums in one register's lanes, scaled by
-// d_w * d_x and accumulated with one multiply, conversion and FMA per 8
-// blocks (instead of per block): the scalar table's arithmetic per block.
+// where the q8_0/q4_0 activations are stored in transposed runs of 8
+// blocks (QuantDotTable::x32_grouped): a dot call transposes the 8 weight
+// blocks of a run once, and each row's 8 dpbusd steps leave the 8 blocks'
+// integer sums in one register's lanes, scaled by d_w * d_x and accumulated
+// with one multiply, conversion and FMA per 8 blocks (instead of per
+// block): the scalar table's arithmetic per block. Without kUnsignedAct32
+// each step takes the sign trick (|w| made once a call).
 //   constexpr bool kGroupedAct256
 // where the k-quant activations are transposed the same way (x256_grouped):
 // lane j sums sub-block j, which takes its scale per lane (dotQ4_KGrouped,
@@ -186,25 +187,42 @@ void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n
       __m256i wt[8];
       for (int j = 0; j < 8; ++j) wt[j] = weightBytes(b[i + j]);
       transpose8x32(wt);
-      // -128 * each block's weight sum, in its lane
-      __m256i corr = _mm256_setzero_si256();
-      for (int t = 0; t < 8; ++t) corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), wt[t]);
-      const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
       const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
           static_cast<short>(b[i].d), static_cast<short>(b[i + 1].d), static_cast<short>(b[i + 2].d),
           static_cast<short>(b[i + 3].d), static_cast<short>(b[i + 4].d), static_cast<short>(b[i + 5].d),
           static_cast<short>(b[i + 6].d), static_cast<short>(b[i + 7].d)));
-      for (int r = 0; r < R; ++r) {
-        const char* run = reinterpret_cast<const char*>(x + r * x_stride + i);
-        // two chains of 4 steps (VPDPBUSD's latency)
-        __m256i s = start, s2 = _mm256_setzero_si256();
-        for (int t = 0; t < 8; t += 2) {
-          s = dpbusd(s, load32(run + 32 + 32 * t), wt[t]);
-          s2 = dpbusd(s2, load32(run + 64 + 32 * t), wt[t + 1]);
+      if constexpr (kUnsignedAct32) {
+        // -128 * each block's weight sum, in its lane
+        __m256i corr = _mm256_setzero_si256();
+        for (int t = 0; t < 8; ++t) corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), wt[t]);
+        const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
+        for (int r = 0; r < R; ++r) {
+          const char* run = reinterpret_cast<const char*>(x + r * x_stride + i);
+          // two chains of 4 steps (VPDPBUSD's latency)
+          __m256i s = start, s2 = _mm256_setzero_si256();
+          for (int t = 0; t < 8; t += 2) {
+            s = dpbusd(s, load32(run + 32 + 32 * t), wt[t]);
+            s2 = dpbusd(s2, load32(run + 64 + 32 * t), wt[t + 1]);
+          }
+          s = _mm256_add_epi32(s, s2);
+          const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(run));
+          accg[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(s), accg[r]);
         }
-        s = _mm256_add_epi32(s, s2);
-        const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(run));
-        accg[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(s), accg[r]);
+      } else {
+        // the sign trick a step: |w| once a call, x * sign(w) per row
+        __m256i wabs[8];
+        for (int t = 0; t < 8; ++t) wabs[t] = _mm256_sign_epi8(wt[t], wt[t]);
+        for (int r = 0; r < R; ++r) {
+          const char* run = reinterpret_cast<const char*>(x + r * x_stride + i);
+          __m256i s = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
+          for (int t = 0; t < 8; t += 2) {
+            s = dpbusd(s, wabs[t], _mm256_sign_epi8(load32(run + 32 + 32 * t), wt[t]));
+            s2 = dpbusd(s2, wabs[t + 1], _mm256_sign_epi8(load32(run + 64 + 32 * t), wt[t + 1]));
+          }
+          s = _mm256_add_epi32(s, s2);
+          const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(run));
+          accg[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(s), accg[r]);
+        }
       }
     }
     for (int r = 0; r < R; ++r) acc[r] = accg[r];
