@@ -30,6 +30,10 @@ KvCacheView stagingView(const void* staging, const KvCacheView& cache, size_t n)
 
 }  // namespace
 
+void Backend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) {
+  for (const MatmulOutput& o : outputs) matmul(x, *o.w, o.bias, *o.y);
+}
+
 absl::StatusOr<BufferPtr> Backend::allocatePinnedHost(size_t bytes) {
   return HostBuffer::allocate(bytes);
 }

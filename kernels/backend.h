@@ -126,6 +126,17 @@ class Backend {
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& y) = 0;
 
+  // one weight of matmuls(): y = x * w^T (+ bias) as matmul() computes it.
+  struct MatmulOutput {
+    const Tensor* w;
+    const Tensor* bias;  // or null
+    const Tensor* y;
+  };
+  // matmul(x, *o.w, o.bias, *o.y) for each o of `outputs` (q, k and v;
+  // gate and up), with the same numbers; a backend may run them as one job
+  // (x prepared once, one wait for its threads). None of the y may alias x.
+  virtual void matmuls(const Tensor& x, std::span<const MatmulOutput> outputs);
+
   // rotates x [T, heads * head_dim] F32 in place; token t at positions[t]
   // (positions [T, 1] I32).
   virtual void rope(const Tensor& x, const Tensor& positions, const RopeParams& params) = 0;

@@ -108,20 +108,43 @@ void CpuBackend::rmsNorm(const Tensor& x, const Tensor& weight, float eps, const
   });
 }
 
-void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
+namespace {
+
+MatmulArgs matmulArgs(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
   TANDEM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
   TANDEM_CHECK(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows);
   TANDEM_CHECK(bias == nullptr || (bias->dtype == DType::kF32 && bias->numel() == w.rows));
-  const MatmulArgs args{x.as<float>(), w.data, w.dtype, bias != nullptr ? bias->as<float>() : nullptr,
-                        y.as<float>(), x.rows, w.rows, x.cols};
+  return MatmulArgs{x.as<float>(), w.data, w.dtype, bias != nullptr ? bias->as<float>() : nullptr,
+                    y.as<float>(), x.rows, w.rows, x.cols};
+}
+
+}  // namespace
+
+ParallelTasks CpuBackend::poolTasks() {
+  return [this](int count, const std::function<void(int)>& fn) {
+    if (count == 1 || pool_.size() == 1) {
+      for (int t = 0; t < count; ++t) fn(t);
+    } else {
+      pool_.parallelFor(count, [&](int task, int) { fn(task); });
+    }
+  };
+}
+
+void CpuBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) {
+  std::vector<MatmulArgs> group;
+  group.reserve(outputs.size());
+  for (const MatmulOutput& o : outputs) group.push_back(matmulArgs(x, *o.w, o.bias, *o.y));
+  if (canGroupQuantMatmuls(group)) {
+    quantMatmulGroup(group, kernels_, pool_.size(), poolTasks());
+    return;
+  }
+  Backend::matmuls(x, outputs);
+}
+
+void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
+  const MatmulArgs args = matmulArgs(x, w, bias, y);
   if (quant::isQuantized(w.dtype)) {
-    quantMatmul(args, kernels_, pool_.size(), [&](int count, const std::function<void(int)>& fn) {
-      if (count == 1 || pool_.size() == 1) {
-        for (int t = 0; t < count; ++t) fn(t);
-      } else {
-        pool_.parallelFor(count, [&](int task, int) { fn(task); });
-      }
-    });
+    quantMatmul(args, kernels_, pool_.size(), poolTasks());
     return;
   }
   if (args.m * args.n * args.k < kMinParallelMatmulWork || pool_.size() == 1) {

@@ -9,6 +9,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/simd_level.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -46,6 +47,7 @@ class CpuBackend : public Backend {
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override;
   void rmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) override;
   void rope(const Tensor& x, const Tensor& positions, const RopeParams& params) override;
   void writeKv(const Tensor& k, const Tensor& v, const Tensor& slots, const KvCacheView& cache,
                int layer) override;
@@ -65,6 +67,9 @@ class CpuBackend : public Backend {
   // least `grain` items; inline when there is only one piece.
   template <class Fn>
   void parallelRanges(int64_t n, int64_t grain, Fn&& fn);
+
+  // quantMatmul's tasks on the pool (inline when there is one).
+  ParallelTasks poolTasks();
 
   const KernelTable& kernels_;
   ThreadPool pool_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <new>
+#include <span>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -142,62 +143,105 @@ void panelGemm(const MatmulArgs& a, const KernelTable& dense, int64_t n_begin, i
 
 }  // namespace
 
+bool canGroupQuantMatmuls(std::span<const MatmulArgs> group) {
+  if (group.empty() || group[0].m > kQuantDotMaxRows || !quant::isQuantized(group[0].w_dtype)) return false;
+  const bool block256 = usesBlock256(group[0].w_dtype);
+  for (const MatmulArgs& a : group) {
+    if (a.x != group[0].x || a.m != group[0].m || a.k != group[0].k || !quant::isQuantized(a.w_dtype) ||
+        usesBlock256(a.w_dtype) != block256 || a.k % quant::blockValues(a.w_dtype) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
                  const ParallelTasks& parallel) {
   TANDEM_CHECK(quant::isQuantized(args.w_dtype) && args.k % quant::blockValues(args.w_dtype) == 0);
   if (args.m == 0 || args.n == 0) return;
-  if (args.m > kQuantDotMaxRows) {
-    const int64_t panels = (args.n + kPanelRows - 1) / kPanelRows;
-    const int64_t per_task = std::max<int64_t>(1, panels / (int64_t{threads} * 4));
-    const int tasks = static_cast<int>((panels + per_task - 1) / per_task);
-    parallel(tasks, [&](int t) {
-      const int64_t begin = t * per_task * kPanelRows;
-      panelGemm(args, dense, begin, std::min(args.n, begin + per_task * kPanelRows));
-    });
+  if (args.m <= kQuantDotMaxRows) {
+    quantMatmulGroup({&args, 1}, dense, threads, parallel);
     return;
   }
+  const int64_t panels = (args.n + kPanelRows - 1) / kPanelRows;
+  const int64_t per_task = std::max<int64_t>(1, panels / (int64_t{threads} * 4));
+  const int tasks = static_cast<int>((panels + per_task - 1) / per_task);
+  parallel(tasks, [&](int t) {
+    const int64_t begin = t * per_task * kPanelRows;
+    panelGemm(args, dense, begin, std::min(args.n, begin + per_task * kPanelRows));
+  });
+}
+
+void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dense, int threads,
+                      const ParallelTasks& parallel) {
+  TANDEM_CHECK(canGroupQuantMatmuls(group));
+  const MatmulArgs& first = group[0];
+  int64_t rows = 0, work = 0;
+  for (const MatmulArgs& a : group) {
+    rows += a.n;
+    work += a.m * a.n * a.k;
+  }
+  if (first.m == 0 || rows == 0) return;
   const QuantDotTable& dots = quantDotsFor(dense.level);
-  // the activation rows, quantized once for every task, from a cache line
-  // (the grouped runs' 256-bit loads then never straddle one).
-  const bool block256 = usesBlock256(args.w_dtype);
-  const size_t x_bytes = static_cast<size_t>(args.m * args.k) / (block256 ? 256 : 32) *
+  // the activation rows, quantized once for every weight and task, from a
+  // cache line (the grouped runs' 256-bit loads then never straddle one).
+  const bool block256 = usesBlock256(first.w_dtype);
+  const size_t x_bytes = static_cast<size_t>(first.m * first.k) / (block256 ? 256 : 32) *
                          (block256 ? sizeof(ActBlock256) : sizeof(ActBlock32));
   AlignedBytes x_buffer(x_bytes);
   auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
   auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
-  if (block256) {
-    for (int64_t r = 0; r < args.m; ++r) dots.quantize256(args.x + r * args.k, x256 + r * (args.k / 256), args.k);
-  } else {
-    for (int64_t r = 0; r < args.m; ++r) dots.quantize32(args.x + r * args.k, x32 + r * (args.k / 32), args.k);
-  }
-  const auto run = [&](int64_t begin, int64_t end) {
+  for (int64_t r = 0; r < first.m; ++r) {
     if (block256) {
-      dotRowRange(args, dot256For(dots, args.w_dtype), dots.rows, x256, begin, end);
+      dots.quantize256(first.x + r * first.k, x256 + r * (first.k / 256), first.k);
     } else {
-      dotRowRange(args, dot32For(dots, args.w_dtype), dots.rows, x32, begin, end);
+      dots.quantize32(first.x + r * first.k, x32 + r * (first.k / 32), first.k);
+    }
+  }
+  // a weight's rows [begin, end)
+  const auto run = [&](const MatmulArgs& a, int64_t begin, int64_t end) {
+    if (block256) {
+      dotRowRange(a, dot256For(dots, a.w_dtype), dots.rows, x256, begin, end);
+    } else {
+      dotRowRange(a, dot32For(dots, a.w_dtype), dots.rows, x32, begin, end);
     }
   };
-  if (threads == 1 || args.m * args.n * args.k < (1 << 16)) {
-    run(0, args.n);
+  if (threads == 1 || work < (1 << 16)) {
+    for (const MatmulArgs& a : group) run(a, 0, a.n);
     return;
   }
-  if (args.m == 1) {
-    // batch-1 decode is pure weight streaming: small equal row ranges
-    // balance the threads.
+  // the group's weights as one list of rows, cut into ranges: batch-1
+  // decode is pure weight streaming (small equal ranges balance the
+  // threads); a batch's dots are compute-bound (ranges that shrink as the
+  // rows run out, so the threads take few ranges from the pool and finish
+  // together on small last ones). A range that spans two weights is two
+  // tasks.
+  std::vector<int64_t> edges;
+  if (first.m == 1) {
     const int64_t wanted = int64_t{threads} * 8;
-    const int64_t chunk = std::max<int64_t>(4, (args.n + wanted - 1) / wanted);
-    const int tasks = static_cast<int>((args.n + chunk - 1) / chunk);
-    parallel(tasks, [&](int t) {
-      const int64_t begin = t * chunk;
-      run(begin, std::min(args.n, begin + chunk));
-    });
-    return;
+    const int64_t chunk = std::max<int64_t>(4, (rows + wanted - 1) / wanted);
+    for (int64_t e = 0; e < rows; e += chunk) edges.push_back(e);
+    edges.push_back(rows);
+  } else {
+    edges = guidedEdges(rows, threads);
   }
-  // a batch's dots are compute-bound: ranges that shrink as the rows run out
-  // (guided), so the threads take few ranges from the pool and finish
-  // together on small last ones.
-  const std::vector<int64_t> edges = guidedEdges(args.n, threads);
-  parallel(static_cast<int>(edges.size()) - 1, [&](int t) { run(edges[t], edges[t + 1]); });
+  struct Piece {
+    const MatmulArgs* args;
+    int64_t begin, end;
+  };
+  std::vector<Piece> pieces;
+  size_t w = 0;
+  int64_t w_start = 0;  // first row of weight w in the list
+  for (size_t e = 0; e + 1 < edges.size(); ++e) {
+    int64_t begin = edges[e];
+    while (begin < edges[e + 1]) {
+      while (begin >= w_start + group[w].n) w_start += group[w++].n;
+      const int64_t end = std::min(edges[e + 1], w_start + group[w].n);
+      pieces.push_back({&group[w], begin - w_start, end - w_start});
+      begin = end;
+    }
+  }
+  parallel(static_cast<int>(pieces.size()), [&](int t) { run(*pieces[t].args, pieces[t].begin, pieces[t].end); });
 }
 
 }  // namespace tandem::kernels::cpu

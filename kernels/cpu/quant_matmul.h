@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 
 #include "kernels/cpu/kernel_table.h"
 
@@ -27,5 +28,16 @@ inline constexpr int64_t kQuantDotMaxRows = 16;
 // `threads` sizes the task split.
 void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
                  const ParallelTasks& parallel);
+
+// true when quantMatmulGroup takes `group`: weights that share x (the same
+// x, m and k), at most kQuantDotMaxRows rows of x, all quantized to blocks
+// whose activations are quantized alike (q8_0/q4_0, or the k-quants).
+bool canGroupQuantMatmuls(std::span<const MatmulArgs> group);
+
+// each args' y as quantMatmul computes it (the same numbers), as one job: x
+// is quantized once and the weights' rows are one list of tasks, so the
+// threads wait for each other once (q, k and v; gate and up).
+void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dense, int threads,
+                      const ParallelTasks& parallel);
 
 }  // namespace tandem::kernels::cpu

@@ -202,9 +202,10 @@ void ModelRunner::runLayer(int layer, int tokens) {
 
   // attention block: x += o_proj(attention(rope(q), rope(k), v))
   backend_.rmsNorm(x, w.attn_norm, eps, h);
-  backend_.matmul(h, w.q, w.q_bias ? &*w.q_bias : nullptr, q);
-  backend_.matmul(h, w.k, w.k_bias ? &*w.k_bias : nullptr, k);
-  backend_.matmul(h, w.v, w.v_bias ? &*w.v_bias : nullptr, v);
+  const kernels::Backend::MatmulOutput qkv[] = {{&w.q, w.q_bias ? &*w.q_bias : nullptr, &q},
+                                                 {&w.k, w.k_bias ? &*w.k_bias : nullptr, &k},
+                                                 {&w.v, w.v_bias ? &*w.v_bias : nullptr, &v}};
+  backend_.matmuls(h, qkv);
   if (w.q_norm.has_value()) {
     const Tensor qh = q.reshaped(static_cast<int64_t>(tokens) * c.num_heads, c.head_dim);
     const Tensor kh = k.reshaped(static_cast<int64_t>(tokens) * c.num_kv_heads, c.head_dim);
@@ -220,8 +221,8 @@ void ModelRunner::runLayer(int layer, int tokens) {
 
   // mlp block: x += down(silu(gate(x')) * up(x'))
   backend_.rmsNorm(x, w.ffn_norm, eps, h);
-  backend_.matmul(h, w.gate, nullptr, gate);
-  backend_.matmul(h, w.up, nullptr, up);
+  const kernels::Backend::MatmulOutput gate_up[] = {{&w.gate, nullptr, &gate}, {&w.up, nullptr, &up}};
+  backend_.matmuls(h, gate_up);
   backend_.siluMul(gate, up, gate);
   backend_.matmul(gate, w.down, nullptr, h);
   backend_.add(x, h, x);

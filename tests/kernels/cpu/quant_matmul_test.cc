@@ -227,5 +227,98 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
   }
 }
 
+// a weight of n rows of k values quantized to `dtype`.
+std::vector<char> quantizedWeight(DType dtype, int64_t n, int64_t k, uint32_t seed) {
+  const std::vector<float> w = randomValues(n * k, seed);
+  const size_t row_bytes = rowBytes(dtype, k);
+  std::vector<char> q(row_bytes * n);
+  for (int64_t j = 0; j < n; ++j) quant::quantizeRow(dtype, w.data() + j * k, q.data() + j * row_bytes, k);
+  return q;
+}
+
+// matmuls() (q, k and v; gate and up) gives each weight's y exactly as its
+// own matmul() does, grouped (one quantized x, one task list) or not.
+TEST(QuantMatmulGroupTest, EachOutputIsItsOwnMatmulBitForBit) {
+  const int64_t k = 512;
+  struct Weight {
+    DType dtype;
+    int64_t n;
+    bool bias;
+  };
+  const std::vector<std::vector<Weight>> groups = {
+      {{DType::kQ4_K, 300, true}, {DType::kQ6_K, 37, false}, {DType::kQ4_K, 64, true}},  // grouped
+      {{DType::kQ8_0, 131, false}, {DType::kQ4_0, 9, true}},                              // grouped
+      {{DType::kQ8_0, 40, false}, {DType::kQ4_K, 40, false}},  // activations differ: one by one
+      {{DType::kQ4_K, 40, false}, {DType::kF32, 24, true}},    // a dense weight: one by one
+  };
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+    if (level > detectSimdLevel()) continue;
+    for (int threads : {1, 2}) {
+      auto backend = CpuBackend::create({.num_threads = threads, .simd_level = level});
+      ASSERT_TRUE(backend.ok()) << backend.status();
+      for (int64_t m : {int64_t{1}, int64_t{5}, kQuantDotMaxRows, kQuantDotMaxRows + 3}) {
+        for (size_t g = 0; g < groups.size(); ++g) {
+          SCOPED_TRACE(std::string(simdLevelName(level)) + " threads " + std::to_string(threads) + " m " +
+                       std::to_string(m) + " group " + std::to_string(g));
+          std::vector<float> x = randomValues(m * k, 7);
+          const Tensor xt = Tensor::of(x.data(), DType::kF32, m, k);
+          std::vector<std::vector<char>> w_data;
+          std::vector<std::vector<float>> biases, alone, together;
+          std::vector<Tensor> w_t, b_t, alone_t, together_t;
+          for (size_t i = 0; i < groups[g].size(); ++i) {
+            const Weight& wd = groups[g][i];
+            if (wd.dtype == DType::kF32) {
+              const std::vector<float> f = randomValues(wd.n * k, 20 + i);
+              w_data.emplace_back(reinterpret_cast<const char*>(f.data()),
+                                  reinterpret_cast<const char*>(f.data() + f.size()));
+            } else {
+              w_data.push_back(quantizedWeight(wd.dtype, wd.n, k, 20 + static_cast<uint32_t>(i)));
+            }
+            biases.push_back(randomValues(wd.n, 40 + static_cast<uint32_t>(i)));
+            alone.emplace_back(m * wd.n, NAN);
+            together.emplace_back(m * wd.n, NAN);
+          }
+          std::vector<kernels::Backend::MatmulOutput> outputs;
+          for (size_t i = 0; i < groups[g].size(); ++i) {
+            const Weight& wd = groups[g][i];
+            w_t.push_back(Tensor::of(w_data[i].data(), wd.dtype, wd.n, k));
+            b_t.push_back(Tensor::of(biases[i].data(), DType::kF32, 1, wd.n));
+            alone_t.push_back(Tensor::of(alone[i].data(), DType::kF32, m, wd.n));
+            together_t.push_back(Tensor::of(together[i].data(), DType::kF32, m, wd.n));
+          }
+          for (size_t i = 0; i < groups[g].size(); ++i) {
+            const Tensor* bias = groups[g][i].bias ? &b_t[i] : nullptr;
+            (*backend)->matmul(xt, w_t[i], bias, alone_t[i]);
+            outputs.push_back({&w_t[i], bias, &together_t[i]});
+          }
+          (*backend)->matmuls(xt, outputs);
+          for (size_t i = 0; i < groups[g].size(); ++i) {
+            ASSERT_EQ(std::memcmp(alone[i].data(), together[i].data(), alone[i].size() * sizeof(float)), 0)
+                << "weight " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantMatmulGroupTest, GroupsOnlyWeightsThatShareXAndItsQuantization) {
+  std::vector<float> x(16 * 256), y(16 * 8);
+  std::vector<char> w(rowBytes(DType::kQ8_0, 256) * 8);
+  const MatmulArgs q4k{x.data(), w.data(), DType::kQ4_K, nullptr, y.data(), 16, 8, 256};
+  MatmulArgs q6k = q4k, q8 = q4k, other_x = q4k, dense = q4k, prefill = q4k;
+  q6k.w_dtype = DType::kQ6_K;
+  q8.w_dtype = DType::kQ8_0;
+  other_x.x = x.data() + 256;
+  dense.w_dtype = DType::kF16;
+  prefill.m = kQuantDotMaxRows + 1;
+  EXPECT_TRUE(canGroupQuantMatmuls(std::vector<MatmulArgs>{q4k, q6k}));
+  EXPECT_FALSE(canGroupQuantMatmuls(std::vector<MatmulArgs>{q4k, q8}));
+  EXPECT_FALSE(canGroupQuantMatmuls(std::vector<MatmulArgs>{q4k, other_x}));
+  EXPECT_FALSE(canGroupQuantMatmuls(std::vector<MatmulArgs>{q4k, dense}));
+  EXPECT_FALSE(canGroupQuantMatmuls(std::vector<MatmulArgs>{prefill}));
+  EXPECT_FALSE(canGroupQuantMatmuls(std::vector<MatmulArgs>{}));
+}
+
 }  // namespace
 }  // namespace tandem::kernels::cpu
