@@ -78,6 +78,10 @@ struct QuantDotTable {
   DotRowsFn<ActBlock32> dotQ4_0;
   DotRowsFn<ActBlock256> dotQ4_K;
   DotRowsFn<ActBlock256> dotQ6_K;
+  // the table for a single activation row (batch-1 decode) where it is
+  // another, else null: AVX2's grouped q8_0/q4_0 dots transpose each run of
+  // 8 weight blocks per call, which 8 rows repay and one row does not.
+  const QuantDotTable* single_row = nullptr;
 };
 
 const QuantDotTable& scalarQuantDots();

@@ -118,6 +118,7 @@ inline __attribute__((always_inline)) void transpose8x32(__m256i* v) {
   }
 }
 
+template <bool Grouped>
 void quantize32(const float* x, ActBlock32* out, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i, x += 32) {
     const float amax = hmaxAbs(x, 32);
@@ -130,7 +131,7 @@ void quantize32(const float* x, ActBlock32* out, int64_t n) {
       _mm256_storeu_si256(q, _mm256_xor_si256(_mm256_loadu_si256(q), _mm256_set1_epi8(char(0x80))));
     }
   }
-  if constexpr (kGroupedAct32) {
+  if constexpr (Grouped) {
     // each run of 8 blocks: the 8 d's, then the values' words transposed
     for (int64_t g = 0; g + 8 <= n / 32; g += 8) {
       __m256i v[8];
@@ -174,13 +175,13 @@ __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m2
 // q8_0 and q4_0: per block, the signed weight bytes w (made once), then per
 // row sum(|w| * (x * sign(w))) (or sum((x + 128) w) - 128 sum(w), see
 // kUnsignedAct32) scaled by d_w * d_x.
-template <int R, typename Block, __m256i (*weightBytes)(const Block&)>
+template <int R, bool Grouped, typename Block, __m256i (*weightBytes)(const Block&)>
 void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n, float* out) {
   const auto* b = static_cast<const Block*>(w);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   int64_t i = 0;
-  if constexpr (kGroupedAct32) {
+  if constexpr (Grouped) {
     __m256 accg[R];
     for (int r = 0; r < R; ++r) accg[r] = _mm256_setzero_ps();
     for (; i + 8 <= n / 32; i += 8) {
@@ -506,17 +507,21 @@ void dotRows(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64
   }
 }
 
-template <int R>
-struct Q8_0Kernel {
-  static void run(const void* w, const ActBlock32* x, int64_t s, int64_t n, float* out) {
-    dotSigned32<R, BlockQ8_0, q8_0Bytes>(w, x, s, n, out);
-  }
-};
-template <int R>
-struct Q4_0Kernel {
-  static void run(const void* w, const ActBlock32* x, int64_t s, int64_t n, float* out) {
-    dotSigned32<R, BlockQ4_0, q4_0Bytes>(w, x, s, n, out);
-  }
+// the q8_0 / q4_0 kernels on grouped or plain activation blocks.
+template <bool Grouped>
+struct Signed32 {
+  template <int R>
+  struct Q8_0 {
+    static void run(const void* w, const ActBlock32* x, int64_t s, int64_t n, float* out) {
+      dotSigned32<R, Grouped, BlockQ8_0, q8_0Bytes>(w, x, s, n, out);
+    }
+  };
+  template <int R>
+  struct Q4_0 {
+    static void run(const void* w, const ActBlock32* x, int64_t s, int64_t n, float* out) {
+      dotSigned32<R, Grouped, BlockQ4_0, q4_0Bytes>(w, x, s, n, out);
+    }
+  };
 };
 template <int R>
 struct Q4_KKernel {
@@ -531,20 +536,23 @@ struct Q6_KKernel {
   }
 };
 
-// MaxRows: the rows one call takes (see kDotRows).
-template <int MaxRows>
-QuantDotTable makeTable(SimdLevel level, bool vnni) {
+// MaxRows: the rows one call takes (see kDotRows); Grouped32: whether the
+// q8_0/q4_0 activations are grouped (kGroupedAct32, or a table's
+// single_row variant without it).
+template <int MaxRows, bool Grouped32 = kGroupedAct32>
+QuantDotTable makeTable(SimdLevel level, bool vnni, const QuantDotTable* single_row = nullptr) {
   static_assert(MaxRows <= kDotRows);
   return {level,
           vnni,
           MaxRows,
           kUnsignedAct32 ? uint8_t{128} : uint8_t{0},
-          kGroupedAct32,
+          Grouped32,
           kGroupedAct256,
-          quantize32,
+          quantize32<Grouped32>,
           quantize256,
-          dotRows<MaxRows, ActBlock32, Q8_0Kernel>,
-          dotRows<MaxRows, ActBlock32, Q4_0Kernel>,
+          dotRows<MaxRows, ActBlock32, Signed32<Grouped32>::template Q8_0>,
+          dotRows<MaxRows, ActBlock32, Signed32<Grouped32>::template Q4_0>,
           dotRows<MaxRows, ActBlock256, Q4_KKernel>,
-          dotRows<MaxRows, ActBlock256, Q6_KKernel>};
+          dotRows<MaxRows, ActBlock256, Q6_KKernel>,
+          single_row};
 }

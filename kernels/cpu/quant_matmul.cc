@@ -182,7 +182,8 @@ void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dens
     work += a.m * a.n * a.k;
   }
   if (first.m == 0 || rows == 0) return;
-  const QuantDotTable& dots = quantDotsFor(dense.level);
+  const QuantDotTable& table = quantDotsFor(dense.level);
+  const QuantDotTable& dots = first.m == 1 && table.single_row != nullptr ? *table.single_row : table;
   // the activation rows, quantized once for every weight and task, from a
   // cache line (the grouped runs' 256-bit loads then never straddle one).
   const bool block256 = usesBlock256(first.w_dtype);

@@ -125,6 +125,7 @@ std::vector<const QuantDotTable*> runnableTables() {
   std::vector<const QuantDotTable*> out;
   if (detectSimdLevel() >= SimdLevel::kAvx2) {
     out.push_back(&avx2QuantDots());
+    if (avx2QuantDots().single_row != nullptr) out.push_back(avx2QuantDots().single_row);
     if (processorHasAvxVnni()) out.push_back(&avxVnniQuantDots());
   }
   if (detectSimdLevel() >= SimdLevel::kAvx512 && processorHasAvx512Vnni()) {
