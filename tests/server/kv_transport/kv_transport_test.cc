@@ -196,8 +196,8 @@ TEST_P(KvTransportTest, UnknownTransferIdIsRefused) {
   std::vector<std::string> args = senderArgs("t-unknown", 4, 4);
   args[1] = receiver_->transferEndpoint("t-known");  // (ucx: a valid token)
   pid_t pid = spawnSender(args);
-  // (usually ~80 ms; one CI run saw the gRPC sender still running after 10 s:
-  // finish() waits until gRPC lets go of the block bytes it was lent)
+  // (usually ~80 ms; one CI run saw the gRPC sender still running after 10 s,
+  // cause not found)
   int code = waitSender(pid, std::chrono::seconds(60));
   // shm and ucx refuse at open(), gRPC at the first answer: NotFound either way.
   EXPECT_TRUE(code == static_cast<int>(absl::StatusCode::kNotFound) ||
