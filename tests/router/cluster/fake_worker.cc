@@ -1,10 +1,69 @@
 #include "tests/router/cluster/fake_worker.h"
 
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "proto/convert/worker_enum_names.h"
 
 namespace tandem::router::cluster::testing {
+
+namespace {
+
+// a server-streaming call whose handler blocks: it runs on a detached thread
+// of its own, writes one message at a time (waiting for each) and ends the
+// call with its status; OnDone frees the reactor once gRPC is done with it.
+template <typename Response>
+class ThreadedWriteReactor final : public grpc::ServerWriteReactor<Response>, public BlockingWriter<Response> {
+ public:
+  using Handler = std::function<grpc::Status(BlockingWriter<Response>*)>;
+
+  explicit ThreadedWriteReactor(Handler handler) {
+    std::thread([this, handler = std::move(handler)] {
+      const grpc::Status status = handler(this);
+      // nothing of this object is touched after Finish (OnDone may free it).
+      this->Finish(status);
+    }).detach();
+  }
+
+  bool Write(const Response& message) override {
+    std::unique_lock lock(mu_);
+    if (over_) return false;
+    writing_ = true;
+    this->StartWrite(&message);
+    cv_.wait(lock, [this] { return !writing_; });
+    return !over_;
+  }
+
+  // grpc::ServerWriteReactor
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(mu_);
+    writing_ = false;
+    if (!ok) over_ = true;
+    cv_.notify_all();
+  }
+  void OnCancel() override {
+    std::lock_guard lock(mu_);
+    over_ = true;
+    cv_.notify_all();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool writing_ = false;
+  bool over_ = false;
+};
+
+grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* context, const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+}  // namespace
 
 FakeWorker::FakeWorker(FakeWorkerConfig config) : config_(std::move(config)) {
   stats_.set_num_blocks(config_.num_blocks);
@@ -99,9 +158,17 @@ std::vector<tandem::v1::WorkerGenerateRequest> FakeWorker::generateRequests() co
   return requests_;
 }
 
-grpc::Status FakeWorker::Generate(grpc::ServerContext* context,
+grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* FakeWorker::Generate(
+    grpc::CallbackServerContext* context, const tandem::v1::WorkerGenerateRequest* request) {
+  return new ThreadedWriteReactor<tandem::v1::WorkerGenerateResponse>(
+      [this, context, request](BlockingWriter<tandem::v1::WorkerGenerateResponse>* writer) {
+        return generate(context, request, writer);
+      });
+}
+
+grpc::Status FakeWorker::generate(grpc::ServerContextBase* context,
                                   const tandem::v1::WorkerGenerateRequest* request,
-                                  grpc::ServerWriter<tandem::v1::WorkerGenerateResponse>* writer) {
+                                  BlockingWriter<tandem::v1::WorkerGenerateResponse>* writer) {
   {
     std::lock_guard lock(mu_);
     requests_.push_back(*request);
@@ -135,14 +202,21 @@ grpc::Status FakeWorker::Generate(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::Prefill(grpc::ServerContext*, const tandem::v1::PrefillRequest*,
-                                 tandem::v1::PrefillResponse*) {
-  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "fake");
+grpc::ServerUnaryReactor* FakeWorker::Prefill(grpc::CallbackServerContext* context,
+                                              const tandem::v1::PrefillRequest*, tandem::v1::PrefillResponse*) {
+  return finished(context, grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "fake"));
 }
 
-grpc::Status FakeWorker::KvEvents(grpc::ServerContext* context,
-                                  const tandem::v1::KvEventsRequest* request,
-                                  grpc::ServerWriter<tandem::v1::KvEventBatch>* writer) {
+grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* FakeWorker::KvEvents(
+    grpc::CallbackServerContext* context, const tandem::v1::KvEventsRequest* request) {
+  return new ThreadedWriteReactor<tandem::v1::KvEventBatch>(
+      [this, context, request](BlockingWriter<tandem::v1::KvEventBatch>* writer) {
+        return kvEvents(context, request, writer);
+      });
+}
+
+grpc::Status FakeWorker::kvEvents(grpc::ServerContextBase* context, const tandem::v1::KvEventsRequest* request,
+                                  BlockingWriter<tandem::v1::KvEventBatch>* writer) {
   if (out_of_range_once.exchange(false) || out_of_range_always) {
     return grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "events forgotten");
   }
@@ -178,8 +252,13 @@ grpc::Status FakeWorker::KvEvents(grpc::ServerContext* context,
   return grpc::Status::CANCELLED;
 }
 
-grpc::Status FakeWorker::KvSnapshot(grpc::ServerContext*, const tandem::v1::KvSnapshotRequest*,
-                                    grpc::ServerWriter<tandem::v1::KvSnapshotResponse>* writer) {
+grpc::ServerWriteReactor<tandem::v1::KvSnapshotResponse>* FakeWorker::KvSnapshot(
+    grpc::CallbackServerContext*, const tandem::v1::KvSnapshotRequest*) {
+  return new ThreadedWriteReactor<tandem::v1::KvSnapshotResponse>(
+      [this](BlockingWriter<tandem::v1::KvSnapshotResponse>* writer) { return kvSnapshot(writer); });
+}
+
+grpc::Status FakeWorker::kvSnapshot(BlockingWriter<tandem::v1::KvSnapshotResponse>* writer) {
   ++snapshot_calls_;
   std::vector<tandem::v1::KvSnapshotResponse> parts;
   {
@@ -212,8 +291,12 @@ std::vector<std::chrono::steady_clock::time_point> FakeWorker::snapshotTimes() c
   return snapshot_times_;
 }
 
-grpc::Status FakeWorker::Stats(grpc::ServerContext* context, const tandem::v1::StatsRequest*,
-                               tandem::v1::WorkerStats* response) {
+grpc::ServerUnaryReactor* FakeWorker::Stats(grpc::CallbackServerContext* context, const tandem::v1::StatsRequest*,
+                                            tandem::v1::WorkerStats* response) {
+  return finished(context, stats(context, response));
+}
+
+grpc::Status FakeWorker::stats(grpc::ServerContextBase* context, tandem::v1::WorkerStats* response) {
   if (grpc::Status s = config_.auth->check(*context); !s.ok()) return s;
   if (fail_stats) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "scripted failure");
   std::lock_guard lock(mu_);
@@ -224,11 +307,11 @@ grpc::Status FakeWorker::Stats(grpc::ServerContext* context, const tandem::v1::S
   return grpc::Status::OK;
 }
 
-grpc::Status FakeWorker::Info(grpc::ServerContext* context, const tandem::v1::InfoRequest*,
-                              tandem::v1::WorkerInfo* response) {
-  if (grpc::Status s = config_.auth->check(*context); !s.ok()) return s;
+grpc::ServerUnaryReactor* FakeWorker::Info(grpc::CallbackServerContext* context, const tandem::v1::InfoRequest*,
+                                           tandem::v1::WorkerInfo* response) {
+  if (grpc::Status s = config_.auth->check(*context); !s.ok()) return finished(context, s);
   *response = info();
-  return grpc::Status::OK;
+  return finished(context, grpc::Status::OK);
 }
 
 }  // namespace tandem::router::cluster::testing

@@ -38,7 +38,19 @@ struct FakeWorkerConfig {
   grpc_util::ClusterAuthPtr auth = grpc_util::ClusterAuth::none();
 };
 
-class FakeWorker final : public tandem::v1::Worker::Service {
+// a server-streaming call's writer for the fake's blocking handlers: they
+// run on a thread of their own (FakeWorker serves the callback API: gRPC
+// 1.51's sync server can free a completion queue twice while it shuts down,
+// seen as aborts in these tests).
+template <typename Response>
+class BlockingWriter {
+ public:
+  virtual ~BlockingWriter() = default;
+  // writes `message` and waits for it to go out; false when the call is over.
+  virtual bool Write(const Response& message) = 0;
+};
+
+class FakeWorker final : public tandem::v1::Worker::CallbackService {
  public:
   explicit FakeWorker(FakeWorkerConfig config);
   ~FakeWorker() override;
@@ -73,22 +85,30 @@ class FakeWorker final : public tandem::v1::Worker::Service {
   // when each KvSnapshot call arrived, in order.
   std::vector<std::chrono::steady_clock::time_point> snapshotTimes() const;
 
-  // tandem::v1::Worker::Service
-  grpc::Status Generate(grpc::ServerContext* context, const tandem::v1::WorkerGenerateRequest* request,
-                        grpc::ServerWriter<tandem::v1::WorkerGenerateResponse>* writer) override;
-  grpc::Status Prefill(grpc::ServerContext* context, const tandem::v1::PrefillRequest* request,
-                       tandem::v1::PrefillResponse* response) override;
-  grpc::Status KvEvents(grpc::ServerContext* context, const tandem::v1::KvEventsRequest* request,
-                        grpc::ServerWriter<tandem::v1::KvEventBatch>* writer) override;
+  // tandem::v1::Worker::CallbackService
+  grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const tandem::v1::WorkerGenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Prefill(grpc::CallbackServerContext* context, const tandem::v1::PrefillRequest* request,
+                                    tandem::v1::PrefillResponse* response) override;
+  grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* KvEvents(grpc::CallbackServerContext* context,
+                                                                const tandem::v1::KvEventsRequest* request) override;
   // streams the stored blocks in parts of 16384, as the real worker does.
-  grpc::Status KvSnapshot(grpc::ServerContext* context, const tandem::v1::KvSnapshotRequest* request,
-                          grpc::ServerWriter<tandem::v1::KvSnapshotResponse>* writer) override;
-  grpc::Status Stats(grpc::ServerContext* context, const tandem::v1::StatsRequest* request,
-                     tandem::v1::WorkerStats* response) override;
-  grpc::Status Info(grpc::ServerContext* context, const tandem::v1::InfoRequest* request,
-                    tandem::v1::WorkerInfo* response) override;
+  grpc::ServerWriteReactor<tandem::v1::KvSnapshotResponse>* KvSnapshot(
+      grpc::CallbackServerContext* context, const tandem::v1::KvSnapshotRequest* request) override;
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context, const tandem::v1::StatsRequest* request,
+                                  tandem::v1::WorkerStats* response) override;
+  grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* context, const tandem::v1::InfoRequest* request,
+                                 tandem::v1::WorkerInfo* response) override;
 
  private:
+  // the blocking bodies of the streaming calls (on the call's own thread).
+  grpc::Status generate(grpc::ServerContextBase* context, const tandem::v1::WorkerGenerateRequest* request,
+                        BlockingWriter<tandem::v1::WorkerGenerateResponse>* writer);
+  grpc::Status kvEvents(grpc::ServerContextBase* context, const tandem::v1::KvEventsRequest* request,
+                        BlockingWriter<tandem::v1::KvEventBatch>* writer);
+  grpc::Status kvSnapshot(BlockingWriter<tandem::v1::KvSnapshotResponse>* writer);
+  grpc::Status stats(grpc::ServerContextBase* context, tandem::v1::WorkerStats* response);
+
   FakeWorkerConfig config_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
