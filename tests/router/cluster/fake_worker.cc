@@ -19,11 +19,13 @@ class ThreadedWriteReactor final : public grpc::ServerWriteReactor<Response>, pu
  public:
   using Handler = std::function<grpc::Status(BlockingWriter<Response>*)>;
 
-  explicit ThreadedWriteReactor(Handler handler) {
-    std::thread([this, handler = std::move(handler)] {
+  ThreadedWriteReactor(HandlerThreads* threads, Handler handler) {
+    threads->enter();
+    std::thread([this, threads, handler = std::move(handler)] {
       const grpc::Status status = handler(this);
       // nothing of this object is touched after Finish (OnDone may free it).
       this->Finish(status);
+      threads->leave();
     }).detach();
   }
 
@@ -65,6 +67,21 @@ grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* context, const g
 
 }  // namespace
 
+void HandlerThreads::enter() {
+  std::lock_guard lock(mu_);
+  ++running_;
+}
+
+void HandlerThreads::leave() {
+  std::lock_guard lock(mu_);
+  if (--running_ == 0) cv_.notify_all();
+}
+
+void HandlerThreads::waitIdle() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return running_ == 0; });
+}
+
 FakeWorker::FakeWorker(FakeWorkerConfig config) : config_(std::move(config)) {
   stats_.set_num_blocks(config_.num_blocks);
   stats_.set_num_free_blocks(config_.num_blocks);
@@ -89,6 +106,7 @@ void FakeWorker::shutdown() {
   // ms); the deadline only bounds a call that does not.
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server_->Wait();
+  handler_threads_.waitIdle();
   server_.reset();
 }
 
@@ -161,6 +179,7 @@ std::vector<tandem::v1::WorkerGenerateRequest> FakeWorker::generateRequests() co
 grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* FakeWorker::Generate(
     grpc::CallbackServerContext* context, const tandem::v1::WorkerGenerateRequest* request) {
   return new ThreadedWriteReactor<tandem::v1::WorkerGenerateResponse>(
+      &handler_threads_,
       [this, context, request](BlockingWriter<tandem::v1::WorkerGenerateResponse>* writer) {
         return generate(context, request, writer);
       });
@@ -210,6 +229,7 @@ grpc::ServerUnaryReactor* FakeWorker::Prefill(grpc::CallbackServerContext* conte
 grpc::ServerWriteReactor<tandem::v1::KvEventBatch>* FakeWorker::KvEvents(
     grpc::CallbackServerContext* context, const tandem::v1::KvEventsRequest* request) {
   return new ThreadedWriteReactor<tandem::v1::KvEventBatch>(
+      &handler_threads_,
       [this, context, request](BlockingWriter<tandem::v1::KvEventBatch>* writer) {
         return kvEvents(context, request, writer);
       });
@@ -255,6 +275,7 @@ grpc::Status FakeWorker::kvEvents(grpc::ServerContextBase* context, const tandem
 grpc::ServerWriteReactor<tandem::v1::KvSnapshotResponse>* FakeWorker::KvSnapshot(
     grpc::CallbackServerContext*, const tandem::v1::KvSnapshotRequest*) {
   return new ThreadedWriteReactor<tandem::v1::KvSnapshotResponse>(
+      &handler_threads_,
       [this](BlockingWriter<tandem::v1::KvSnapshotResponse>* writer) { return kvSnapshot(writer); });
 }
 

@@ -50,6 +50,21 @@ class BlockingWriter {
   virtual bool Write(const Response& message) = 0;
 };
 
+// the handler threads of a fake's streaming calls still running: a call's
+// Finish() may still be inside gRPC after the server's Wait() returned, so
+// the server is destroyed only once they are all out.
+class HandlerThreads {
+ public:
+  void enter();
+  void leave();
+  void waitIdle();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int running_ = 0;
+};
+
 class FakeWorker final : public tandem::v1::Worker::CallbackService {
  public:
   explicit FakeWorker(FakeWorkerConfig config);
@@ -113,6 +128,7 @@ class FakeWorker final : public tandem::v1::Worker::CallbackService {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
+  HandlerThreads handler_threads_;
 
   mutable std::mutex mu_;
   std::condition_variable events_cv_;
