@@ -203,13 +203,16 @@ void WorkerPool::pollOnce() {
     tandem::v1::WorkerStats stats;
     std::string address;
     std::string worker_id;  // empty: an Info call
+    uint64_t poll = 0;
   };
   std::vector<std::pair<std::shared_ptr<Call>, std::shared_ptr<tandem::v1::Worker::Stub>>> calls;
   {
     std::lock_guard lock(mu_);
+    const uint64_t poll = ++polls_;
     for (auto& [address, e] : workers_) {
       auto call = std::make_shared<Call>();
       call->address = address;
+      call->poll = poll;
       if (e.state.has_info) call->worker_id = e.state.info.worker_id();
       call->context.set_deadline(std::chrono::system_clock::now() + options_.rpc_deadline);
       calls.emplace_back(std::move(call), currentStubLocked(e));
@@ -224,13 +227,14 @@ void WorkerPool::pollOnce() {
     if (call->worker_id.empty()) {
       stub->async()->Info(&call->context, &call->info_request, &call->info,
                           [this, call, latch](grpc::Status status) {
-                            onInfo(call->address, status.ok(), call->info);
+                            onInfo(call->address, call->poll, status.ok(), call->info);
                             latch->done();
                           });
     } else {
       stub->async()->Stats(&call->context, &call->stats_request, &call->stats,
                            [this, call, latch](grpc::Status status) {
-                             onStats(call->address, call->worker_id, status.ok(), call->stats);
+                             onStats(call->address, call->poll, call->worker_id, status.ok(),
+                                     call->stats);
                              latch->done();
                            });
     }
@@ -243,11 +247,19 @@ void WorkerPool::pollOnce() {
   publishMetricsLocked();
 }
 
-void WorkerPool::onInfo(const std::string& address, bool ok, const tandem::v1::WorkerInfo& info) {
+bool WorkerPool::takeAnswerLocked(Entry& e, uint64_t poll) {
+  if (poll < e.answered_poll) return false;
+  e.answered_poll = poll;
+  return true;
+}
+
+void WorkerPool::onInfo(const std::string& address, uint64_t poll, bool ok,
+                        const tandem::v1::WorkerInfo& info) {
   std::lock_guard lock(mu_);
   auto it = workers_.find(address);
   if (it == workers_.end()) return;
   Entry& e = it->second;
+  if (!takeAnswerLocked(e, poll)) return;
   // the worker's own view of its address may differ (0.0.0.0); it is
   // checked, then replaced by the one we reach it at.
   if (!ok || !checkWorkerInfo(info).ok() || !checkModelLocked(info).ok()) {
@@ -262,14 +274,15 @@ void WorkerPool::onInfo(const std::string& address, bool ok, const tandem::v1::W
   // healthy once its Stats answer.
 }
 
-void WorkerPool::onStats(const std::string& address, const std::string& worker_id, bool ok,
-                         const tandem::v1::WorkerStats& stats) {
+void WorkerPool::onStats(const std::string& address, uint64_t poll, const std::string& worker_id,
+                         bool ok, const tandem::v1::WorkerStats& stats) {
   std::lock_guard lock(mu_);
   auto it = workers_.find(address);
   if (it == workers_.end()) return;
   Entry& e = it->second;
   // the entry was replaced (re-registration) while the call was out.
   if (!e.state.has_info || e.state.info.worker_id() != worker_id) return;
+  if (!takeAnswerLocked(e, poll)) return;
   // stats out of range (a negative load would attract every request)
   // count as a failed poll.
   if (!ok || !checkWorkerStats(stats).ok()) {

@@ -139,6 +139,9 @@ class WorkerPool {
     std::chrono::steady_clock::time_point unhealthy_since;
     std::shared_ptr<tandem::v1::Worker::Stub> stub;
     uint64_t stub_tls_generation = 0;  // options_.auth->tlsGeneration() when stub was made
+    // the poll whose answer was last applied: an answer from an older poll
+    // that arrives later (pollOnce runs on the poller and on demand) is stale.
+    uint64_t answered_poll = 0;
   };
 
   // a stub over a new channel to `address` (options_.auth).
@@ -152,8 +155,10 @@ class WorkerPool {
   void setHealthyLocked(Entry& e, bool healthy);
   void dropStaleLocked();
   void publishMetricsLocked();
-  void onInfo(const std::string& address, bool ok, const tandem::v1::WorkerInfo& info);
-  void onStats(const std::string& address, const std::string& worker_id, bool ok,
+  // mu_ held. False when an answer from a poll after `poll` was applied to e.
+  static bool takeAnswerLocked(Entry& e, uint64_t poll);
+  void onInfo(const std::string& address, uint64_t poll, bool ok, const tandem::v1::WorkerInfo& info);
+  void onStats(const std::string& address, uint64_t poll, const std::string& worker_id, bool ok,
                const tandem::v1::WorkerStats& stats);
 
   const WorkerPoolOptions options_;
@@ -162,6 +167,7 @@ class WorkerPool {
   std::map<std::string, Entry> workers_;  // by address; guarded by mu_
   std::unique_ptr<TimerQueue> poller_;    // while started; guarded by mu_
   std::string model_name_;                // "" until setModelName; guarded by mu_
+  uint64_t polls_ = 0;                    // pollOnce calls begun; guarded by mu_
 };
 
 }  // namespace tandem::router::cluster

@@ -102,6 +102,8 @@ void FakeWorker::shutdown() {
   if (server_ == nullptr) return;
   stopping_ = true;
   events_cv_.notify_all();
+  holdStats(false);
+  releaseStats();
   // the handlers see stopping_ and end their calls within a slice (5-20
   // ms); the deadline only bounds a call that does not.
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -314,7 +316,30 @@ std::vector<std::chrono::steady_clock::time_point> FakeWorker::snapshotTimes() c
 
 grpc::ServerUnaryReactor* FakeWorker::Stats(grpc::CallbackServerContext* context, const tandem::v1::StatsRequest*,
                                             tandem::v1::WorkerStats* response) {
-  return finished(context, stats(context, response));
+  grpc::Status status = stats(context, response);
+  std::lock_guard lock(mu_);
+  if (!status.ok() || !hold_stats_) return finished(context, status);
+  held_stats_.push_back(context->DefaultReactor());
+  return held_stats_.back();
+}
+
+void FakeWorker::holdStats(bool hold) {
+  std::lock_guard lock(mu_);
+  hold_stats_ = hold;
+}
+
+void FakeWorker::releaseStats() {
+  std::vector<grpc::ServerUnaryReactor*> held;
+  {
+    std::lock_guard lock(mu_);
+    held.swap(held_stats_);
+  }
+  for (grpc::ServerUnaryReactor* reactor : held) reactor->Finish(grpc::Status::OK);
+}
+
+int FakeWorker::heldStats() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(held_stats_.size());
 }
 
 grpc::Status FakeWorker::stats(grpc::ServerContextBase* context, tandem::v1::WorkerStats* response) {

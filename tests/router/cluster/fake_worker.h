@@ -87,6 +87,11 @@ class FakeWorker final : public tandem::v1::Worker::CallbackService {
   std::atomic<bool> out_of_range_once{false};
   // every KvEvents call answers OUT_OF_RANGE (a worker that keeps forcing resyncs).
   std::atomic<bool> out_of_range_always{false};
+  // while held, a Stats call takes its answer when it arrives but is only
+  // answered by releaseStats() (an answer overtaken by a later poll's).
+  void holdStats(bool hold);
+  void releaseStats();
+  int heldStats() const;
   // a new incarnation: new worker_id, KV state and event ids from 1.
   void restartAs(const std::string& worker_id);
   // appends events (ids assigned in order unless `skip` ids are left out first).
@@ -138,6 +143,8 @@ class FakeWorker final : public tandem::v1::Worker::CallbackService {
   uint64_t last_event_id_ = 0;                              // guarded by mu_
   std::vector<tandem::v1::WorkerGenerateRequest> requests_; // guarded by mu_
   std::vector<std::chrono::steady_clock::time_point> snapshot_times_;  // guarded by mu_
+  bool hold_stats_ = false;                                 // guarded by mu_
+  std::vector<grpc::ServerUnaryReactor*> held_stats_;       // guarded by mu_
   std::atomic<int> cancelled_generates_{0};
   std::atomic<int> snapshot_calls_{0};
 };

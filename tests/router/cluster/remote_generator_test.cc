@@ -378,7 +378,8 @@ TEST_F(RemoteGeneratorTest, ShedsWhatNoWorkerCanStartWithinTheTtftSloAndCountsDe
   // once a worker drains, requests go through and count as decisions.
   d2_.setStats(0, 0, 1000, 0);
   pool_->pollOnce();
-  ASSERT_TRUE(submit(5, 6, &out).ok());
+  id = submit(5, 6, &out);
+  ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1; }));
   // labels outcome, policy: the first is the outcome (no worker held the prompt).
   EXPECT_EQ(counter("tandem:router_route_decisions_total", "cold"), 1);
