@@ -39,7 +39,7 @@ struct alignas(32) ActBlock256 {
 // grouped k-quants (whose 16 registers then spill some sums to L1, which
 // costs less than unpacking and transposing each block for 4 rows); 4 with
 // AVX-VNNI's 16.
-inline constexpr int kDotRows = 8;
+inline constexpr int kDotRows = 16;
 
 // out[r] = dot of one weight row of n values (its blocks at w) with the
 // activation row r quantized to the matching block kind, for r in
@@ -47,6 +47,18 @@ inline constexpr int kDotRows = 8;
 template <typename ActBlock>
 using DotRowsFn = void (*)(const void* w, const ActBlock* x, int64_t x_stride, int rows, int64_t n,
                            float* out);
+
+// a tile of dots: out[c * out_stride + r] = dot of weight row c (its blocks
+// at w[c]) with activation row r, for c in [0, weights), weights in [1,
+// kTileWeights], r in [0, rows), rows in [1, kTileRows]; n a multiple of
+// 256. Several weight rows share each activation load (a register tile of
+// weight rows x activation rows), where a DotRowsFn call loads every
+// activation value once per weight row. Bit for bit the table's DotRowsFn.
+inline constexpr int kTileWeights = 4;
+inline constexpr int kTileRows = 16;
+template <typename ActBlock>
+using DotTileFn = void (*)(const void* const* w, int weights, const ActBlock* x, int64_t x_stride, int rows,
+                           int64_t n, float* out, int64_t out_stride);
 
 struct QuantDotTable {
   // the dense level the table goes with; `vnni` when its byte products use
@@ -82,7 +94,13 @@ struct QuantDotTable {
   // another, else null: AVX2's grouped q8_0/q4_0 dots transpose each run of
   // 8 weight blocks per call, which 8 rows repay and one row does not.
   const QuantDotTable* single_row = nullptr;
+  // tiles for batches of at least kTileMinRows rows where the table has
+  // them (AVX512-VNNI's q8_0 and q4_0), else null.
+  DotTileFn<ActBlock32> tileQ8_0 = nullptr;
+  DotTileFn<ActBlock32> tileQ4_0 = nullptr;
 };
+
+inline constexpr int kTileMinRows = 4;
 
 const QuantDotTable& scalarQuantDots();
 // AVX2 (maddubs + madd); scalarQuantDots() where the build is not x86-64.

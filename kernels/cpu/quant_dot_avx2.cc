@@ -21,6 +21,7 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 
 constexpr bool kUnsignedAct32 = false;
 constexpr bool kGroupedAct32 = true;
+constexpr bool kTile32 = false;
 constexpr bool kGroupedAct256 = true;
 #include "kernels/cpu/quant_dot_x86.h"
 

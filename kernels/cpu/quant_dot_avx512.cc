@@ -21,13 +21,14 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(a
 
 constexpr bool kUnsignedAct32 = true;
 constexpr bool kGroupedAct32 = true;
+constexpr bool kTile32 = true;
 constexpr bool kGroupedAct256 = true;
 #include "kernels/cpu/quant_dot_x86.h"
 
 }  // namespace
 
 const QuantDotTable& avx512VnniQuantDots() {
-  static const QuantDotTable table = makeTable<8>(SimdLevel::kAvx512, true);
+  static const QuantDotTable table = makeTable<16>(SimdLevel::kAvx512, true);
   return processorHasAvx512Vnni() ? table : avxVnniQuantDots();
 }
 

@@ -19,6 +19,7 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi
 
 constexpr bool kUnsignedAct32 = true;
 constexpr bool kGroupedAct32 = false;
+constexpr bool kTile32 = false;
 constexpr bool kGroupedAct256 = false;
 #include "kernels/cpu/quant_dot_x86.h"
 

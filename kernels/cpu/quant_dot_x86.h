@@ -68,6 +68,9 @@ void hsumRows(const __m256* acc, float* out) {
     const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),
                                       _mm256_shuffle_ps(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1)));
     _mm256_storeu_ps(out, sums);
+  } else if constexpr (R == 16) {
+    hsumRows<8>(acc, out);
+    hsumRows<8>(acc + 8, out + 8);
   } else {
     for (int r = 0; r < R; ++r) out[r] = hsum(acc[r]);
   }
@@ -194,20 +197,31 @@ void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n
           static_cast<short>(b[i + 6].d), static_cast<short>(b[i + 7].d)));
       if constexpr (kUnsignedAct32) {
         // -128 * each block's weight sum, in its lane
-        __m256i corr = _mm256_setzero_si256();
-        for (int t = 0; t < 8; ++t) corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), wt[t]);
-        const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
-        for (int r = 0; r < R; ++r) {
-          const char* run = reinterpret_cast<const char*>(x + r * x_stride + i);
-          // two chains of 4 steps (VPDPBUSD's latency)
-          __m256i s = start, s2 = _mm256_setzero_si256();
-          for (int t = 0; t < 8; t += 2) {
-            s = dpbusd(s, load32(run + 32 + 32 * t), wt[t]);
-            s2 = dpbusd(s2, load32(run + 64 + 32 * t), wt[t + 1]);
+        __m256i corr = _mm256_setzero_si256(), corr2 = _mm256_setzero_si256();
+        for (int t = 0; t < 8; t += 2) {
+          corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), wt[t]);
+          corr2 = dpbusd(corr2, _mm256_set1_epi8(char(0x80)), wt[t + 1]);
+        }
+        const __m256i start = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(corr, corr2));
+        // steps outer, rows inner, 8 rows at a time (R rows where R > 8 is
+        // no multiple of 8): independent chains, VPDPBUSD's latency hidden
+        // by the rows; `start` is added after them (they need not wait)
+        constexpr int kChains = R <= 8 || R % 8 != 0 ? R : 8;
+        for (int r0 = 0; r0 < R; r0 += kChains) {
+          __m256i s[kChains];
+          for (int c = 0; c < kChains; ++c) s[c] = _mm256_setzero_si256();
+          for (int t = 0; t < 8; ++t) {
+            for (int c = 0; c < kChains; ++c) {
+              const char* run = reinterpret_cast<const char*>(x + (r0 + c) * x_stride + i);
+              s[c] = dpbusd(s[c], load32(run + 32 + 32 * t), wt[t]);
+            }
           }
-          s = _mm256_add_epi32(s, s2);
-          const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(run));
-          accg[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(s), accg[r]);
+          for (int c = 0; c < kChains; ++c) {
+            const char* run = reinterpret_cast<const char*>(x + (r0 + c) * x_stride + i);
+            const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(run));
+            accg[r0 + c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(_mm256_add_epi32(s[c], start)),
+                                           accg[r0 + c]);
+          }
         }
       } else {
         // the sign trick a step: |w| once a call, x * sign(w) per row
@@ -263,6 +277,128 @@ __m256i q4_0Bytes(const BlockQ4_0& b) {
       _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1),
       _mm256_set1_epi8(0xF));
   return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
+}
+
+// Tiles (QuantDotTable::tileQ8_0, tileQ4_0; kTile32: with kGroupedAct32
+// and kUnsignedAct32): a chunk of each weight row's runs is unpacked and
+// transposed once into Run scratch (its values as dotSigned32 transposes
+// them, the d's as floats, the -128 * weight sums), then every register
+// tile of XN activation rows x WN weight rows loads each activation step
+// once for WN weight rows (dotSigned32 loads it once a weight row: the
+// load ports, not VPDPBUSD, bounded it). The lanes' integer sums and the
+// float steps are dotSigned32's, so the numbers are.
+struct alignas(32) Run32 {
+  __m256i v[8];
+  __m256 dw;
+  __m256i start;
+};
+
+// runs a chunk of weight rows is unpacked by (in L1 with the activations'
+// steps: 4 rows x 8 runs x 320 bytes).
+constexpr int64_t kTileChunkRuns = 8;
+
+template <typename Block, __m256i (*weightBytes)(const Block&)>
+void packRun32(const Block* b, Run32* out) {
+  __m256i wt[8];
+  for (int j = 0; j < 8; ++j) wt[j] = weightBytes(b[j]);
+  transpose8x32(wt);
+  __m256i corr = _mm256_setzero_si256(), corr2 = _mm256_setzero_si256();
+  for (int t = 0; t < 8; t += 2) {
+    corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), wt[t]);
+    corr2 = dpbusd(corr2, _mm256_set1_epi8(char(0x80)), wt[t + 1]);
+  }
+  for (int t = 0; t < 8; ++t) out->v[t] = wt[t];
+  out->start = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(corr, corr2));
+  out->dw = _mm256_cvtph_ps(_mm_setr_epi16(
+      static_cast<short>(b[0].d), static_cast<short>(b[1].d), static_cast<short>(b[2].d),
+      static_cast<short>(b[3].d), static_cast<short>(b[4].d), static_cast<short>(b[5].d),
+      static_cast<short>(b[6].d), static_cast<short>(b[7].d)));
+}
+
+// activation rows [r0, r0 + XN) x WN weight rows over `runs` packed runs
+// (pack[w * kTileChunkRuns + g]) from activation block i0.
+template <int WN, int XN>
+inline __attribute__((always_inline)) void tileRuns32(const Run32* pack, int64_t runs, const ActBlock32* x,
+                                                      int64_t x_stride, int r0, int64_t i0, __m256* facc) {
+  // the float sums in registers for the chunk's runs
+  __m256 fa[WN][XN];
+  for (int w = 0; w < WN; ++w) {
+    for (int c = 0; c < XN; ++c) fa[w][c] = facc[w * kTileRows + r0 + c];
+  }
+  for (int64_t g = 0; g < runs; ++g) {
+    const char* xr[XN];
+    for (int c = 0; c < XN; ++c) xr[c] = reinterpret_cast<const char*>(x + (r0 + c) * x_stride + i0 + 8 * g);
+    __m256i s[WN][XN];
+    for (int w = 0; w < WN; ++w) {
+      for (int c = 0; c < XN; ++c) s[w][c] = _mm256_setzero_si256();
+    }
+    for (int t = 0; t < 8; ++t) {
+      __m256i xv[XN];
+      for (int c = 0; c < XN; ++c) xv[c] = load32(xr[c] + 32 + 32 * t);
+      for (int w = 0; w < WN; ++w) {
+        const __m256i wv = pack[w * kTileChunkRuns + g].v[t];
+        for (int c = 0; c < XN; ++c) s[w][c] = dpbusd(s[w][c], xv[c], wv);
+      }
+    }
+    for (int c = 0; c < XN; ++c) {
+      const __m256 dx = _mm256_loadu_ps(reinterpret_cast<const float*>(xr[c]));
+      for (int w = 0; w < WN; ++w) {
+        const Run32& p = pack[w * kTileChunkRuns + g];
+        fa[w][c] = _mm256_fmadd_ps(_mm256_mul_ps(p.dw, dx), _mm256_cvtepi32_ps(_mm256_add_epi32(s[w][c], p.start)),
+                                   fa[w][c]);
+      }
+    }
+  }
+  for (int w = 0; w < WN; ++w) {
+    for (int c = 0; c < XN; ++c) facc[w * kTileRows + r0 + c] = fa[w][c];
+  }
+}
+
+template <int WN, typename Block, __m256i (*weightBytes)(const Block&)>
+void tileSigned32(const void* const* w, const ActBlock32* x, int64_t x_stride, int rows, int64_t n, float* out,
+                  int64_t out_stride) {
+  Run32 pack[WN * kTileChunkRuns];
+  __m256 facc[WN * kTileRows];
+  for (int j = 0; j < WN * kTileRows; ++j) facc[j] = _mm256_setzero_ps();
+  const int64_t runs = n / 256;
+  for (int64_t g0 = 0; g0 < runs; g0 += kTileChunkRuns) {
+    const int64_t chunk = runs - g0 < kTileChunkRuns ? runs - g0 : kTileChunkRuns;
+    for (int v = 0; v < WN; ++v) {
+      const auto* b = static_cast<const Block*>(w[v]) + 8 * g0;
+      for (int64_t g = 0; g < chunk; ++g) packRun32<Block, weightBytes>(b + 8 * g, &pack[v * kTileChunkRuns + g]);
+    }
+    int r0 = 0;
+    for (; r0 + 3 <= rows; r0 += 3) tileRuns32<WN, 3>(pack, chunk, x, x_stride, r0, 8 * g0, facc);
+    switch (rows - r0) {
+      case 2: tileRuns32<WN, 2>(pack, chunk, x, x_stride, r0, 8 * g0, facc); break;
+      case 1: tileRuns32<WN, 1>(pack, chunk, x, x_stride, r0, 8 * g0, facc); break;
+      default: break;
+    }
+  }
+  for (int v = 0; v < WN; ++v) {
+    for (int r = 0; r < rows; ++r) out[v * out_stride + r] = hsum(facc[v * kTileRows + r]);
+  }
+}
+
+template <typename Block, __m256i (*weightBytes)(const Block&)>
+void tile32(const void* const* w, int weights, const ActBlock32* x, int64_t x_stride, int rows, int64_t n,
+            float* out, int64_t out_stride) {
+  switch (weights) {
+    case 4: tileSigned32<4, Block, weightBytes>(w, x, x_stride, rows, n, out, out_stride); break;
+    case 3: tileSigned32<3, Block, weightBytes>(w, x, x_stride, rows, n, out, out_stride); break;
+    case 2: tileSigned32<2, Block, weightBytes>(w, x, x_stride, rows, n, out, out_stride); break;
+    default: tileSigned32<1, Block, weightBytes>(w, x, x_stride, rows, n, out, out_stride); break;
+  }
+}
+
+// the table's tile where kTile32 (not instantiated elsewhere).
+template <typename Block, __m256i (*weightBytes)(const Block&)>
+constexpr DotTileFn<ActBlock32> tileOrNull() {
+  if constexpr (kTile32) {
+    return tile32<Block, weightBytes>;
+  } else {
+    return nullptr;
+  }
 }
 
 // the 8 6-bit scales and mins of a q4_k block (scaleMinK4's layout)
@@ -554,5 +690,7 @@ QuantDotTable makeTable(SimdLevel level, bool vnni, const QuantDotTable* single_
           dotRows<MaxRows, ActBlock32, Signed32<Grouped32>::template Q4_0>,
           dotRows<MaxRows, ActBlock256, Q4_KKernel>,
           dotRows<MaxRows, ActBlock256, Q6_KKernel>,
-          single_row};
+          single_row,
+          tileOrNull<BlockQ8_0, q8_0Bytes>(),
+          tileOrNull<BlockQ4_0, q4_0Bytes>()};
 }

@@ -75,29 +75,43 @@ void storeOutTile(const float (*tile)[kQuantDotMaxRows], int64_t cols, const flo
 
 // y rows [0, m) x weight rows [n_begin, n_end): each weight row is read from
 // memory once and its blocks unpacked once per `max_rows` (the table's rows)
-// rows of x.
+// rows of x; with a `tile` (and at least kTileMinRows rows of x), once for
+// all rows, and kOutTileCols weight rows share each load of x.
 template <typename ActBlock>
-void dotRowRange(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, const ActBlock* xq,
-             int64_t n_begin, int64_t n_end) {
+void dotRowRange(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, DotTileFn<ActBlock> tile,
+                 const ActBlock* xq, int64_t n_begin, int64_t n_end) {
+  static_assert(kOutTileCols == kTileWeights && kQuantDotMaxRows <= kTileRows);
   const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
   const auto* w = static_cast<const char*>(a.w);
   const int64_t x_blocks = a.k / (usesBlock256(a.w_dtype) ? 256 : 32);
-  alignas(16) float tile[kOutTileCols][kQuantDotMaxRows];
+  alignas(16) float tile_out[kOutTileCols][kQuantDotMaxRows];
+  const bool tiled = tile != nullptr && a.m >= kTileMinRows && a.k % 256 == 0;
   for (int64_t j0 = n_begin; j0 < n_end; j0 += kOutTileCols) {
     const int64_t cols = std::min(kOutTileCols, n_end - j0);
+    if (tiled) {
+      const void* rows[kOutTileCols];
+      for (int64_t c = 0; c < cols; ++c) rows[c] = w + (j0 + c) * row_bytes;
+      tile(rows, static_cast<int>(cols), xq, x_blocks, static_cast<int>(a.m), a.k, tile_out[0], kQuantDotMaxRows);
+      storeOutTile(tile_out, cols, a.bias, a.m, a.y, a.n, j0);
+      continue;
+    }
     for (int64_t c = 0; c < cols; ++c) {
       const void* wr = w + (j0 + c) * row_bytes;
       for (int64_t r0 = 0; r0 < a.m; r0 += max_rows) {
         const int rows = static_cast<int>(std::min<int64_t>(max_rows, a.m - r0));
-        dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, tile[c] + r0);
+        dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, tile_out[c] + r0);
       }
     }
-    storeOutTile(tile, cols, a.bias, a.m, a.y, a.n, j0);
+    storeOutTile(tile_out, cols, a.bias, a.m, a.y, a.n, j0);
   }
 }
 
 DotRowsFn<ActBlock32> dot32For(const QuantDotTable& dots, DType t) {
   return t == DType::kQ8_0 ? dots.dotQ8_0 : dots.dotQ4_0;
+}
+
+DotTileFn<ActBlock32> tile32For(const QuantDotTable& dots, DType t) {
+  return t == DType::kQ8_0 ? dots.tileQ8_0 : dots.tileQ4_0;
 }
 
 DotRowsFn<ActBlock256> dot256For(const QuantDotTable& dots, DType t) {
@@ -202,9 +216,9 @@ void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dens
   // a weight's rows [begin, end)
   const auto run = [&](const MatmulArgs& a, int64_t begin, int64_t end) {
     if (block256) {
-      dotRowRange(a, dot256For(dots, a.w_dtype), dots.rows, x256, begin, end);
+      dotRowRange(a, dot256For(dots, a.w_dtype), dots.rows, DotTileFn<ActBlock256>{}, x256, begin, end);
     } else {
-      dotRowRange(a, dot32For(dots, a.w_dtype), dots.rows, x32, begin, end);
+      dotRowRange(a, dot32For(dots, a.w_dtype), dots.rows, tile32For(dots, a.w_dtype), x32, begin, end);
     }
   };
   if (threads == 1 || work < (1 << 16)) {

@@ -228,6 +228,49 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
   }
 }
 
+// a table's tiles give its dot calls' numbers bit for bit: every count of
+// weight rows and of activation rows, and k past a chunk of packed runs.
+TEST(QuantDotTablesTest, TilesAreTheDotsBitForBit) {
+  int tested = 0;
+  for (const QuantDotTable* v : runnableTables()) {
+    SCOPED_TRACE(std::string(simdLevelName(v->level)) + (v->vnni ? "+vnni" : ""));
+    for (int64_t k : {int64_t{256}, int64_t{2304}}) {
+      const std::vector<float> x = randomValues(kTileRows * k, 7);
+      std::vector<ActBlock32> xq(kTileRows * k / 32);
+      for (int r = 0; r < kTileRows; ++r) v->quantize32(x.data() + r * k, xq.data() + r * (k / 32), k);
+      for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+        const DotTileFn<ActBlock32> tile = t == DType::kQ8_0 ? v->tileQ8_0 : v->tileQ4_0;
+        if (tile == nullptr) continue;
+        const DotRowsFn<ActBlock32> dot = t == DType::kQ8_0 ? v->dotQ8_0 : v->dotQ4_0;
+        const size_t row_bytes = rowBytes(t, k);
+        std::vector<char> wq(row_bytes * kTileWeights);
+        const std::vector<float> w = randomValues(kTileWeights * k, 8);
+        for (int c = 0; c < kTileWeights; ++c) quant::quantizeRow(t, w.data() + c * k, wq.data() + c * row_bytes, k);
+        const void* rows_w[kTileWeights];
+        for (int c = 0; c < kTileWeights; ++c) rows_w[c] = wq.data() + c * row_bytes;
+        for (int weights = 1; weights <= kTileWeights; ++weights) {
+          for (int rows = 1; rows <= kTileRows; ++rows) {
+            std::vector<float> got(kTileWeights * kTileRows, -1.0f);
+            tile(rows_w, weights, xq.data(), k / 32, rows, k, got.data(), kTileRows);
+            for (int c = 0; c < weights; ++c) {
+              std::vector<float> want(rows);
+              for (int r0 = 0; r0 < rows; r0 += v->rows) {
+                dot(rows_w[c], xq.data() + r0 * (k / 32), k / 32, std::min(v->rows, rows - r0), k, want.data() + r0);
+              }
+              for (int r = 0; r < rows; ++r) {
+                ASSERT_EQ(got[c * kTileRows + r], want[r]) << dtypeName(t) << " k " << k << " weights " << weights
+                                                          << " rows " << rows << " weight " << c << " row " << r;
+              }
+            }
+            ++tested;
+          }
+        }
+      }
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "no table with tiles runs here";
+}
+
 // a weight of n rows of k values quantized to `dtype`.
 std::vector<char> quantizedWeight(DType dtype, int64_t n, int64_t k, uint32_t seed) {
   const std::vector<float> w = randomValues(n * k, seed);
