@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/quant_blocks.h"
