@@ -17,7 +17,10 @@ std::string fetchedDataDir();
 // the build tree (the tandem binary is <build>/tandem).
 std::string binaryDir();
 std::string tandemBinary();
-// a fresh empty directory under the system temp dir, unique per call.
+// a fresh empty directory under the system temp dir, unique per call. The
+// process that made it removes it, with all it holds, when it exits normally
+// (a test that forgets, or fails before its TearDown, leaves nothing behind;
+// a forked child that exits does not remove its parent's directories).
 std::string makeTempDir();
 
 }  // namespace tandem::testing
