@@ -22,6 +22,9 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 constexpr bool kUnsignedAct32 = false;
 constexpr bool kGroupedAct32 = true;
 constexpr bool kTile32 = false;
+// maddubs q8_0/q4_0 dots are no faster than the F32 gemm; the k-quants are
+constexpr bool kPrefill32 = false;
+constexpr bool kPrefill256 = true;
 constexpr bool kGroupedAct256 = true;
 #include "kernels/cpu/quant_dot_x86.h"
 

@@ -20,6 +20,9 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi
 constexpr bool kUnsignedAct32 = true;
 constexpr bool kGroupedAct32 = false;
 constexpr bool kTile32 = false;
+// not measured (no processor with avxvnni at hand): the dense gemm, as before
+constexpr bool kPrefill32 = false;
+constexpr bool kPrefill256 = false;
 constexpr bool kGroupedAct256 = false;
 #include "kernels/cpu/quant_dot_x86.h"
 

@@ -19,6 +19,8 @@
 // with one multiply, conversion and FMA per 8 blocks (instead of per
 // block): the scalar table's arithmetic per block. Without kUnsignedAct32
 // each step takes the sign trick (|w| made once a call).
+//   constexpr bool kTile32, kPrefill32, kPrefill256
+// the table's tiles and prefill flags (quant_dot.h); and
 //   constexpr bool kGroupedAct256
 // where the k-quant activations are transposed the same way (x256_grouped):
 // lane j sums sub-block j, which takes its scale per lane (dotQ4_KGrouped,
@@ -692,5 +694,7 @@ QuantDotTable makeTable(SimdLevel level, bool vnni, const QuantDotTable* single_
           dotRows<MaxRows, ActBlock256, Q6_KKernel>,
           single_row,
           tileOrNull<BlockQ8_0, q8_0Bytes>(),
-          tileOrNull<BlockQ4_0, q4_0Bytes>()};
+          tileOrNull<BlockQ4_0, q4_0Bytes>(),
+          kPrefill32,
+          kPrefill256};
 }

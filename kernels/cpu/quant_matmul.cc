@@ -155,6 +155,52 @@ void panelGemm(const MatmulArgs& a, const KernelTable& dense, int64_t n_begin, i
   }
 }
 
+// the prefill path of the integer dots: x quantized once, then each task a
+// panel of weight rows against every group of kQuantDotMaxRows rows of x in
+// turn (the panel stays in L2 and a group of x in L1 while the dots, or
+// the tiles, sweep it).
+void prefillDots(const MatmulArgs& a, const QuantDotTable& dots, int threads, const ParallelTasks& parallel) {
+  const bool block256 = usesBlock256(a.w_dtype);
+  const int64_t x_blocks = a.k / (block256 ? 256 : 32);
+  const size_t x_bytes = static_cast<size_t>(a.m * x_blocks) * (block256 ? sizeof(ActBlock256) : sizeof(ActBlock32));
+  AlignedBytes x_buffer(x_bytes);
+  auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
+  auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
+  const int64_t panels = (a.n + kPanelRows - 1) / kPanelRows;
+  const int64_t per_task_q = std::max<int64_t>(1, (a.m + threads * 4 - 1) / (threads * 4));
+  // the rows of x, quantized by the tasks
+  parallel(static_cast<int>((a.m + per_task_q - 1) / per_task_q), [&](int t) {
+    for (int64_t r = t * per_task_q; r < std::min(a.m, (t + 1) * per_task_q); ++r) {
+      if (block256) {
+        dots.quantize256(a.x + r * a.k, x256 + r * x_blocks, a.k);
+      } else {
+        dots.quantize32(a.x + r * a.k, x32 + r * x_blocks, a.k);
+      }
+    }
+  });
+  const int64_t per_task = std::max<int64_t>(1, panels / (int64_t{threads} * 4));
+  const int tasks = static_cast<int>((panels + per_task - 1) / per_task);
+  parallel(tasks, [&](int t) {
+    const int64_t begin = t * per_task * kPanelRows;
+    const int64_t end = std::min(a.n, begin + per_task * kPanelRows);
+    for (int64_t p = begin; p < end; p += kPanelRows) {
+      for (int64_t r0 = 0; r0 < a.m; r0 += kQuantDotMaxRows) {
+        MatmulArgs sub = a;
+        sub.m = std::min(kQuantDotMaxRows, a.m - r0);
+        sub.y = a.y + r0 * a.n;
+        const int64_t p_end = std::min(end, p + kPanelRows);
+        if (block256) {
+          dotRowRange(sub, dot256For(dots, a.w_dtype), dots.rows, DotTileFn<ActBlock256>{}, x256 + r0 * x_blocks, p,
+                      p_end);
+        } else {
+          dotRowRange(sub, dot32For(dots, a.w_dtype), dots.rows, tile32For(dots, a.w_dtype), x32 + r0 * x_blocks, p,
+                      p_end);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 bool canGroupQuantMatmuls(std::span<const MatmulArgs> group) {
@@ -175,6 +221,11 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   if (args.m == 0 || args.n == 0) return;
   if (args.m <= kQuantDotMaxRows) {
     quantMatmulGroup({&args, 1}, dense, threads, parallel);
+    return;
+  }
+  const QuantDotTable& dots = quantDotsFor(dense.level);
+  if (usesBlock256(args.w_dtype) ? dots.prefill256 : dots.prefill32) {
+    prefillDots(args, dots, threads, parallel);
     return;
   }
   const int64_t panels = (args.n + kPanelRows - 1) / kPanelRows;

@@ -3,9 +3,11 @@
 // blocks once per call and each weight row is dotted in integers
 // (quant_dot.h), read from memory once for all rows of x and each of its
 // blocks unpacked once per dot call's rows of x (QuantDotTable::rows). Many rows
-// (prefill): each task dequantizes a panel of weight rows to F32 once and
-// runs the dense F32 kernel on it, so a panel's conversion is shared by every
-// row of x.
+// (prefill): where the table's dots are the faster (QuantDotTable::prefill32,
+// prefill256), the same dots, each task a panel of weight rows against
+// every kQuantDotMaxRows rows of x in turn; else each task dequantizes a
+// panel of weight rows to F32 once and runs the dense F32 kernel on it, so
+// a panel's conversion is shared by every row of x.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +21,9 @@ namespace tandem::kernels::cpu {
 // runs fn(task) for every task in [0, count), possibly in parallel.
 using ParallelTasks = std::function<void(int count, const std::function<void(int task)>& fn)>;
 
-// rows of x up to which the integer-dot path runs; above it, dequantized
-// panels and the dense gemm.
+// rows of x up to which the integer-dot path runs as one job; above it,
+// prefill (the dots a group of this many rows at a time, or dequantized
+// panels and the dense gemm).
 inline constexpr int64_t kQuantDotMaxRows = 16;
 
 // args.w_dtype must be quantized and args.k a multiple of its block size.

@@ -2,6 +2,7 @@
 // q6_k) against dequantizeRow() followed by an exact F32 matmul, at every
 // simd level this processor has (avx512 with its AVX512-VNNI dots), on decode (integer dots over 8-bit
 // activations) and prefill (dequantized panels + the dense gemm) shapes.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -46,7 +47,9 @@ class QuantMatmulTest : public testing::TestWithParam<Case> {};
 // The integer path rounds each activation to its block's 8-bit grid: the
 // error of x[k] is at most amax(block of k) / 254 (half a step of amax/127),
 // so |y - y_exact| <= sum_k |w[k]| * amax(block(k)) / 254, plus float
-// rounding of the sums. The panel path is F32 throughout: float rounding only.
+// rounding of the sums. It runs for up to kQuantDotMaxRows rows of x, and
+// for prefill where the level's table says so (prefill32, prefill256). The
+// panel path is F32 throughout: float rounding only.
 TEST_P(QuantMatmulTest, MatchesDequantizedF32) {
   const Case c = GetParam();
   const std::vector<float> w_f = randomValues(c.n * c.k, 1);
@@ -68,7 +71,9 @@ TEST_P(QuantMatmulTest, MatchesDequantizedF32) {
                      Tensor::of(y.data(), DType::kF32, c.m, c.n));
 
   const int64_t block = usesBlock256(c.dtype) ? 256 : 32;
-  const bool integer_path = c.m <= kQuantDotMaxRows;
+  const QuantDotTable& dots = quantDotsFor(c.level);
+  const bool integer_path =
+      c.m <= kQuantDotMaxRows || (usesBlock256(c.dtype) ? dots.prefill256 : dots.prefill32);
   for (int64_t r = 0; r < c.m; ++r) {
     std::vector<float> amax(c.k / block, 0.0f);
     for (int64_t i = 0; i < c.k; ++i) {
@@ -116,6 +121,49 @@ std::vector<Case> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantMatmulTest, testing::ValuesIn(cases()), caseName);
+
+// where a level's prefill runs on its dots, each group of kQuantDotMaxRows
+// rows of x (and the partial last one) gets, bit for bit, what a matmul of
+// that group alone (the batch path) gets.
+TEST(QuantPrefillTest, OnTheDotsIsTheBatchPathPerGroup) {
+  int tested = 0;
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    for (SimdLevel level : {SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+      const QuantDotTable& dots = quantDotsFor(level);
+      if (level > detectSimdLevel() || !(usesBlock256(t) ? dots.prefill256 : dots.prefill32)) continue;
+      for (const Case& c : {Case{t, 40, 131, 256, level, 2}, Case{t, 67, 37, 512, level, 1}}) {
+        SCOPED_TRACE(caseName(testing::TestParamInfo<Case>(c, 0)));
+        const std::vector<float> w_f = randomValues(c.n * c.k, 1);
+        const std::vector<float> x = randomValues(c.m * c.k, 2);
+        const std::vector<float> bias = randomValues(c.n, 3);
+        const size_t row_bytes = rowBytes(c.dtype, c.k);
+        std::vector<char> w_q(row_bytes * c.n);
+        for (int64_t j = 0; j < c.n; ++j) {
+          quant::quantizeRow(c.dtype, w_f.data() + j * c.k, w_q.data() + j * row_bytes, c.k);
+        }
+        auto backend = CpuBackend::create({.num_threads = c.threads, .simd_level = c.level});
+        ASSERT_TRUE(backend.ok()) << backend.status();
+        const Tensor w_t = Tensor::of(w_q.data(), c.dtype, c.n, c.k);
+        const Tensor bias_t = Tensor::of(bias.data(), DType::kF32, 1, c.n);
+        std::vector<float> y(c.m * c.n, NAN);
+        (*backend)->matmul(Tensor::of(x.data(), DType::kF32, c.m, c.k), w_t, &bias_t,
+                           Tensor::of(y.data(), DType::kF32, c.m, c.n));
+        for (int64_t r0 = 0; r0 < c.m; r0 += kQuantDotMaxRows) {
+          const int64_t rows = std::min(kQuantDotMaxRows, c.m - r0);
+          std::vector<float> g(rows * c.n, NAN);
+          (*backend)->matmul(Tensor::of(x.data() + r0 * c.k, DType::kF32, rows, c.k), w_t, &bias_t,
+                             Tensor::of(g.data(), DType::kF32, rows, c.n));
+          for (int64_t i = 0; i < rows * c.n; ++i) {
+            ASSERT_EQ(y[r0 * c.n + i], g[i]) << "row " << r0 + i / c.n << " col " << i % c.n;
+          }
+        }
+        ++tested;
+      }
+    }
+  }
+  // every x86-64 host of this kind has avx2, whose k-quants prefill on the dots
+  if (detectSimdLevel() >= SimdLevel::kAvx2) EXPECT_GE(tested, 4);
+}
 
 // every simd table computes the same integer sums as the scalar one for
 // 1..table.rows activation rows at a time (the register-blocked kernels); only
