@@ -114,6 +114,8 @@ std::vector<Case> cases() {
     if (!usesBlock256(t)) out.push_back({t, 2, 5, 96, SimdLevel::kAvx512, 1});
     // 11 blocks: a run of 8 (grouped activations) and 3 after it
     if (!usesBlock256(t)) out.push_back({t, 11, 37, 352, SimdLevel::kAvx512, 1});
+    // and prefill of such rows
+    if (!usesBlock256(t)) out.push_back({t, 35, 9, 352, SimdLevel::kAvx512, 2});
   }
   // only the levels this processor runs (every x86-64 host of this kind has avx2)
   std::erase_if(out, [](const Case& c) { return c.level > detectSimdLevel(); });
@@ -131,7 +133,10 @@ TEST(QuantPrefillTest, OnTheDotsIsTheBatchPathPerGroup) {
     for (SimdLevel level : {SimdLevel::kAvx2, SimdLevel::kAvx512}) {
       const QuantDotTable& dots = quantDotsFor(level);
       if (level > detectSimdLevel() || !(usesBlock256(t) ? dots.prefill256 : dots.prefill32)) continue;
-      for (const Case& c : {Case{t, 40, 131, 256, level, 2}, Case{t, 67, 37, 512, level, 1}}) {
+      std::vector<Case> group_cases{Case{t, 40, 131, 256, level, 2}, Case{t, 67, 37, 512, level, 1}};
+      // 11 blocks a row: a run of 8 (the tiles') and 3 dot-call blocks after it
+      if (!usesBlock256(t)) group_cases.push_back(Case{t, 35, 9, 352, level, 2});
+      for (const Case& c : group_cases) {
         SCOPED_TRACE(caseName(testing::TestParamInfo<Case>(c, 0)));
         const std::vector<float> w_f = randomValues(c.n * c.k, 1);
         const std::vector<float> x = randomValues(c.m * c.k, 2);
