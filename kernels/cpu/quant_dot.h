@@ -50,10 +50,12 @@ using DotRowsFn = void (*)(const void* w, const ActBlock* x, int64_t x_stride, i
 
 // a tile of dots: out[c * out_stride + r] = dot of weight row c (its blocks
 // at w[c]) with activation row r, for c in [0, weights), weights in [1,
-// kTileWeights], r in [0, rows), rows in [1, kTileRows]; n a multiple of
-// 256. Several weight rows share each activation load (a register tile of
-// weight rows x activation rows), where a DotRowsFn call loads every
-// activation value once per weight row. Bit for bit the table's DotRowsFn.
+// kTileWeights], r in [0, rows), rows >= 1; n a multiple of 256. Several
+// weight rows share each activation load (a register tile of weight rows x
+// activation rows), where a DotRowsFn call loads every activation value
+// once per weight row; each chunk of the weight rows is unpacked once for
+// all `rows` (prefill: once for every kTileRows of them, not once each).
+// Bit for bit the table's DotRowsFn.
 inline constexpr int kTileWeights = 4;
 inline constexpr int kTileRows = 16;
 template <typename ActBlock>

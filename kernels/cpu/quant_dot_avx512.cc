@@ -9,6 +9,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <vector>
+
 #include "common/quant_blocks.h"
 
 namespace tandem::kernels::cpu {

@@ -39,7 +39,8 @@
 // k-quants multiply the unsigned 4/6-bit values with maddubs and their 8-bit
 // sub-block scales with madd (the scales do not fit the bytes of a VPDPBUSD
 // operand).
-// Included only by files built with -mavx2 -mfma -mf16c at least.
+// Included only by files built with -mavx2 -mfma -mf16c at least, after
+// <immintrin.h> and <vector>.
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -321,11 +322,12 @@ void packRun32(const Block* b, Run32* out) {
 // (pack[w * kTileChunkRuns + g]) from activation block i0.
 template <int WN, int XN>
 inline __attribute__((always_inline)) void tileRuns32(const Run32* pack, int64_t runs, const ActBlock32* x,
-                                                      int64_t x_stride, int r0, int64_t i0, __m256* facc) {
+                                                      int64_t x_stride, int r0, int64_t i0, __m256* facc,
+                                                      int64_t f_stride) {
   // the float sums in registers for the chunk's runs
   __m256 fa[WN][XN];
   for (int w = 0; w < WN; ++w) {
-    for (int c = 0; c < XN; ++c) fa[w][c] = facc[w * kTileRows + r0 + c];
+    for (int c = 0; c < XN; ++c) fa[w][c] = facc[w * f_stride + r0 + c];
   }
   for (int64_t g = 0; g < runs; ++g) {
     const char* xr[XN];
@@ -352,16 +354,31 @@ inline __attribute__((always_inline)) void tileRuns32(const Run32* pack, int64_t
     }
   }
   for (int w = 0; w < WN; ++w) {
-    for (int c = 0; c < XN; ++c) facc[w * kTileRows + r0 + c] = fa[w][c];
+    for (int c = 0; c < XN; ++c) facc[w * f_stride + r0 + c] = fa[w][c];
   }
+}
+
+// the float sums of a tile call of more than kTileRows rows (per thread).
+struct alignas(32) TileSum {
+  __m256 v;
+};
+__m256* tileSums(size_t n) {
+  static_assert(sizeof(TileSum) == sizeof(__m256));
+  thread_local std::vector<TileSum> sums;
+  if (sums.size() < n) sums.resize(n);
+  return &sums[0].v;
 }
 
 template <int WN, typename Block, __m256i (*weightBytes)(const Block&)>
 void tileSigned32(const void* const* w, const ActBlock32* x, int64_t x_stride, int rows, int64_t n, float* out,
                   int64_t out_stride) {
   Run32 pack[WN * kTileChunkRuns];
-  __m256 facc[WN * kTileRows];
-  for (int j = 0; j < WN * kTileRows; ++j) facc[j] = _mm256_setzero_ps();
+  // a weight row's sums for every row (rows apart): in registers' spill
+  // slots for a batch, in thread scratch for prefill
+  __m256 small[WN * kTileRows];
+  const int64_t f_stride = rows <= kTileRows ? kTileRows : rows;
+  __m256* facc = rows <= kTileRows ? small : tileSums(static_cast<size_t>(WN * f_stride));
+  for (int64_t j = 0; j < WN * f_stride; ++j) facc[j] = _mm256_setzero_ps();
   const int64_t runs = n / 256;
   for (int64_t g0 = 0; g0 < runs; g0 += kTileChunkRuns) {
     const int64_t chunk = runs - g0 < kTileChunkRuns ? runs - g0 : kTileChunkRuns;
@@ -369,16 +386,21 @@ void tileSigned32(const void* const* w, const ActBlock32* x, int64_t x_stride, i
       const auto* b = static_cast<const Block*>(w[v]) + 8 * g0;
       for (int64_t g = 0; g < chunk; ++g) packRun32<Block, weightBytes>(b + 8 * g, &pack[v * kTileChunkRuns + g]);
     }
-    int r0 = 0;
-    for (; r0 + 3 <= rows; r0 += 3) tileRuns32<WN, 3>(pack, chunk, x, x_stride, r0, 8 * g0, facc);
-    switch (rows - r0) {
-      case 2: tileRuns32<WN, 2>(pack, chunk, x, x_stride, r0, 8 * g0, facc); break;
-      case 1: tileRuns32<WN, 1>(pack, chunk, x, x_stride, r0, 8 * g0, facc); break;
-      default: break;
+    // the chunk's packed weights meet every row of x, kTileRows at a time
+    for (int q0 = 0; q0 < rows; q0 += kTileRows) {
+      const int q_rows = rows - q0 < kTileRows ? rows - q0 : kTileRows;
+      const ActBlock32* xq = x + q0 * x_stride;
+      int r0 = 0;
+      for (; r0 + 3 <= q_rows; r0 += 3) tileRuns32<WN, 3>(pack, chunk, xq, x_stride, r0, 8 * g0, facc + q0, f_stride);
+      switch (q_rows - r0) {
+        case 2: tileRuns32<WN, 2>(pack, chunk, xq, x_stride, r0, 8 * g0, facc + q0, f_stride); break;
+        case 1: tileRuns32<WN, 1>(pack, chunk, xq, x_stride, r0, 8 * g0, facc + q0, f_stride); break;
+        default: break;
+      }
     }
   }
   for (int v = 0; v < WN; ++v) {
-    for (int r = 0; r < rows; ++r) out[v * out_stride + r] = hsum(facc[v * kTileRows + r]);
+    for (int r = 0; r < rows; ++r) out[v * out_stride + r] = hsum(facc[v * f_stride + r]);
   }
 }
 

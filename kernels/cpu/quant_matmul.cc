@@ -49,15 +49,15 @@ constexpr int64_t kOutTileCols = 4;
 // y[r][j0 + c] = tile[c][r] + bias[j0 + c] for r < m, c < cols: 4x4 blocks
 // transposed in registers and stored as 4 floats a row of x (instead of
 // a scalar store a value), the rest scalar.
-void storeOutTile(const float (*tile)[kQuantDotMaxRows], int64_t cols, const float* bias, int64_t m,
-                  float* y, int64_t n, int64_t j0) {
+void storeOutTile(const float* tile, int64_t tile_stride, int64_t cols, const float* bias, int64_t m, float* y,
+                  int64_t n, int64_t j0) {
   int64_t r = 0;
 #if defined(__SSE2__)
   if (cols == kOutTileCols) {
     const __m128 b = bias != nullptr ? _mm_loadu_ps(bias + j0) : _mm_setzero_ps();
     for (; r + 4 <= m; r += 4) {
-      __m128 c0 = _mm_loadu_ps(tile[0] + r), c1 = _mm_loadu_ps(tile[1] + r);
-      __m128 c2 = _mm_loadu_ps(tile[2] + r), c3 = _mm_loadu_ps(tile[3] + r);
+      __m128 c0 = _mm_loadu_ps(tile + r), c1 = _mm_loadu_ps(tile + tile_stride + r);
+      __m128 c2 = _mm_loadu_ps(tile + 2 * tile_stride + r), c3 = _mm_loadu_ps(tile + 3 * tile_stride + r);
       _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
       _mm_storeu_ps(y + r * n + j0, _mm_add_ps(c0, b));
       _mm_storeu_ps(y + (r + 1) * n + j0, _mm_add_ps(c1, b));
@@ -68,7 +68,7 @@ void storeOutTile(const float (*tile)[kQuantDotMaxRows], int64_t cols, const flo
 #endif
   for (; r < m; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
-      y[r * n + j0 + c] = tile[c][r] + (bias != nullptr ? bias[j0 + c] : 0.0f);
+      y[r * n + j0 + c] = tile[c * tile_stride + r] + (bias != nullptr ? bias[j0 + c] : 0.0f);
     }
   }
 }
@@ -92,7 +92,7 @@ void dotRowRange(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, Dot
       const void* rows[kOutTileCols];
       for (int64_t c = 0; c < cols; ++c) rows[c] = w + (j0 + c) * row_bytes;
       tile(rows, static_cast<int>(cols), xq, x_blocks, static_cast<int>(a.m), a.k, tile_out[0], kQuantDotMaxRows);
-      storeOutTile(tile_out, cols, a.bias, a.m, a.y, a.n, j0);
+      storeOutTile(tile_out[0], kQuantDotMaxRows, cols, a.bias, a.m, a.y, a.n, j0);
       continue;
     }
     for (int64_t c = 0; c < cols; ++c) {
@@ -102,7 +102,7 @@ void dotRowRange(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, Dot
         dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, tile_out[c] + r0);
       }
     }
-    storeOutTile(tile_out, cols, a.bias, a.m, a.y, a.n, j0);
+    storeOutTile(tile_out[0], kQuantDotMaxRows, cols, a.bias, a.m, a.y, a.n, j0);
   }
 }
 
@@ -155,10 +155,12 @@ void panelGemm(const MatmulArgs& a, const KernelTable& dense, int64_t n_begin, i
   }
 }
 
-// the prefill path of the integer dots: x quantized once, then each task a
-// panel of weight rows against every group of kQuantDotMaxRows rows of x in
-// turn (the panel stays in L2 and a group of x in L1 while the dots, or
-// the tiles, sweep it).
+// the prefill path of the integer dots: x quantized once, then each task
+// its panels of weight rows: with tiles, 4 weight rows at a time against
+// all rows of x (each chunk of the 4 rows unpacked once for all of them);
+// else each panel against every group of kQuantDotMaxRows rows of x in
+// turn (the panel stays in L2 and a group of x in L1 while the dots sweep
+// it).
 void prefillDots(const MatmulArgs& a, const QuantDotTable& dots, int threads, const ParallelTasks& parallel) {
   const bool block256 = usesBlock256(a.w_dtype);
   const int64_t x_blocks = a.k / (block256 ? 256 : 32);
@@ -180,6 +182,27 @@ void prefillDots(const MatmulArgs& a, const QuantDotTable& dots, int threads, co
   });
   const int64_t per_task = std::max<int64_t>(1, panels / (int64_t{threads} * 4));
   const int tasks = static_cast<int>((panels + per_task - 1) / per_task);
+  const DotTileFn<ActBlock32> tile = block256 ? nullptr : tile32For(dots, a.w_dtype);
+  if (tile != nullptr && a.k % 256 == 0) {
+    // tiles of 4 weight rows x all rows of x: each chunk of the weight rows
+    // is unpacked once for every row of x
+    parallel(tasks, [&](int t) {
+      const int64_t begin = t * per_task * kPanelRows;
+      const int64_t end = std::min(a.n, begin + per_task * kPanelRows);
+      std::vector<float>& out = panelScratch();
+      if (out.size() < static_cast<size_t>(kOutTileCols * a.m)) out.resize(kOutTileCols * a.m);
+      const auto* w = static_cast<const char*>(a.w);
+      const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
+      for (int64_t j0 = begin; j0 < end; j0 += kOutTileCols) {
+        const int64_t cols = std::min(kOutTileCols, end - j0);
+        const void* rows[kOutTileCols];
+        for (int64_t c = 0; c < cols; ++c) rows[c] = w + (j0 + c) * row_bytes;
+        tile(rows, static_cast<int>(cols), x32, x_blocks, static_cast<int>(a.m), a.k, out.data(), a.m);
+        storeOutTile(out.data(), a.m, cols, a.bias, a.m, a.y, a.n, j0);
+      }
+    });
+    return;
+  }
   parallel(tasks, [&](int t) {
     const int64_t begin = t * per_task * kPanelRows;
     const int64_t end = std::min(a.n, begin + per_task * kPanelRows);

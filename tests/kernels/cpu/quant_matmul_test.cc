@@ -167,7 +167,9 @@ TEST(QuantPrefillTest, OnTheDotsIsTheBatchPathPerGroup) {
     }
   }
   // every x86-64 host of this kind has avx2, whose k-quants prefill on the dots
-  if (detectSimdLevel() >= SimdLevel::kAvx2) EXPECT_GE(tested, 4);
+  if (detectSimdLevel() >= SimdLevel::kAvx2) {
+    EXPECT_GE(tested, 4);
+  }
 }
 
 // every simd table computes the same integer sums as the scalar one for
@@ -282,15 +284,18 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
 }
 
 // a table's tiles give its dot calls' numbers bit for bit: every count of
-// weight rows and of activation rows, and k past a chunk of packed runs.
+// weight rows, of activation rows up to a tile's and past it (prefill's
+// calls), and k past a chunk of packed runs.
 TEST(QuantDotTablesTest, TilesAreTheDotsBitForBit) {
   int tested = 0;
   for (const QuantDotTable* v : runnableTables()) {
     SCOPED_TRACE(std::string(simdLevelName(v->level)) + (v->vnni ? "+vnni" : ""));
+    // rows past kTileRows: prefill's tiles, all rows of x in one call
+    constexpr int kMaxRows = 2 * kTileRows + 3;
     for (int64_t k : {int64_t{256}, int64_t{2304}}) {
-      const std::vector<float> x = randomValues(kTileRows * k, 7);
-      std::vector<ActBlock32> xq(kTileRows * k / 32);
-      for (int r = 0; r < kTileRows; ++r) v->quantize32(x.data() + r * k, xq.data() + r * (k / 32), k);
+      const std::vector<float> x = randomValues(kMaxRows * k, 7);
+      std::vector<ActBlock32> xq(kMaxRows * k / 32);
+      for (int r = 0; r < kMaxRows; ++r) v->quantize32(x.data() + r * k, xq.data() + r * (k / 32), k);
       for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
         const DotTileFn<ActBlock32> tile = t == DType::kQ8_0 ? v->tileQ8_0 : v->tileQ4_0;
         if (tile == nullptr) continue;
@@ -302,16 +307,20 @@ TEST(QuantDotTablesTest, TilesAreTheDotsBitForBit) {
         const void* rows_w[kTileWeights];
         for (int c = 0; c < kTileWeights; ++c) rows_w[c] = wq.data() + c * row_bytes;
         for (int weights = 1; weights <= kTileWeights; ++weights) {
-          for (int rows = 1; rows <= kTileRows; ++rows) {
-            std::vector<float> got(kTileWeights * kTileRows, -1.0f);
-            tile(rows_w, weights, xq.data(), k / 32, rows, k, got.data(), kTileRows);
+          std::vector<int> row_counts;
+          for (int r = 1; r <= kTileRows + 2; ++r) row_counts.push_back(r);
+          row_counts.push_back(2 * kTileRows + 1);
+          row_counts.push_back(kMaxRows);
+          for (int rows : row_counts) {
+            std::vector<float> got(kTileWeights * kMaxRows, -1.0f);
+            tile(rows_w, weights, xq.data(), k / 32, rows, k, got.data(), kMaxRows);
             for (int c = 0; c < weights; ++c) {
               std::vector<float> want(rows);
               for (int r0 = 0; r0 < rows; r0 += v->rows) {
                 dot(rows_w[c], xq.data() + r0 * (k / 32), k / 32, std::min(v->rows, rows - r0), k, want.data() + r0);
               }
               for (int r = 0; r < rows; ++r) {
-                ASSERT_EQ(got[c * kTileRows + r], want[r]) << dtypeName(t) << " k " << k << " weights " << weights
+                ASSERT_EQ(got[c * kMaxRows + r], want[r]) << dtypeName(t) << " k " << k << " weights " << weights
                                                           << " rows " << rows << " weight " << c << " row " << r;
               }
             }
