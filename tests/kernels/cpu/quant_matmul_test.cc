@@ -136,6 +136,8 @@ TEST(QuantPrefillTest, OnTheDotsIsTheBatchPathPerGroup) {
       std::vector<Case> group_cases{Case{t, 40, 131, 256, level, 2}, Case{t, 67, 37, 512, level, 1}};
       // 11 blocks a row: a run of 8 (the tiles') and 3 dot-call blocks after it
       if (!usesBlock256(t)) group_cases.push_back(Case{t, 35, 9, 352, level, 2});
+      // past one prefill tile call's rows (256)
+      if (!usesBlock256(t)) group_cases.push_back(Case{t, 261, 9, 256, level, 2});
       for (const Case& c : group_cases) {
         SCOPED_TRACE(caseName(testing::TestParamInfo<Case>(c, 0)));
         const std::vector<float> w_f = randomValues(c.n * c.k, 1);
