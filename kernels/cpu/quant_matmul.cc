@@ -159,78 +159,83 @@ void panelGemm(const MatmulArgs& a, const KernelTable& dense, int64_t n_begin, i
   }
 }
 
-// the prefill path of the integer dots: x quantized once, then each task
-// its panels of weight rows: with tiles, 4 weight rows at a time against
-// all rows of x (each chunk of the 4 rows unpacked once for all of them);
-// else each panel against every group of kQuantDotMaxRows rows of x in
-// turn (the panel stays in L2 and a group of x in L1 while the dots sweep
-// it).
+// prefill with tiles (quantized x in x32): weight rows [begin, end), 4 at a
+// time against up to kPrefillTileRows rows of x, so each chunk of the 4
+// weight rows is unpacked once for all of those rows, and they (~0.6 MB at
+// k 2048) stay in L2 while the weight rows sweep them.
+void prefillTileRange(const MatmulArgs& a, DotTileFn<ActBlock32> tile, const ActBlock32* x32, int64_t begin,
+                      int64_t end) {
+  const int64_t x_blocks = a.k / 32;
+  std::vector<float>& out = panelScratch();
+  if (out.size() < static_cast<size_t>(kOutTileCols * kPrefillTileRows)) out.resize(kOutTileCols * kPrefillTileRows);
+  const auto* w = static_cast<const char*>(a.w);
+  const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
+  for (int64_t q0 = 0; q0 < a.m; q0 += kPrefillTileRows) {
+    const int64_t q_rows = std::min(kPrefillTileRows, a.m - q0);
+    for (int64_t j0 = begin; j0 < end; j0 += kOutTileCols) {
+      const int64_t cols = std::min(kOutTileCols, end - j0);
+      const void* rows[kOutTileCols];
+      for (int64_t c = 0; c < cols; ++c) rows[c] = w + (j0 + c) * row_bytes;
+      tile(rows, static_cast<int>(cols), x32 + q0 * x_blocks, x_blocks, static_cast<int>(q_rows), a.k, out.data(),
+           q_rows);
+      storeOutTile(out.data(), q_rows, cols, a.bias, q_rows, a.y + q0 * a.n, a.n, j0);
+    }
+  }
+}
+
+// prefill with dot calls (quantized x in x_buffer): weight rows [begin,
+// end), a 64-row panel at a time against every kQuantDotMaxRows rows of x
+// in turn (the panel stays in L2 and those rows of x in L1).
+void prefillDotRange(const MatmulArgs& a, const QuantDotTable& dots, const void* x_buffer, int64_t begin,
+                     int64_t end) {
+  const bool block256 = usesBlock256(a.w_dtype);
+  const int64_t x_blocks = a.k / (block256 ? 256 : 32);
+  for (int64_t p = begin; p < end; p += kPanelRows) {
+    const int64_t p_end = std::min(end, p + kPanelRows);
+    for (int64_t r0 = 0; r0 < a.m; r0 += kQuantDotMaxRows) {
+      MatmulArgs sub = a;
+      sub.m = std::min(kQuantDotMaxRows, a.m - r0);
+      sub.y = a.y + r0 * a.n;
+      if (block256) {
+        const auto* x256 = static_cast<const ActBlock256*>(x_buffer) + r0 * x_blocks;
+        dotRowRange(sub, dot256For(dots, a.w_dtype), dots.rows, DotTileFn<ActBlock256>{}, x256, p, p_end);
+      } else {
+        const auto* x32 = static_cast<const ActBlock32*>(x_buffer) + r0 * x_blocks;
+        dotRowRange(sub, dot32For(dots, a.w_dtype), dots.rows, tile32For(dots, a.w_dtype), x32, p, p_end);
+      }
+    }
+  }
+}
+
+// the prefill path of the integer dots: x quantized once (by the tasks),
+// then each task its panels of weight rows, as tiles where the table has
+// them for the weight's kind, else as dot calls.
 void prefillDots(const MatmulArgs& a, const QuantDotTable& dots, int threads, const ParallelTasks& parallel) {
   const bool block256 = usesBlock256(a.w_dtype);
   const int64_t x_blocks = a.k / (block256 ? 256 : 32);
   const size_t x_bytes = static_cast<size_t>(a.m * x_blocks) * (block256 ? sizeof(ActBlock256) : sizeof(ActBlock32));
   AlignedBytes x_buffer(x_bytes);
-  auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
-  auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
-  const int64_t panels = (a.n + kPanelRows - 1) / kPanelRows;
   const int64_t per_task_q = std::max<int64_t>(1, (a.m + threads * 4 - 1) / (threads * 4));
-  // the rows of x, quantized by the tasks
   parallel(static_cast<int>((a.m + per_task_q - 1) / per_task_q), [&](int t) {
     for (int64_t r = t * per_task_q; r < std::min(a.m, (t + 1) * per_task_q); ++r) {
       if (block256) {
-        dots.quantize256(a.x + r * a.k, x256 + r * x_blocks, a.k);
+        dots.quantize256(a.x + r * a.k, static_cast<ActBlock256*>(x_buffer.get()) + r * x_blocks, a.k);
       } else {
-        dots.quantize32(a.x + r * a.k, x32 + r * x_blocks, a.k);
+        dots.quantize32(a.x + r * a.k, static_cast<ActBlock32*>(x_buffer.get()) + r * x_blocks, a.k);
       }
     }
   });
+  const int64_t panels = (a.n + kPanelRows - 1) / kPanelRows;
   const int64_t per_task = std::max<int64_t>(1, panels / (int64_t{threads} * 4));
   const int tasks = static_cast<int>((panels + per_task - 1) / per_task);
-  const DotTileFn<ActBlock32> tile = block256 ? nullptr : tile32For(dots, a.w_dtype);
-  if (tile != nullptr && a.k % 256 == 0) {
-    // tiles of 4 weight rows x up to kPrefillTileRows rows of x: each chunk
-    // of the weight rows is unpacked once for all of them (and those rows
-    // of x, quantized, stay in L2 while the task's weight rows sweep them)
-    parallel(tasks, [&](int t) {
-      const int64_t begin = t * per_task * kPanelRows;
-      const int64_t end = std::min(a.n, begin + per_task * kPanelRows);
-      std::vector<float>& out = panelScratch();
-      if (out.size() < static_cast<size_t>(kOutTileCols * kPrefillTileRows)) {
-        out.resize(kOutTileCols * kPrefillTileRows);
-      }
-      const auto* w = static_cast<const char*>(a.w);
-      const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
-      for (int64_t q0 = 0; q0 < a.m; q0 += kPrefillTileRows) {
-        const int64_t q_rows = std::min(kPrefillTileRows, a.m - q0);
-        for (int64_t j0 = begin; j0 < end; j0 += kOutTileCols) {
-          const int64_t cols = std::min(kOutTileCols, end - j0);
-          const void* rows[kOutTileCols];
-          for (int64_t c = 0; c < cols; ++c) rows[c] = w + (j0 + c) * row_bytes;
-          tile(rows, static_cast<int>(cols), x32 + q0 * x_blocks, x_blocks, static_cast<int>(q_rows), a.k,
-               out.data(), q_rows);
-          storeOutTile(out.data(), q_rows, cols, a.bias, q_rows, a.y + q0 * a.n, a.n, j0);
-        }
-      }
-    });
-    return;
-  }
+  const DotTileFn<ActBlock32> tile = block256 || a.k % 256 != 0 ? nullptr : tile32For(dots, a.w_dtype);
   parallel(tasks, [&](int t) {
     const int64_t begin = t * per_task * kPanelRows;
     const int64_t end = std::min(a.n, begin + per_task * kPanelRows);
-    for (int64_t p = begin; p < end; p += kPanelRows) {
-      for (int64_t r0 = 0; r0 < a.m; r0 += kQuantDotMaxRows) {
-        MatmulArgs sub = a;
-        sub.m = std::min(kQuantDotMaxRows, a.m - r0);
-        sub.y = a.y + r0 * a.n;
-        const int64_t p_end = std::min(end, p + kPanelRows);
-        if (block256) {
-          dotRowRange(sub, dot256For(dots, a.w_dtype), dots.rows, DotTileFn<ActBlock256>{}, x256 + r0 * x_blocks, p,
-                      p_end);
-        } else {
-          dotRowRange(sub, dot32For(dots, a.w_dtype), dots.rows, tile32For(dots, a.w_dtype), x32 + r0 * x_blocks, p,
-                      p_end);
-        }
-      }
+    if (tile != nullptr) {
+      prefillTileRange(a, tile, static_cast<const ActBlock32*>(x_buffer.get()), begin, end);
+    } else {
+      prefillDotRange(a, dots, x_buffer.get(), begin, end);
     }
   });
 }
