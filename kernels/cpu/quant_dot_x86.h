@@ -373,8 +373,8 @@ template <int WN, typename Block, __m256i (*weightBytes)(const Block&)>
 void tileSigned32(const void* const* w, const ActBlock32* x, int64_t x_stride, int rows, int64_t n, float* out,
                   int64_t out_stride) {
   Run32 pack[WN * kTileChunkRuns];
-  // a weight row's sums for every row (rows apart): in registers' spill
-  // slots for a batch, in thread scratch for prefill
+  // weight row v's float sums for row r at facc[v * f_stride + r]: on the
+  // stack for a batch (up to kTileRows rows), in thread scratch for prefill
   __m256 small[WN * kTileRows];
   const int64_t f_stride = rows <= kTileRows ? kTileRows : rows;
   __m256* facc = rows <= kTileRows ? small : tileSums(static_cast<size_t>(WN * f_stride));
