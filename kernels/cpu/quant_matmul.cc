@@ -159,6 +159,25 @@ void panelGemm(const MatmulArgs& a, const KernelTable& dense, int64_t n_begin, i
   }
 }
 
+// bytes of m rows of k activations quantized for a weight of dtype w.
+size_t quantizedRowsBytes(DType w, int64_t m, int64_t k) {
+  return usesBlock256(w) ? static_cast<size_t>(m * (k / 256)) * sizeof(ActBlock256)
+                         : static_cast<size_t>(m * (k / 32)) * sizeof(ActBlock32);
+}
+
+// rows [begin, end) of x (k values a row) quantized by `dots` into `out`
+// (row r at its offset), to the blocks a weight of dtype w takes.
+void quantizeRows(const QuantDotTable& dots, DType w, const float* x, int64_t k, int64_t begin, int64_t end,
+                  void* out) {
+  for (int64_t r = begin; r < end; ++r) {
+    if (usesBlock256(w)) {
+      dots.quantize256(x + r * k, static_cast<ActBlock256*>(out) + r * (k / 256), k);
+    } else {
+      dots.quantize32(x + r * k, static_cast<ActBlock32*>(out) + r * (k / 32), k);
+    }
+  }
+}
+
 // prefill with tiles (quantized x in x32): weight rows [begin, end), 4 at a
 // time against up to kPrefillTileRows rows of x, so each chunk of the 4
 // weight rows is unpacked once for all of those rows, and they (~0.6 MB at
@@ -211,20 +230,12 @@ void prefillDotRange(const MatmulArgs& a, const QuantDotTable& dots, const void*
 // then each task its panels of weight rows, as tiles where the table has
 // them for the weight's kind, else as dot calls.
 void prefillDots(const MatmulArgs& a, const QuantDotTable& dots, int threads, const ParallelTasks& parallel) {
-  const bool block256 = usesBlock256(a.w_dtype);
-  const int64_t x_blocks = a.k / (block256 ? 256 : 32);
-  const size_t x_bytes = static_cast<size_t>(a.m * x_blocks) * (block256 ? sizeof(ActBlock256) : sizeof(ActBlock32));
-  AlignedBytes x_buffer(x_bytes);
+  AlignedBytes x_buffer(quantizedRowsBytes(a.w_dtype, a.m, a.k));
   const int64_t per_task_q = std::max<int64_t>(1, (a.m + threads * 4 - 1) / (threads * 4));
   parallel(static_cast<int>((a.m + per_task_q - 1) / per_task_q), [&](int t) {
-    for (int64_t r = t * per_task_q; r < std::min(a.m, (t + 1) * per_task_q); ++r) {
-      if (block256) {
-        dots.quantize256(a.x + r * a.k, static_cast<ActBlock256*>(x_buffer.get()) + r * x_blocks, a.k);
-      } else {
-        dots.quantize32(a.x + r * a.k, static_cast<ActBlock32*>(x_buffer.get()) + r * x_blocks, a.k);
-      }
-    }
+    quantizeRows(dots, a.w_dtype, a.x, a.k, t * per_task_q, std::min(a.m, (t + 1) * per_task_q), x_buffer.get());
   });
+  const bool block256 = usesBlock256(a.w_dtype);
   const int64_t panels = (a.n + kPanelRows - 1) / kPanelRows;
   const int64_t per_task = std::max<int64_t>(1, panels / (int64_t{threads} * 4));
   const int tasks = static_cast<int>((panels + per_task - 1) / per_task);
@@ -291,18 +302,10 @@ void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dens
   // the activation rows, quantized once for every weight and task, from a
   // cache line (the grouped runs' 256-bit loads then never straddle one).
   const bool block256 = usesBlock256(first.w_dtype);
-  const size_t x_bytes = static_cast<size_t>(first.m * first.k) / (block256 ? 256 : 32) *
-                         (block256 ? sizeof(ActBlock256) : sizeof(ActBlock32));
-  AlignedBytes x_buffer(x_bytes);
+  AlignedBytes x_buffer(quantizedRowsBytes(first.w_dtype, first.m, first.k));
+  quantizeRows(dots, first.w_dtype, first.x, first.k, 0, first.m, x_buffer.get());
   auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
   auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
-  for (int64_t r = 0; r < first.m; ++r) {
-    if (block256) {
-      dots.quantize256(first.x + r * first.k, x256 + r * (first.k / 256), first.k);
-    } else {
-      dots.quantize32(first.x + r * first.k, x32 + r * (first.k / 32), first.k);
-    }
-  }
   // a weight's rows [begin, end)
   const auto run = [&](const MatmulArgs& a, int64_t begin, int64_t end) {
     if (block256) {
