@@ -1,14 +1,16 @@
 // The AMX-BF16 prefill matmul, for processors that have it (Intel Sapphire
-// Rapids and later). Detection (CPUID AMX-TILE + AMX-BF16, the OS enabling
-// the tile state in XCR0, and Linux's arch_prctl(ARCH_REQ_XCOMP_PERM,
-// XFEATURE_XTILEDATA) permission) runs once; the AVX-512 kernel table sends
-// a matmul here only when it said yes. The kernel itself lives in
-// kernels_amx.cc, the one file compiled with -mamx-tile -mamx-bf16.
+// Rapids and later). Detection (CPUID AMX-TILE + AMX-BF16 + AVX512-BF16,
+// the OS enabling the tile state in XCR0, and Linux's
+// arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) permission) runs once;
+// the cpu backend sends a matmul here only when it said yes. amx_matmul.cc
+// (baseline flags) detects and splits the work into tasks; the tile kernel
+// lives in kernels_amx.cc, the one file compiled with -mamx-tile -mamx-bf16.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/parallel_tasks.h"
 
 namespace tandem::kernels::cpu {
 
@@ -18,18 +20,34 @@ namespace tandem::kernels::cpu {
 bool amxBf16Usable();
 
 // whether a matmul with these arguments goes to amxMatmul: AMX is usable,
-// the matmul is a prefill one (m of kAmxMinRows and more) and w is BF16,
-// whose values AMX multiplies exactly. F16/F32 weights would be rounded to
-// BF16, beyond the other paths' tolerance, so they go there only with
+// the matmul is a prefill one (m of kAmxMinRows and more) and w is BF16 or
+// F16, whose values the split operands carry exactly (kernels_amx.cc). F32
+// weights would keep 16 of their 24 bits, so they go there only with
 // TANDEM_CPU_AMX=all.
 constexpr int64_t kAmxMinRows = 32;
 bool useAmxMatmul(const MatmulArgs& args);
 
-// y[:, n_begin:n_end) of y = x * w^T + bias with x rounded to BF16 and w
-// converted to BF16 (exact for BF16 w), products accumulated in F32.
-// n_begin should sit on a multiple of 32 rows for full tiles (any is
-// correct). Only call when amxBf16Usable().
-void amxMatmul(const MatmulArgs& args, int64_t n_begin, int64_t n_end);
+// y = x * w^T + bias on the tiles, as one job: x split into BF16 hi + lo
+// parts once (the tasks share it), then each task packs its 32-row panels
+// of w once and runs every block of x rows against them. x and w as
+// kernels_amx.cc describes (16 significant bits each, F32 accumulation).
+// Only call when amxBf16Usable().
+void amxMatmul(const MatmulArgs& args, int threads, const ParallelTasks& parallel);
+
+// The tile kernel's entry points (kernels_amx.cc), for amxMatmul.
+// The split x is stored as A tiles: 32 values of row r from k block kb (k
+// in [32 kb, 32 kb + 32)) at amxTileOffset(r, kb, kp / 32), so each tile
+// (16 rows of one k block) is 1 KB in one piece.
+inline int64_t amxTileOffset(int64_t r, int64_t kb, int64_t kb_count) {
+  return ((r / 16 * kb_count + kb) * 16 + r % 16) * 32;
+}
+// rows [begin, end) of x (m rows of k) as BF16 hi and lo parts (kp: k
+// rounded up to 32); rows at or past m and columns at or past k are zeros.
+void amxSplitRows(const float* x, int64_t m, int64_t k, int64_t kp, int64_t begin, int64_t end, uint16_t* hi,
+                  uint16_t* lo);
+// y[:, n_begin:n_end) from the split x, whose rows run to m rounded up to 32.
+void amxPanels(const MatmulArgs& args, const uint16_t* x_hi, const uint16_t* x_lo, int64_t kp, int64_t n_begin,
+               int64_t n_end);
 
 // whether this build compiled the tile kernel (a compiler without AMX
 // support builds an empty one, and amxBf16Usable() then says no).

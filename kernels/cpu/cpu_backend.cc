@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/quant_blocks.h"
 #include "common/status.h"
+#include "kernels/cpu/amx_matmul.h"
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/host_buffer.h"
 #include "kernels/rope_frequencies.h"
@@ -145,6 +146,12 @@ void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, co
   const MatmulArgs args = matmulArgs(x, w, bias, y);
   if (quant::isQuantized(w.dtype)) {
     quantMatmul(args, kernels_, pool_.size(), poolTasks());
+    return;
+  }
+  // prefill with 16-bit weights on the AMX tiles where the processor has
+  // them (amx_matmul.h)
+  if (kernels_.level == SimdLevel::kAvx512 && useAmxMatmul(args)) {
+    amxMatmul(args, pool_.size(), poolTasks());
     return;
   }
   if (args.m * args.n * args.k < kMinParallelMatmulWork || pool_.size() == 1) {

@@ -1,29 +1,38 @@
-// The AMX-BF16 prefill matmul. The only file compiled with -mamx-tile
-// -mamx-bf16 (kernels/CMakeLists.txt); called only after amxBf16Usable()
-// said yes (amx_detect.cc), so no other code path runs tile instructions.
+// The AMX-BF16 tile kernel of amx_matmul.h. The only file compiled with
+// -mamx-tile -mamx-bf16 (and the AVX-512 BF16 conversions it packs with;
+// kernels/CMakeLists.txt); called only after amxBf16Usable() said yes
+// (amx_matmul.cc), so no other code path runs these instructions. No std
+// templates here: an inline instantiation compiled with these flags could
+// be the one the linker keeps for every file.
 //
-// Per task: x is rounded to BF16 once (rows padded to 32 with zeros, k to
-// 32), then each panel of 32 w rows is converted to BF16 once and packed in
-// the VNNI pair layout the B tile wants; a 32 x 32 block of y is four F32
-// accumulator tiles (tmm0-3) fed by two A tiles of x (tmm4-5) and two B
-// tiles of w (tmm6-7), 32 k per tdpbf16ps.
-#include <algorithm>
+// Each operand is a sum of two BF16 parts, hi = bf16(v) and lo = bf16(v -
+// hi): 16 significant bits where BF16 alone keeps 8. A BF16 weight is its
+// hi part (lo is 0), an F16 weight (11 bits) is hi + lo exactly. y sums
+// x_hi w_hi + x_lo w_hi + x_hi w_lo (x_lo w_lo, below 2^-16 of the product,
+// is left out), F32 accumulation: the error of x (and of F32 w) rounded to
+// 16 bits, near the F32 kernels' own, where one BF16 product would round x
+// to 8 bits.
+//
+// Tiles: a 32 x 32 block of y is four F32 accumulators (tmm0-3), fed by two
+// A tiles of x rows (tmm4-5, 16 rows x 32 k, straight from the split x) and
+// two B tiles of w rows (tmm6-7, 32 k x 16 w rows in the VNNI pair layout:
+// tile row p holds the (k 2p, 2p + 1) pairs of the 16 w rows).
 #include <cstdint>
 #include <cstring>
 
 #include "common/dtype.h"
 #include "kernels/cpu/amx_matmul.h"
 
-#if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_BF16__)
+#if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__)
 #include <immintrin.h>
 
 namespace tandem::kernels::cpu {
 
 namespace {
 
-constexpr int kTileRows = 16;  // rows of every tile
-constexpr int kTileK = 32;     // bf16 values in a 64-byte tile row
-constexpr int kPanel = 32;     // w rows per packed panel (two B tiles)
+constexpr int kTileRows = 16;   // rows of every tile
+constexpr int kPanel = 32;      // w rows per packed panel (two B tiles)
+constexpr int kTileU16 = 512;   // bf16 values in a 1 KB tile
 
 struct alignas(64) TileConfig {
   uint8_t palette_id = 1;
@@ -42,85 +51,243 @@ void configureTiles() {
   _tile_loadconfig(&cfg);
 }
 
-float wAt(const MatmulArgs& a, int64_t i) {
-  switch (a.w_dtype) {
-    case DType::kF32: return static_cast<const float*>(a.w)[i];
-    case DType::kF16: return f16ToF32(static_cast<const uint16_t*>(a.w)[i]);
-    default: return bf16ToF32(static_cast<const uint16_t*>(a.w)[i]);
+int64_t minOf(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// thread scratch `slot` of at least `floats` floats from a 64-byte
+// boundary: a tile row that straddles two cache lines loads both.
+float* alignedScratch(int slot, size_t floats) {
+  const auto p = reinterpret_cast<uintptr_t>(threadScratch(slot, floats + 16));
+  return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
+}
+
+// v as two F32 vectors (values 0..15, 16..31) of `valid` values from p.
+struct Floats32 {
+  __m512 lo16, hi16;
+};
+
+Floats32 loadFloats(const void* p, DType t, int valid) {
+  const __mmask32 m32 = valid >= 32 ? ~__mmask32{0} : (__mmask32{1} << valid) - 1;
+  if (t == DType::kF32) {
+    const auto* f = static_cast<const float*>(p);
+    return {_mm512_maskz_loadu_ps(static_cast<__mmask16>(m32), f),
+            _mm512_maskz_loadu_ps(static_cast<__mmask16>(m32 >> 16), f + 16)};
+  }
+  const __m512i v = _mm512_maskz_loadu_epi16(m32, p);
+  if (t == DType::kF16) {
+    return {_mm512_cvtph_ps(_mm512_castsi512_si256(v)), _mm512_cvtph_ps(_mm512_extracti64x4_epi64(v, 1))};
+  }
+  // BF16: the value's bits are the top half of its F32
+  return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16)),
+          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16))};
+}
+
+__m512i toBf16(__m512 lo16, __m512 hi16) { return (__m512i)_mm512_cvtne2ps_pbh(hi16, lo16); }
+
+__m512 bf16Low(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)), 16));
+}
+__m512 bf16High(__m512i v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
+}
+
+// 32 values as hi (and lo = bf16 of what hi misses).
+void splitBf16(const Floats32& f, __m512i* hi, __m512i* lo) {
+  *hi = toBf16(f.lo16, f.hi16);
+  *lo = toBf16(_mm512_sub_ps(f.lo16, bf16Low(*hi)), _mm512_sub_ps(f.hi16, bf16High(*hi)));
+}
+
+// r[i] word j -> r[j] word i: a 16 x 16 transpose of 32-bit words.
+void transpose16x32(__m512i* r) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // r[4b + j], 128-bit lane L: rows 4b .. 4b + 3 of word 4L + j
+  for (int b = 0; b < 16; b += 4) {
+    r[b] = _mm512_unpacklo_epi64(t[b], t[b + 2]);
+    r[b + 1] = _mm512_unpackhi_epi64(t[b], t[b + 2]);
+    r[b + 2] = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);
+    r[b + 3] = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x88);
+    t[4 + j] = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xdd);
+    t[8 + j] = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x88);
+    t[12 + j] = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xdd);
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
+    r[4 + j] = _mm512_shuffle_i32x4(t[4 + j], t[12 + j], 0x88);
+    r[12 + j] = _mm512_shuffle_i32x4(t[4 + j], t[12 + j], 0xdd);
   }
 }
 
-// rows [n0, n0 + rows) of w as BF16 in the B tile layout: per k block kb
-// and half h (w rows 16h..16h+15), 16 tile rows of 16 (k, k+1) pairs.
-void packPanel(const MatmulArgs& a, int64_t n0, int rows, int64_t kp, uint16_t* out) {
-  std::memset(out, 0, static_cast<size_t>(kp) * kPanel * sizeof(uint16_t));
-  for (int c = 0; c < rows; ++c) {
-    const int64_t base = (n0 + c) * a.k;
-    const int h = c / kTileRows, col = c % kTileRows;
-    for (int64_t k = 0; k < a.k; ++k) {
-      const int64_t kb = k / kTileK, pair = (k % kTileK) / 2;
-      uint16_t* tile = out + (kb * 2 + h) * (kTileRows * kTileK);
-      const uint16_t v = a.w_dtype == DType::kBF16 ? static_cast<const uint16_t*>(a.w)[base + k]
-                                                   : f32ToBf16(wAt(a, base + k));
-      tile[pair * kTileK + col * 2 + (k & 1)] = v;
+// w rows [n0, n0 + rows) as B tiles: hi at out, lo (when split) at
+// out + kb_count * 2 * kTileU16; per k block kb and half h (w rows 16h ..
+// 16h + 15) one tile.
+void packPanel(const MatmulArgs& a, int64_t n0, int rows, int64_t kb_count, bool split, uint16_t* out) {
+  const size_t row_bytes = dtypeSize(a.w_dtype) * static_cast<size_t>(a.k);
+  for (int64_t kb = 0; kb < kb_count; ++kb) {
+    const int valid = static_cast<int>(minOf(32, a.k - kb * 32));
+    for (int h = 0; h < 2; ++h) {
+      __m512i hi[16], lo[16];
+      for (int c = 0; c < kTileRows; ++c) {
+        const int row = h * kTileRows + c;
+        if (row >= rows) {
+          hi[c] = lo[c] = _mm512_setzero_si512();
+          continue;
+        }
+        const char* src = static_cast<const char*>(a.w) + (n0 + row) * row_bytes + kb * 32 * dtypeSize(a.w_dtype);
+        if (a.w_dtype == DType::kBF16) {
+          hi[c] = _mm512_maskz_loadu_epi16(valid >= 32 ? ~__mmask32{0} : (__mmask32{1} << valid) - 1, src);
+        } else {
+          splitBf16(loadFloats(src, a.w_dtype, valid), &hi[c], &lo[c]);
+        }
+      }
+      uint16_t* tile = out + (kb * 2 + h) * kTileU16;
+      transpose16x32(hi);
+      for (int p = 0; p < kTileRows; ++p) _mm512_storeu_si512(tile + p * 32, hi[p]);
+      if (split) {
+        transpose16x32(lo);
+        uint16_t* lo_tile = tile + kb_count * 2 * kTileU16;
+        for (int p = 0; p < kTileRows; ++p) _mm512_storeu_si512(lo_tile + p * 32, lo[p]);
+      }
     }
+  }
+}
+
+// accumulator t (0..3; the intrinsic names its tile as a literal)
+void storeAccumulator(int t, float* p, int64_t stride) {
+  switch (t) {
+    case 0: _tile_stored(0, p, stride); break;
+    case 1: _tile_stored(1, p, stride); break;
+    case 2: _tile_stored(2, p, stride); break;
+    default: _tile_stored(3, p, stride); break;
+  }
+}
+
+// accumulator t of a 32 x 32 block into y: straight from the tile where it
+// is whole, else through a scratch tile.
+void storeTile(int t, const MatmulArgs& a, int64_t row0, int64_t col0, int64_t col_end, float* scratch) {
+  if (row0 >= a.m) return;
+  if (row0 + kTileRows <= a.m && col0 + kTileRows <= col_end) {
+    storeAccumulator(t, a.y + row0 * a.n + col0, a.n * static_cast<int64_t>(sizeof(float)));
+    return;
+  }
+  storeAccumulator(t, scratch, kTileRows * sizeof(float));
+  const int64_t cols = minOf(kTileRows, col_end - col0);
+  if (cols <= 0) return;
+  const __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1);
+  for (int64_t r = 0; r < kTileRows && row0 + r < a.m; ++r) {
+    _mm512_mask_storeu_ps(a.y + (row0 + r) * a.n + col0, mask, _mm512_loadu_ps(scratch + r * kTileRows));
+  }
+}
+
+// y rows [m0, m0 + 32) x columns [n0, n0 + 32) (those that exist) += bias.
+void addBias(const MatmulArgs& a, int64_t m0, int64_t n0, int64_t n_end) {
+  const int64_t cols = minOf(kPanel, n_end - n0);
+  const __mmask16 m_lo = static_cast<__mmask16>(cols >= 16 ? 0xffff : (1u << cols) - 1);
+  const __mmask16 m_hi = static_cast<__mmask16>(cols >= 32 ? 0xffff : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
+  const __m512 b_lo = _mm512_maskz_loadu_ps(m_lo, a.bias + n0);
+  const __m512 b_hi = _mm512_maskz_loadu_ps(m_hi, a.bias + n0 + 16);
+  for (int64_t r = m0; r < minOf(m0 + 2 * kTileRows, a.m); ++r) {
+    float* yr = a.y + r * a.n + n0;
+    _mm512_mask_storeu_ps(yr, m_lo, _mm512_add_ps(_mm512_maskz_loadu_ps(m_lo, yr), b_lo));
+    _mm512_mask_storeu_ps(yr + 16, m_hi, _mm512_add_ps(_mm512_maskz_loadu_ps(m_hi, yr + 16), b_hi));
+  }
+}
+
+// tmm0-3 += the 32 x 32 block's products over k blocks [0, kb_count):
+// x's A tiles at xh / xl (+ next for rows 16..31), w's B tiles at wh / wl
+// (wl only when split).
+inline __attribute__((always_inline)) void accumulate(const uint16_t* xh, const uint16_t* xl, int64_t next,
+                                                      const uint16_t* wh, const uint16_t* wl, int64_t kb_count,
+                                                      bool split) {
+  for (int64_t kb = 0; kb < kb_count; ++kb) {
+    const uint16_t* wk = wh + kb * 2 * kTileU16;
+    _tile_loadd(4, xh + kb * kTileU16, 64);
+    _tile_loadd(5, xh + next + kb * kTileU16, 64);
+    _tile_loadd(6, wk, 64);
+    _tile_loadd(7, wk + kTileU16, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+    if (split) {
+      const uint16_t* wlk = wl + kb * 2 * kTileU16;
+      _tile_loadd(6, wlk, 64);
+      _tile_loadd(7, wlk + kTileU16, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+      _tile_loadd(6, wk, 64);
+      _tile_loadd(7, wk + kTileU16, 64);
+    }
+    _tile_loadd(4, xl + kb * kTileU16, 64);
+    _tile_loadd(5, xl + next + kb * kTileU16, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
   }
 }
 
 }  // namespace
 
-void amxMatmul(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
-  const int64_t kp = (a.k + kTileK - 1) / kTileK * kTileK;
-  const int64_t mp = (a.m + 2 * kTileRows - 1) / (2 * kTileRows) * (2 * kTileRows);
-  // scratch is counted in floats: two bf16 values each
-  auto* xb = reinterpret_cast<uint16_t*>(threadScratch(1, static_cast<size_t>(mp * kp / 2)));
-  auto* wp = reinterpret_cast<uint16_t*>(threadScratch(0, static_cast<size_t>(kp * kPanel / 2)));
-  float* c = threadScratch(2, kTileRows * kTileRows);
-  for (int64_t i = 0; i < mp; ++i) {
-    uint16_t* dst = xb + i * kp;
-    int64_t k = 0;
-    if (i < a.m) {
-      for (; k < a.k; ++k) dst[k] = f32ToBf16(a.x[i * a.k + k]);
+void amxSplitRows(const float* x, int64_t m, int64_t k, int64_t kp, int64_t begin, int64_t end, uint16_t* hi,
+                  uint16_t* lo) {
+  const int64_t kb_count = kp / 32;
+  for (int64_t r = begin; r < end; ++r) {
+    for (int64_t kb = 0; kb < kb_count; ++kb) {
+      __m512i h = _mm512_setzero_si512(), l = _mm512_setzero_si512();
+      if (r < m && kb * 32 < k) {
+        splitBf16(loadFloats(x + r * k + kb * 32, DType::kF32, static_cast<int>(minOf(32, k - kb * 32))), &h, &l);
+      }
+      const int64_t at = amxTileOffset(r, kb, kb_count);
+      _mm512_storeu_si512(hi + at, h);
+      _mm512_storeu_si512(lo + at, l);
     }
-    std::fill(dst + k, dst + kp, uint16_t{0});
+  }
+}
+
+void amxPanels(const MatmulArgs& a, const uint16_t* x_hi, const uint16_t* x_lo, int64_t kp, int64_t n_begin,
+               int64_t n_end) {
+  const int64_t kb_count = kp / 32;
+  const bool split = a.w_dtype != DType::kBF16;
+  const int parts = split ? 2 : 1;
+  const int64_t panel_u16 = kb_count * 2 * kTileU16 * parts;
+  const int64_t panels = (n_end - n_begin + kPanel - 1) / kPanel;
+  // the task's w rows packed once, then reused by every block of x rows
+  // (each 32 x rows sweep them from L2); counted in floats, two bf16 each
+  auto* packed = reinterpret_cast<uint16_t*>(alignedScratch(0, static_cast<size_t>(panels * panel_u16 / 2)));
+  float* scratch = alignedScratch(1, kTileRows * kTileRows);
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t n0 = n_begin + p * kPanel;
+    packPanel(a, n0, static_cast<int>(minOf(kPanel, n_end - n0)), kb_count, split, packed + p * panel_u16);
   }
   configureTiles();
-  const int64_t x_stride = kp * sizeof(uint16_t);
-  for (int64_t n0 = n_begin; n0 < n_end; n0 += kPanel) {
-    const int cols = static_cast<int>(std::min<int64_t>(kPanel, n_end - n0));
-    packPanel(a, n0, cols, kp, wp);
-    for (int64_t m0 = 0; m0 < mp; m0 += 2 * kTileRows) {
+  const int64_t mp = (a.m + 2 * kTileRows - 1) / (2 * kTileRows) * (2 * kTileRows);
+  for (int64_t m0 = 0; m0 < mp; m0 += 2 * kTileRows) {
+    // the two A tiles of a k block: 16 rows of x each, 1 KB apart
+    const uint16_t* xh = x_hi + amxTileOffset(m0, 0, kb_count);
+    const uint16_t* xl = x_lo + amxTileOffset(m0, 0, kb_count);
+    const int64_t next = amxTileOffset(m0 + kTileRows, 0, kb_count) - amxTileOffset(m0, 0, kb_count);
+    for (int64_t p = 0; p < panels; ++p) {
+      const uint16_t* wh = packed + p * panel_u16;
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
       _tile_zero(3);
-      for (int64_t kb = 0; kb < kp / kTileK; ++kb) {
-        _tile_loadd(4, xb + m0 * kp + kb * kTileK, x_stride);
-        _tile_loadd(5, xb + (m0 + kTileRows) * kp + kb * kTileK, x_stride);
-        _tile_loadd(6, wp + (kb * 2) * (kTileRows * kTileK), 64);
-        _tile_loadd(7, wp + (kb * 2 + 1) * (kTileRows * kTileK), 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-      // each accumulator through a 16 x 16 scratch into y, plus bias
-      for (int t = 0; t < 4; ++t) {
-        switch (t) {
-          case 0: _tile_stored(0, c, 64); break;
-          case 1: _tile_stored(1, c, 64); break;
-          case 2: _tile_stored(2, c, 64); break;
-          default: _tile_stored(3, c, 64); break;
-        }
-        const int64_t row0 = m0 + (t / 2) * kTileRows;
-        const int col0 = (t % 2) * kTileRows;
-        for (int r = 0; r < kTileRows && row0 + r < a.m; ++r) {
-          for (int j = 0; j < kTileRows && col0 + j < cols; ++j) {
-            const int64_t n = n0 + col0 + j;
-            a.y[(row0 + r) * a.n + n] = c[r * kTileRows + j] + (a.bias != nullptr ? a.bias[n] : 0.0f);
-          }
-        }
-      }
+      accumulate(xh, xl, next, wh, wh + kb_count * 2 * kTileU16, kb_count, split);
+      const int64_t n0 = n_begin + p * kPanel;
+      storeTile(0, a, m0, n0, n_end, scratch);
+      storeTile(1, a, m0, n0 + kTileRows, n_end, scratch);
+      storeTile(2, a, m0 + kTileRows, n0, n_end, scratch);
+      storeTile(3, a, m0 + kTileRows, n0 + kTileRows, n_end, scratch);
+      if (a.bias != nullptr) addBias(a, m0, n0, n_end);
     }
   }
   _tile_release();
@@ -133,7 +300,8 @@ bool amxKernelBuilt() { return true; }
 #else  // a compiler or target without AMX: amxBf16Usable() is never asked to pick this
 
 namespace tandem::kernels::cpu {
-void amxMatmul(const MatmulArgs&, int64_t, int64_t) {}
+void amxSplitRows(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, uint16_t*, uint16_t*) {}
+void amxPanels(const MatmulArgs&, const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t) {}
 bool amxKernelBuilt() { return false; }
 }  // namespace tandem::kernels::cpu
 

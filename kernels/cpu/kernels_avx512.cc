@@ -1,7 +1,6 @@
 // The AVX-512 kernels (F, BW, VL). Compiled with -mavx512f -mavx512bw
 // -mavx512vl -mfma -mf16c (see kernels/CMakeLists.txt) and only called when
 // the processor has them.
-#include "kernels/cpu/amx_matmul.h"
 #include "kernels/cpu/kernel_templates.h"
 
 #if defined(__x86_64__)
@@ -85,24 +84,10 @@ struct Avx512Vec {
   }
 };
 
-// prefill with BF16 weights goes to the AMX tiles where the processor has
-// them (amx_matmul.h); everything else to the AVX-512 kernels.
-void matmulAvx512OrAmx(const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
-  if (useAmxMatmul(args)) {
-    amxMatmul(args, n_begin, n_end);
-  } else {
-    impl::matmul<Avx512Vec>(args, n_begin, n_end);
-  }
-}
-
 }  // namespace
 
 const KernelTable& avx512Kernels() {
-  static const KernelTable table = [] {
-    KernelTable t = impl::makeKernelTable<Avx512Vec>(SimdLevel::kAvx512);
-    t.matmul = &matmulAvx512OrAmx;
-    return t;
-  }();
+  static const KernelTable table = impl::makeKernelTable<Avx512Vec>(SimdLevel::kAvx512);
   return table;
 }
 

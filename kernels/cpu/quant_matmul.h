@@ -11,15 +11,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/parallel_tasks.h"
 
 namespace tandem::kernels::cpu {
-
-// runs fn(task) for every task in [0, count), possibly in parallel.
-using ParallelTasks = std::function<void(int count, const std::function<void(int task)>& fn)>;
 
 // rows of x up to which the integer-dot path runs as one job; above it,
 // prefill (the dots a group of this many rows at a time, or dequantized

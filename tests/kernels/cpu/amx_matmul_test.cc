@@ -1,11 +1,13 @@
 // The AMX-BF16 prefill matmul: where the processor has AMX it runs and
-// matches a double-precision reference on the same BF16-rounded inputs;
-// elsewhere detection says no and the AVX-512 table keeps its own kernel.
+// matches a double-precision reference on the unrounded x within the error
+// of x and w split into two BF16 parts (16 significant bits; kernels_amx.cc),
+// for BF16, F16 and F32 weights; elsewhere detection says no.
 #include <cpuid.h>
 
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "common/dtype.h"
@@ -24,73 +26,113 @@ bool cpuidHasAmxBf16() {
   return ((edx >> 22) & 1u) != 0 && ((edx >> 24) & 1u) != 0;
 }
 
-// a prefill-sized matmul with BF16 weights and odd sizes (m, k and n past
-// tile edges), plus its reference on the BF16-rounded x.
+// a prefill-sized matmul with odd sizes (m, k and n past tile edges), its
+// reference in doubles and each output's sum of |x w| (the scale of the
+// rounding error).
 struct Case {
-  int64_t m = 45, n = 50, k = 100;
-  std::vector<float> x, bias, y, want;
-  std::vector<uint16_t> w;
-  Case() {
+  int64_t m, n, k;
+  DType dtype;
+  std::vector<float> x, bias, y, want, scale;
+  std::vector<float> w32;
+  std::vector<uint16_t> w16;
+  Case(int64_t m_, int64_t n_, int64_t k_, DType t) : m(m_), n(n_), k(k_), dtype(t) {
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (int64_t i = 0; i < m * k; ++i) x.push_back(u(rng));
-    for (int64_t i = 0; i < n * k; ++i) w.push_back(f32ToBf16(u(rng)));
+    for (int64_t i = 0; i < n * k; ++i) {
+      const float v = u(rng);
+      if (t == DType::kF32) {
+        w32.push_back(v);
+      } else {
+        w16.push_back(t == DType::kBF16 ? f32ToBf16(v) : f32ToF16(v));
+      }
+    }
     for (int64_t i = 0; i < n; ++i) bias.push_back(u(rng));
     y.assign(m * n, 0.0f);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
-        double s = bias[j];
+        double s = bias[j], a = 0.0;
         for (int64_t kk = 0; kk < k; ++kk) {
-          s += static_cast<double>(bf16ToF32(f32ToBf16(x[i * k + kk]))) * bf16ToF32(w[j * k + kk]);
+          const double p = static_cast<double>(x[i * k + kk]) * wAt(j * k + kk);
+          s += p;
+          a += std::fabs(p);
         }
         want.push_back(static_cast<float>(s));
+        scale.push_back(static_cast<float>(a));
       }
     }
   }
-  MatmulArgs args() { return {x.data(), w.data(), DType::kBF16, bias.data(), y.data(), m, n, k}; }
+  float wAt(int64_t i) const {
+    if (dtype == DType::kF32) return w32[i];
+    return dtype == DType::kBF16 ? bf16ToF32(w16[i]) : f16ToF32(w16[i]);
+  }
+  MatmulArgs args() {
+    const void* w = dtype == DType::kF32 ? static_cast<const void*>(w32.data()) : w16.data();
+    return {x.data(), w, dtype, bias.data(), y.data(), m, n, k};
+  }
 };
 
+// every task on its own thread, as the pool may run them
+const ParallelTasks kThreads = [](int count, const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < count; ++t) threads.emplace_back(fn, t);
+  for (std::thread& t : threads) t.join();
+};
+
+// x and w to 16 significant bits: a few 2^-17 of sum |x w| (one BF16
+// product would be off by ~2^-9 of it).
+constexpr float kSplitTolerance = 6e-5f;
+
 TEST(AmxMatmulTest, DetectionFollowsTheProcessor) {
+  Case c(45, 50, 100, DType::kBF16);
+  Case h(45, 50, 100, DType::kF16);
   if (!cpuidHasAmxBf16()) {
     EXPECT_FALSE(amxBf16Usable());
-    Case c;
     EXPECT_FALSE(useAmxMatmul(c.args()));
+    EXPECT_FALSE(useAmxMatmul(h.args()));
     return;
   }
   // the processor has it: usable unless the kernel, the build or the
-  // environment said no; either way the choice follows usability
-  Case c;
+  // environment said no; either way the choice follows usability, for
+  // prefill-sized matmuls only
   EXPECT_EQ(useAmxMatmul(c.args()), amxBf16Usable());
+  EXPECT_EQ(useAmxMatmul(h.args()), amxBf16Usable());
+  Case small(kAmxMinRows - 1, 50, 100, DType::kBF16);
+  EXPECT_FALSE(useAmxMatmul(small.args()));
 }
 
 TEST(AmxMatmulTest, MatchesTheReferenceWhereTheProcessorHasIt) {
-  Case c;
   if (!amxBf16Usable()) {
-    // no AMX here: amxMatmul is never chosen (Avx512TableMatches... checks
-    // the fallback's numbers)
+    Case c(45, 50, 100, DType::kBF16);
     EXPECT_FALSE(useAmxMatmul(c.args()));
-    return;
+    GTEST_SKIP() << "no usable AMX-BF16 on this processor";
   }
-  amxMatmul(c.args(), 0, c.n);
-  for (int64_t i = 0; i < c.m * c.n; ++i) EXPECT_NEAR(c.y[i], c.want[i], 1e-4f) << i;
-  // and a task range off the panel edges
-  Case d;
-  amxMatmul(d.args(), 16, 40);
-  for (int64_t i = 0; i < d.m; ++i) {
-    for (int64_t j = 16; j < 40; ++j) EXPECT_NEAR(d.y[i * d.n + j], d.want[i * d.n + j], 1e-4f);
+  struct Shape {
+    int64_t m, n, k;
+    int threads;
+  };
+  // tile edges in every dimension; several tasks; one panel per task and
+  // many; k one block, and past it
+  for (const Shape s : {Shape{45, 50, 100, 1}, Shape{32, 32, 32, 1}, Shape{70, 200, 300, 2}, Shape{33, 17, 64, 3},
+                        Shape{130, 96, 768, 2}}) {
+    for (const DType t : {DType::kBF16, DType::kF16, DType::kF32}) {
+      Case c(s.m, s.n, s.k, t);
+      amxMatmul(c.args(), s.threads, kThreads);
+      for (int64_t i = 0; i < c.m * c.n; ++i) {
+        ASSERT_NEAR(c.y[i], c.want[i], kSplitTolerance * c.scale[i])
+            << dtypeName(t) << " m " << s.m << " n " << s.n << " k " << s.k << " at " << i;
+      }
+    }
   }
 }
 
-// whichever kernel the AVX-512 table picks (AMX or its own), the result is
-// the BF16 matmul within the tolerance of x rounded to BF16.
-TEST(AmxMatmulTest, Avx512TableMatchesWithOrWithoutAmx) {
-  Case c;
-  // without AVX-512 the table this processor runs instead
+// with AMX or without, the AVX-512 table's own kernel (every matmul of
+// fewer rows, and every matmul where there is no AMX) gives the matmul.
+TEST(AmxMatmulTest, Avx512TableMatchesTheReference) {
+  Case c(45, 50, 100, DType::kBF16);
   const KernelTable& table = detectSimdLevel() >= SimdLevel::kAvx512 ? avx512Kernels() : avx2Kernels();
   table.matmul(c.args(), 0, c.n);
-  for (int64_t i = 0; i < c.m * c.n; ++i) {
-    EXPECT_NEAR(c.y[i], c.want[i], 2e-2f) << i;
-  }
+  for (int64_t i = 0; i < c.m * c.n; ++i) EXPECT_NEAR(c.y[i], c.want[i], 1e-5f * c.scale[i] + 1e-6f) << i;
 }
 
 }  // namespace
