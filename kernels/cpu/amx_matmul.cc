@@ -77,23 +77,22 @@ void amxMatmul(const MatmulArgs& a, int threads, const ParallelTasks& parallel) 
   // for a new buffer each matmul), from a 64-byte boundary: a tile row that
   // straddles two cache lines loads both
   thread_local std::vector<uint16_t> x_split;
-  const size_t part = static_cast<size_t>(mp * kp);
-  if (x_split.size() < 2 * part + 32) x_split.resize(2 * part + 32);
-  const auto base = reinterpret_cast<uintptr_t>(x_split.data());
-  uint16_t* hi = reinterpret_cast<uint16_t*>((base + 63) & ~uintptr_t{63});
-  uint16_t* lo = hi + (part + 31) / 32 * 32;
+  const int64_t part = (mp * kp + 31) / 32 * 32;
+  const size_t need = static_cast<size_t>(kAmxXParts * part + 32);
+  if (x_split.size() < need) x_split.resize(need);
+  uint16_t* parts = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(x_split.data()) + 63) & ~uintptr_t{63});
   const int64_t wanted = int64_t{threads} * 4;
   const int64_t rows_per_task = std::max<int64_t>(1, (mp + wanted - 1) / wanted);
   parallel(static_cast<int>((mp + rows_per_task - 1) / rows_per_task), [&](int t) {
     const int64_t begin = t * rows_per_task;
-    amxSplitRows(a.x, a.m, a.k, kp, begin, std::min(mp, begin + rows_per_task), hi, lo);
+    amxSplitRows(a.x, a.m, a.k, kp, begin, std::min(mp, begin + rows_per_task), parts, part);
   });
   // tasks of whole 32-row panels
   const int64_t panels = (a.n + 31) / 32;
   const int64_t per_task = std::max<int64_t>(1, panels / wanted);
   parallel(static_cast<int>((panels + per_task - 1) / per_task), [&](int t) {
     const int64_t begin = t * per_task * 32;
-    amxPanels(a, hi, lo, kp, begin, std::min(a.n, begin + per_task * 32));
+    amxPanels(a, parts, part, kp, begin, std::min(a.n, begin + per_task * 32));
   });
 }
 

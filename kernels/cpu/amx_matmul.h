@@ -27,26 +27,31 @@ bool amxBf16Usable();
 constexpr int64_t kAmxMinRows = 32;
 bool useAmxMatmul(const MatmulArgs& args);
 
-// y = x * w^T + bias on the tiles, as one job: x split into BF16 hi + lo
-// parts once (the tasks share it), then each task packs its 32-row panels
-// of w once and runs every block of x rows against them. x and w as
-// kernels_amx.cc describes (16 significant bits each, F32 accumulation).
+// y = x * w^T + bias on the tiles, as one job: x split into BF16 parts
+// once (the tasks share it), then each task packs its 32-row panels of w
+// once and runs every block of x rows against them. x and w as
+// kernels_amx.cc describes (x to 24 significant bits, w to 16, F32
+// accumulation).
 // Only call when amxBf16Usable().
 void amxMatmul(const MatmulArgs& args, int threads, const ParallelTasks& parallel);
 
 // The tile kernel's entry points (kernels_amx.cc), for amxMatmul.
-// The split x is stored as A tiles: 32 values of row r from k block kb (k
-// in [32 kb, 32 kb + 32)) at amxTileOffset(r, kb, kp / 32), so each tile
-// (16 rows of one k block) is 1 KB in one piece.
+// x is split into kAmxXParts BF16 parts, each stored as A tiles: 32 values
+// of row r from k block kb (k in [32 kb, 32 kb + 32)) at amxTileOffset(r,
+// kb, kp / 32) of its part, so each tile (16 rows of one k block) is 1 KB in
+// one piece. Buffers from 64-byte boundaries (a tile row across two cache
+// lines loads both).
+inline constexpr int kAmxXParts = 3;
 inline int64_t amxTileOffset(int64_t r, int64_t kb, int64_t kb_count) {
   return ((r / 16 * kb_count + kb) * 16 + r % 16) * 32;
 }
-// rows [begin, end) of x (m rows of k) as BF16 hi and lo parts (kp: k
-// rounded up to 32); rows at or past m and columns at or past k are zeros.
-void amxSplitRows(const float* x, int64_t m, int64_t k, int64_t kp, int64_t begin, int64_t end, uint16_t* hi,
-                  uint16_t* lo);
+// rows [begin, end) of x (m rows of k) as its parts, part i at parts + i *
+// part_stride (kp: k rounded up to 32); rows at or past m and columns at or
+// past k are zeros.
+void amxSplitRows(const float* x, int64_t m, int64_t k, int64_t kp, int64_t begin, int64_t end, uint16_t* parts,
+                  int64_t part_stride);
 // y[:, n_begin:n_end) from the split x, whose rows run to m rounded up to 32.
-void amxPanels(const MatmulArgs& args, const uint16_t* x_hi, const uint16_t* x_lo, int64_t kp, int64_t n_begin,
+void amxPanels(const MatmulArgs& args, const uint16_t* x_parts, int64_t part_stride, int64_t kp, int64_t n_begin,
                int64_t n_end);
 
 // whether this build compiled the tile kernel (a compiler without AMX

@@ -5,13 +5,12 @@
 // templates here: an inline instantiation compiled with these flags could
 // be the one the linker keeps for every file.
 //
-// Each operand is a sum of two BF16 parts, hi = bf16(v) and lo = bf16(v -
-// hi): 16 significant bits where BF16 alone keeps 8. A BF16 weight is its
-// hi part (lo is 0), an F16 weight (11 bits) is hi + lo exactly. y sums
-// x_hi w_hi + x_lo w_hi + x_hi w_lo (x_lo w_lo, below 2^-16 of the product,
-// is left out), F32 accumulation: the error of x (and of F32 w) rounded to
-// 16 bits, near the F32 kernels' own, where one BF16 product would round x
-// to 8 bits.
+// Each operand is a sum of BF16 parts, each bf16 of what the ones before
+// it miss: x in three (24 significant bits, F32's), w in two (16: an F16
+// weight's 11 exactly; a BF16 weight is its first part alone). y sums every
+// product of parts at least 2^-16 of x w (x0 w0, x1 w0, x2 w0, x0 w1, x1 w1)
+// with F32 accumulation: the F32 kernels' tolerance, where one BF16 product
+// would round x to 8 bits.
 //
 // Tiles: a 32 x 32 block of y is four F32 accumulators (tmm0-3), fed by two
 // A tiles of x rows (tmm4-5, 16 rows x 32 k, straight from the split x) and
@@ -90,10 +89,15 @@ __m512 bf16High(__m512i v) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)), 16));
 }
 
-// 32 values as hi (and lo = bf16 of what hi misses).
-void splitBf16(const Floats32& f, __m512i* hi, __m512i* lo) {
-  *hi = toBf16(f.lo16, f.hi16);
-  *lo = toBf16(_mm512_sub_ps(f.lo16, bf16Low(*hi)), _mm512_sub_ps(f.hi16, bf16High(*hi)));
+// 32 values as `parts` BF16 parts: part 0 = bf16(v), each next one bf16
+// of what the parts before it miss (exact F32 differences).
+void splitBf16(const Floats32& f, __m512i* out, int parts) {
+  __m512 lo16 = f.lo16, hi16 = f.hi16;
+  for (int i = 0; i < parts; ++i) {
+    out[i] = toBf16(lo16, hi16);
+    lo16 = _mm512_sub_ps(lo16, bf16Low(out[i]));
+    hi16 = _mm512_sub_ps(hi16, bf16High(out[i]));
+  }
 }
 
 // r[i] word j -> r[j] word i: a 16 x 16 transpose of 32-bit words.
@@ -143,7 +147,10 @@ void packPanel(const MatmulArgs& a, int64_t n0, int rows, int64_t kb_count, bool
         if (a.w_dtype == DType::kBF16) {
           hi[c] = _mm512_maskz_loadu_epi16(valid >= 32 ? ~__mmask32{0} : (__mmask32{1} << valid) - 1, src);
         } else {
-          splitBf16(loadFloats(src, a.w_dtype, valid), &hi[c], &lo[c]);
+          __m512i two[2];
+          splitBf16(loadFloats(src, a.w_dtype, valid), two, 2);
+          hi[c] = two[0];
+          lo[c] = two[1];
         }
       }
       uint16_t* tile = out + (kb * 2 + h) * kTileU16;
@@ -199,61 +206,70 @@ void addBias(const MatmulArgs& a, int64_t m0, int64_t n0, int64_t n_end) {
   }
 }
 
-// tmm0-3 += the 32 x 32 block's products over k blocks [0, kb_count):
-// x's A tiles at xh / xl (+ next for rows 16..31), w's B tiles at wh / wl
-// (wl only when split).
-inline __attribute__((always_inline)) void accumulate(const uint16_t* xh, const uint16_t* xl, int64_t next,
+// the A tiles of x part `part` (rows 16..31 `next` further) into tmm4-5,
+// the B tiles at w into tmm6-7, then tmm0-3 += their products.
+#define TANDEM_AMX_LOAD_X(part)                                \
+  _tile_loadd(4, x + (part) * part_stride + kb * kTileU16, 64); \
+  _tile_loadd(5, x + (part) * part_stride + next + kb * kTileU16, 64)
+#define TANDEM_AMX_LOAD_W(w)          \
+  _tile_loadd(6, (w), 64);            \
+  _tile_loadd(7, (w) + kTileU16, 64)
+#define TANDEM_AMX_PRODUCTS()  \
+  _tile_dpbf16ps(0, 4, 6);     \
+  _tile_dpbf16ps(1, 4, 7);     \
+  _tile_dpbf16ps(2, 5, 6);     \
+  _tile_dpbf16ps(3, 5, 7)
+
+// tmm0-3 += the 32 x 32 block's products over k blocks [0, kb_count): x's
+// three parts (A tiles from x, part_stride apart, `next` to rows 16..31)
+// times w's B tiles at wh (and wl when split), every product whose size
+// is 2^-16 of x w or more: x0 w0, x1 w0, x2 w0 (and x0 w1, x1 w1).
+inline __attribute__((always_inline)) void accumulate(const uint16_t* x, int64_t part_stride, int64_t next,
                                                       const uint16_t* wh, const uint16_t* wl, int64_t kb_count,
                                                       bool split) {
   for (int64_t kb = 0; kb < kb_count; ++kb) {
     const uint16_t* wk = wh + kb * 2 * kTileU16;
-    _tile_loadd(4, xh + kb * kTileU16, 64);
-    _tile_loadd(5, xh + next + kb * kTileU16, 64);
-    _tile_loadd(6, wk, 64);
-    _tile_loadd(7, wk + kTileU16, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    TANDEM_AMX_LOAD_X(0);
+    TANDEM_AMX_LOAD_W(wk);
+    TANDEM_AMX_PRODUCTS();
     if (split) {
-      const uint16_t* wlk = wl + kb * 2 * kTileU16;
-      _tile_loadd(6, wlk, 64);
-      _tile_loadd(7, wlk + kTileU16, 64);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
-      _tile_loadd(6, wk, 64);
-      _tile_loadd(7, wk + kTileU16, 64);
+      TANDEM_AMX_LOAD_W(wl + kb * 2 * kTileU16);
+      TANDEM_AMX_PRODUCTS();
+      TANDEM_AMX_LOAD_X(1);
+      TANDEM_AMX_PRODUCTS();
+      TANDEM_AMX_LOAD_W(wk);
+    } else {
+      TANDEM_AMX_LOAD_X(1);
     }
-    _tile_loadd(4, xl + kb * kTileU16, 64);
-    _tile_loadd(5, xl + next + kb * kTileU16, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    TANDEM_AMX_PRODUCTS();
+    TANDEM_AMX_LOAD_X(2);
+    TANDEM_AMX_PRODUCTS();
   }
 }
+#undef TANDEM_AMX_LOAD_X
+#undef TANDEM_AMX_LOAD_W
+#undef TANDEM_AMX_PRODUCTS
 
 }  // namespace
 
-void amxSplitRows(const float* x, int64_t m, int64_t k, int64_t kp, int64_t begin, int64_t end, uint16_t* hi,
-                  uint16_t* lo) {
+void amxSplitRows(const float* x, int64_t m, int64_t k, int64_t kp, int64_t begin, int64_t end, uint16_t* parts,
+                  int64_t part_stride) {
   const int64_t kb_count = kp / 32;
   for (int64_t r = begin; r < end; ++r) {
     for (int64_t kb = 0; kb < kb_count; ++kb) {
-      __m512i h = _mm512_setzero_si512(), l = _mm512_setzero_si512();
+      __m512i v[kAmxXParts];
+      for (__m512i& p : v) p = _mm512_setzero_si512();
       if (r < m && kb * 32 < k) {
-        splitBf16(loadFloats(x + r * k + kb * 32, DType::kF32, static_cast<int>(minOf(32, k - kb * 32))), &h, &l);
+        splitBf16(loadFloats(x + r * k + kb * 32, DType::kF32, static_cast<int>(minOf(32, k - kb * 32))), v,
+                  kAmxXParts);
       }
       const int64_t at = amxTileOffset(r, kb, kb_count);
-      _mm512_storeu_si512(hi + at, h);
-      _mm512_storeu_si512(lo + at, l);
+      for (int i = 0; i < kAmxXParts; ++i) _mm512_storeu_si512(parts + i * part_stride + at, v[i]);
     }
   }
 }
 
-void amxPanels(const MatmulArgs& a, const uint16_t* x_hi, const uint16_t* x_lo, int64_t kp, int64_t n_begin,
+void amxPanels(const MatmulArgs& a, const uint16_t* x_parts, int64_t part_stride, int64_t kp, int64_t n_begin,
                int64_t n_end) {
   const int64_t kb_count = kp / 32;
   const bool split = a.w_dtype != DType::kBF16;
@@ -272,8 +288,7 @@ void amxPanels(const MatmulArgs& a, const uint16_t* x_hi, const uint16_t* x_lo, 
   const int64_t mp = (a.m + 2 * kTileRows - 1) / (2 * kTileRows) * (2 * kTileRows);
   for (int64_t m0 = 0; m0 < mp; m0 += 2 * kTileRows) {
     // the two A tiles of a k block: 16 rows of x each, 1 KB apart
-    const uint16_t* xh = x_hi + amxTileOffset(m0, 0, kb_count);
-    const uint16_t* xl = x_lo + amxTileOffset(m0, 0, kb_count);
+    const uint16_t* x = x_parts + amxTileOffset(m0, 0, kb_count);
     const int64_t next = amxTileOffset(m0 + kTileRows, 0, kb_count) - amxTileOffset(m0, 0, kb_count);
     for (int64_t p = 0; p < panels; ++p) {
       const uint16_t* wh = packed + p * panel_u16;
@@ -281,7 +296,7 @@ void amxPanels(const MatmulArgs& a, const uint16_t* x_hi, const uint16_t* x_lo, 
       _tile_zero(1);
       _tile_zero(2);
       _tile_zero(3);
-      accumulate(xh, xl, next, wh, wh + kb_count * 2 * kTileU16, kb_count, split);
+      accumulate(x, part_stride, next, wh, wh + kb_count * 2 * kTileU16, kb_count, split);
       const int64_t n0 = n_begin + p * kPanel;
       storeTile(0, a, m0, n0, n_end, scratch);
       storeTile(1, a, m0, n0 + kTileRows, n_end, scratch);
@@ -300,8 +315,8 @@ bool amxKernelBuilt() { return true; }
 #else  // a compiler or target without AMX: amxBf16Usable() is never asked to pick this
 
 namespace tandem::kernels::cpu {
-void amxSplitRows(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, uint16_t*, uint16_t*) {}
-void amxPanels(const MatmulArgs&, const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t) {}
+void amxSplitRows(const float*, int64_t, int64_t, int64_t, int64_t, int64_t, uint16_t*, int64_t) {}
+void amxPanels(const MatmulArgs&, const uint16_t*, int64_t, int64_t, int64_t, int64_t) {}
 bool amxKernelBuilt() { return false; }
 }  // namespace tandem::kernels::cpu
 
