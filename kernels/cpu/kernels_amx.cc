@@ -64,8 +64,11 @@ struct Floats32 {
   __m512 lo16, hi16;
 };
 
+// the first `valid` of 32 lanes
+__mmask32 firstLanes(int valid) { return valid >= 32 ? ~__mmask32{0} : (__mmask32{1} << valid) - 1; }
+
 Floats32 loadFloats(const void* p, DType t, int valid) {
-  const __mmask32 m32 = valid >= 32 ? ~__mmask32{0} : (__mmask32{1} << valid) - 1;
+  const __mmask32 m32 = firstLanes(valid);
   if (t == DType::kF32) {
     const auto* f = static_cast<const float*>(p);
     return {_mm512_maskz_loadu_ps(static_cast<__mmask16>(m32), f),
@@ -145,7 +148,7 @@ void packPanel(const MatmulArgs& a, int64_t n0, int rows, int64_t kb_count, bool
         }
         const char* src = static_cast<const char*>(a.w) + (n0 + row) * row_bytes + kb * 32 * dtypeSize(a.w_dtype);
         if (a.w_dtype == DType::kBF16) {
-          hi[c] = _mm512_maskz_loadu_epi16(valid >= 32 ? ~__mmask32{0} : (__mmask32{1} << valid) - 1, src);
+          hi[c] = _mm512_maskz_loadu_epi16(firstLanes(valid), src);
         } else {
           __m512i two[2];
           splitBf16(loadFloats(src, a.w_dtype, valid), two, 2);
