@@ -145,7 +145,7 @@ void gemvTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   using F = typename V::F;
   using Elem = std::conditional_t<WT == DType::kF32, float, uint16_t>;
   constexpr int W = V::kWidth;
-  constexpr int64_t kPrefetchBytes = 2048;
+  constexpr int64_t kPrefetchBytes = 8192;
   constexpr int kStepBytes = 4 * W * static_cast<int>(sizeof(Elem));
   const int64_t K = a.k;
   const float* x = a.x;
@@ -157,7 +157,7 @@ void gemvTyped(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
     for (; k + 4 * W <= K; k += 4 * W) {
       if constexpr (W > 1) {
         const char* ahead = reinterpret_cast<const char*>(row + k) + kPrefetchBytes;
-        for (int b = 0; b < kStepBytes; b += 64) __builtin_prefetch(ahead + b);
+        for (int b = 0; b < kStepBytes; b += 64) __builtin_prefetch(ahead + b, 0, 2);
       }
       s0 = V::fma(V::load(x + k), loadAs<V, WT>(row, k), s0);
       s1 = V::fma(V::load(x + k + W), loadAs<V, WT>(row, k + W), s1);

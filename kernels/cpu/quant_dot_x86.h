@@ -44,6 +44,22 @@
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
+// A dot streams its weight row from memory (decode reads each weight once
+// a step): each block loop step asks for the bytes kWeightPrefetchBytes
+// ahead of it into L2, so enough lines are in flight for the row's stream
+// and the step into the next rows (the hardware prefetchers alone left a
+// batch-1 q8_0 decode at ~60% of the read bandwidth on an Intel Xeon whose
+// weights sit in a large L3: bench/RESULTS.md, session 32). `bytes` is the
+// step's size; its lines are asked for once each (a step that is no
+// multiple of 64 bytes may ask for one twice).
+constexpr int64_t kWeightPrefetchBytes = 8192;
+
+template <int Bytes>
+inline __attribute__((always_inline)) void prefetchWeightsAhead(const void* step) {
+  const char* ahead = static_cast<const char*>(step) + kWeightPrefetchBytes;
+  for (int b = 0; b < Bytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T1);
+}
+
 float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -191,6 +207,7 @@ void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n
     __m256 accg[R];
     for (int r = 0; r < R; ++r) accg[r] = _mm256_setzero_ps();
     for (; i + 8 <= n / 32; i += 8) {
+      prefetchWeightsAhead<8 * sizeof(Block)>(b + i);
       __m256i wt[8];
       for (int j = 0; j < 8; ++j) wt[j] = weightBytes(b[i + j]);
       transpose8x32(wt);
@@ -246,6 +263,7 @@ void dotSigned32(const void* w, const ActBlock32* x, int64_t x_stride, int64_t n
     for (int r = 0; r < R; ++r) acc[r] = accg[r];
   }
   for (; i < n / 32; ++i) {
+    prefetchWeightsAhead<sizeof(Block)>(b + i);
     const __m256i wq = weightBytes(b[i]);
     // d_w * d_x as one lane-wise multiply of the broadcast factors (the
     // same float product as the scalar one, one instruction a row)
@@ -302,6 +320,7 @@ constexpr int64_t kTileChunkRuns = 8;
 
 template <typename Block, __m256i (*weightBytes)(const Block&)>
 void packRun32(const Block* b, Run32* out) {
+  prefetchWeightsAhead<8 * sizeof(Block)>(b);
   __m256i wt[8];
   for (int j = 0; j < 8; ++j) wt[j] = weightBytes(b[j]);
   transpose8x32(wt);
@@ -451,6 +470,7 @@ void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, 
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / 256; ++i) {
+    prefetchWeightsAhead<sizeof(BlockQ4_K)>(b + i);
     const __m128i sm = scalesMinsK4(b[i]);
     __m256i u[8];
     for (int j = 0; j < 4; ++j) {
@@ -504,6 +524,7 @@ void dotQ6_KGrouped(const BlockQ6_K* b, const ActBlock256* x, int64_t x_stride, 
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / 256; ++i) {
+    prefetchWeightsAhead<sizeof(BlockQ6_K)>(b + i);
     const int8_t* sc = b[i].scales;
     const uint8_t* ql = b[i].ql;
     const uint8_t* qh = b[i].qh;
@@ -569,6 +590,7 @@ void dotQ4_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / 256; ++i) {
+    prefetchWeightsAhead<sizeof(BlockQ4_K)>(b + i);
     // the 6-bit scales and mins unpacked in registers (as the grouped
     // kernel; through a stored array they stalled on store forwarding,
     // ~20% of this kernel): sc_all word j = scale j, mins word 2j and 2j + 1
@@ -617,6 +639,7 @@ void dotQ6_KRows(const void* w, const ActBlock256* x, int64_t x_stride, int64_t 
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / 256; ++i) {
+    prefetchWeightsAhead<sizeof(BlockQ6_K)>(b + i);
     const int8_t* sc = b[i].scales;
     const ActBlock256* xb = x + i;
     __m256i sumi[R];
