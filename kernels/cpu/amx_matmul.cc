@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/quant_blocks.h"
 #include "kernels/cpu/amx_matmul.h"
 
 #if defined(__x86_64__) && defined(__linux__)
@@ -65,8 +66,15 @@ bool amxBf16Usable() {
 bool useAmxMatmul(const MatmulArgs& args) {
   if (args.m < kAmxMinRows || !amxBf16Usable()) return false;
   if (args.w_dtype == DType::kBF16 || args.w_dtype == DType::kF16) return true;
+  if (quant::isQuantized(args.w_dtype)) return args.k % quant::blockValues(args.w_dtype) == 0;
   static const bool all = amxMode() == AmxMode::kAll;
   return all && args.w_dtype == DType::kF32;
+}
+
+void amxDequantizeRows(const MatmulArgs& a, int64_t n0, int rows, float* out) {
+  const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
+  const auto* w = static_cast<const char*>(a.w);
+  for (int r = 0; r < rows; ++r) quant::dequantizeRow(a.w_dtype, w + (n0 + r) * row_bytes, out + r * a.k, a.k);
 }
 
 void amxMatmul(const MatmulArgs& a, int threads, const ParallelTasks& parallel) {

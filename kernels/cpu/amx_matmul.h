@@ -21,9 +21,11 @@ bool amxBf16Usable();
 
 // whether a matmul with these arguments goes to amxMatmul: AMX is usable,
 // the matmul is a prefill one (m of kAmxMinRows and more) and w is BF16 or
-// F16, whose values the split operands carry exactly (kernels_amx.cc). F32
-// weights would keep 16 of their 24 bits, so they go there only with
-// TANDEM_CPU_AMX=all.
+// F16, whose values the split operands carry exactly (kernels_amx.cc), or
+// block-quantized (Q8_0, Q4_0, Q4_K, Q6_K: dequantized per panel, each
+// value kept to 16 of its at most 19 significant bits, far finer than the
+// integer dots' 8-bit activations it replaces). F32 weights would keep 16
+// of their 24 bits, so they go there only with TANDEM_CPU_AMX=all.
 constexpr int64_t kAmxMinRows = 32;
 bool useAmxMatmul(const MatmulArgs& args);
 
@@ -53,6 +55,11 @@ void amxSplitRows(const float* x, int64_t m, int64_t k, int64_t kp, int64_t begi
 // y[:, n_begin:n_end) from the split x, whose rows run to m rounded up to 32.
 void amxPanels(const MatmulArgs& args, const uint16_t* x_parts, int64_t part_stride, int64_t kp, int64_t n_begin,
                int64_t n_end);
+
+// rows [n0, n0 + rows) of a block-quantized w (args.w_dtype) as F32 rows
+// of args.k values at out: for the kernel's packing, here because this file
+// has the baseline flags the block formats' code is built with.
+void amxDequantizeRows(const MatmulArgs& args, int64_t n0, int rows, float* out);
 
 // whether this build compiled the tile kernel (a compiler without AMX
 // support builds an empty one, and amxBf16Usable() then says no).

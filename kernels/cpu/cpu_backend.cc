@@ -54,7 +54,7 @@ absl::StatusOr<CpuBackendPtr> CpuBackend::create(const CpuBackendOptions& option
   }
   int threads = options.num_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  return CpuBackendPtr(new CpuBackend(kernelsFor(level), threads));
+  return CpuBackendPtr(new CpuBackend(kernelsFor(level), threads, options.amx));
 }
 
 template <class Fn>
@@ -144,14 +144,14 @@ void CpuBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs)
 
 void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
   const MatmulArgs args = matmulArgs(x, w, bias, y);
-  if (quant::isQuantized(w.dtype)) {
-    quantMatmul(args, kernels_, pool_.size(), poolTasks());
+  // prefill with 16-bit or quantized weights on the AMX tiles where the
+  // processor has them (amx_matmul.h)
+  if (amx_ && useAmxMatmul(args)) {
+    amxMatmul(args, pool_.size(), poolTasks());
     return;
   }
-  // prefill with 16-bit weights on the AMX tiles where the processor has
-  // them (amx_matmul.h)
-  if (kernels_.level == SimdLevel::kAvx512 && useAmxMatmul(args)) {
-    amxMatmul(args, pool_.size(), poolTasks());
+  if (quant::isQuantized(w.dtype)) {
+    quantMatmul(args, kernels_, pool_.size(), poolTasks());
     return;
   }
   if (args.m * args.n * args.k < kMinParallelMatmulWork || pool_.size() == 1) {

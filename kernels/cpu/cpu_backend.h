@@ -23,6 +23,10 @@ struct CpuBackendOptions {
   // TANDEM_CPU_SIMD (scalar|avx2|avx512) when that is set. Tests force lower
   // levels to cover every path.
   std::optional<SimdLevel> simd_level;
+  // whether prefill matmuls may run on AMX tiles where the processor has
+  // them (amx_matmul.h) at the avx512 level; tests turn it off to reach the
+  // AVX-512 kernels those matmuls would otherwise take.
+  bool amx = true;
 };
 
 class CpuBackend;
@@ -60,8 +64,8 @@ class CpuBackend : public Backend {
                   std::span<const int32_t> dst_ids) override;
 
  private:
-  CpuBackend(const KernelTable& kernels, int num_threads)
-      : kernels_(kernels), pool_(num_threads) {}
+  CpuBackend(const KernelTable& kernels, int num_threads, bool amx)
+      : kernels_(kernels), amx_(amx && kernels.level == SimdLevel::kAvx512), pool_(num_threads) {}
 
   // runs fn(begin, end) over [0, n) in about num_threads * 4 pieces of at
   // least `grain` items; inline when there is only one piece.
@@ -72,6 +76,8 @@ class CpuBackend : public Backend {
   ParallelTasks poolTasks();
 
   const KernelTable& kernels_;
+  // prefill may go to the AMX tiles (options.amx, at the avx512 level)
+  const bool amx_;
   ThreadPool pool_;
 };
 

@@ -131,13 +131,13 @@ void transpose16x32(__m512i* r) {
   }
 }
 
-// w rows [n0, n0 + rows) as B tiles: hi at out, lo (when split) at
-// out + kb_count * 2 * kTileU16; per k block kb and half h (w rows 16h ..
-// 16h + 15) one tile.
-void packPanel(const MatmulArgs& a, int64_t n0, int rows, int64_t kb_count, bool split, uint16_t* out) {
-  const size_t row_bytes = dtypeSize(a.w_dtype) * static_cast<size_t>(a.k);
+// `rows` rows of k values of dtype t (F32, F16 or BF16; row_bytes apart
+// from w) as B tiles: hi at out, lo (when split) at out + kb_count * 2 *
+// kTileU16; per k block kb and half h (rows 16h .. 16h + 15) one tile.
+void packPanel(const void* w, DType t, size_t row_bytes, int64_t k, int rows, int64_t kb_count, bool split,
+               uint16_t* out) {
   for (int64_t kb = 0; kb < kb_count; ++kb) {
-    const int valid = static_cast<int>(minOf(32, a.k - kb * 32));
+    const int valid = static_cast<int>(minOf(32, k - kb * 32));
     for (int h = 0; h < 2; ++h) {
       __m512i hi[16], lo[16];
       for (int c = 0; c < kTileRows; ++c) {
@@ -146,12 +146,12 @@ void packPanel(const MatmulArgs& a, int64_t n0, int rows, int64_t kb_count, bool
           hi[c] = lo[c] = _mm512_setzero_si512();
           continue;
         }
-        const char* src = static_cast<const char*>(a.w) + (n0 + row) * row_bytes + kb * 32 * dtypeSize(a.w_dtype);
-        if (a.w_dtype == DType::kBF16) {
+        const char* src = static_cast<const char*>(w) + row * row_bytes + kb * 32 * dtypeSize(t);
+        if (t == DType::kBF16) {
           hi[c] = _mm512_maskz_loadu_epi16(firstLanes(valid), src);
         } else {
           __m512i two[2];
-          splitBf16(loadFloats(src, a.w_dtype, valid), two, 2);
+          splitBf16(loadFloats(src, t, valid), two, 2);
           hi[c] = two[0];
           lo[c] = two[1];
         }
@@ -275,6 +275,7 @@ void amxSplitRows(const float* x, int64_t m, int64_t k, int64_t kp, int64_t begi
 void amxPanels(const MatmulArgs& a, const uint16_t* x_parts, int64_t part_stride, int64_t kp, int64_t n_begin,
                int64_t n_end) {
   const int64_t kb_count = kp / 32;
+  const bool dense = a.w_dtype == DType::kF32 || a.w_dtype == DType::kF16 || a.w_dtype == DType::kBF16;
   const bool split = a.w_dtype != DType::kBF16;
   const int parts = split ? 2 : 1;
   const int64_t panel_u16 = kb_count * 2 * kTileU16 * parts;
@@ -283,9 +284,21 @@ void amxPanels(const MatmulArgs& a, const uint16_t* x_parts, int64_t part_stride
   // (each 32 x rows sweep them from L2); counted in floats, two bf16 each
   auto* packed = reinterpret_cast<uint16_t*>(alignedScratch(0, static_cast<size_t>(panels * panel_u16 / 2)));
   float* scratch = alignedScratch(1, kTileRows * kTileRows);
+  // a quantized w's panel is dequantized to F32 rows first (in L2), then
+  // packed as an F32 one
+  float* dequantized = dense ? nullptr : alignedScratch(2, static_cast<size_t>(kPanel * a.k));
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t n0 = n_begin + p * kPanel;
-    packPanel(a, n0, static_cast<int>(minOf(kPanel, n_end - n0)), kb_count, split, packed + p * panel_u16);
+    const int rows = static_cast<int>(minOf(kPanel, n_end - n0));
+    uint16_t* out = packed + p * panel_u16;
+    if (dense) {
+      const size_t row_bytes = dtypeSize(a.w_dtype) * static_cast<size_t>(a.k);
+      packPanel(static_cast<const char*>(a.w) + n0 * row_bytes, a.w_dtype, row_bytes, a.k, rows, kb_count, split,
+                out);
+    } else {
+      amxDequantizeRows(a, n0, rows, dequantized);
+      packPanel(dequantized, DType::kF32, static_cast<size_t>(a.k) * sizeof(float), a.k, rows, kb_count, split, out);
+    }
   }
   configureTiles();
   const int64_t mp = (a.m + 2 * kTileRows - 1) / (2 * kTileRows) * (2 * kTileRows);

@@ -1,16 +1,20 @@
 // The AMX-BF16 prefill matmul: where the processor has AMX it runs and
 // matches a double-precision reference on the unrounded x within the error
 // of x and w split into BF16 parts (kernels_amx.cc), for BF16, F16 and F32
-// weights; elsewhere detection says no.
+// weights and block-quantized ones (against their dequantized values);
+// elsewhere detection says no.
 #include <cpuid.h>
 
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/dtype.h"
+#include "common/quant_blocks.h"
+#include "common/quantize.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/amx_matmul.h"
 #include "kernels/cpu/kernel_table.h"
@@ -33,18 +37,27 @@ struct Case {
   int64_t m, n, k;
   DType dtype;
   std::vector<float> x, bias, y, want, scale;
-  std::vector<float> w32;
+  std::vector<float> w32;  // F32 weights, or a quantized one's values
   std::vector<uint16_t> w16;
+  std::vector<char> wq;  // a quantized w's blocks
   Case(int64_t m_, int64_t n_, int64_t k_, DType t) : m(m_), n(n_), k(k_), dtype(t) {
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (int64_t i = 0; i < m * k; ++i) x.push_back(u(rng));
     for (int64_t i = 0; i < n * k; ++i) {
       const float v = u(rng);
-      if (t == DType::kF32) {
+      if (t == DType::kF32 || quant::isQuantized(t)) {
         w32.push_back(v);
       } else {
         w16.push_back(t == DType::kBF16 ? f32ToBf16(v) : f32ToF16(v));
+      }
+    }
+    if (quant::isQuantized(t)) {
+      const size_t row_bytes = rowBytes(t, k);
+      wq.resize(row_bytes * n);
+      for (int64_t j = 0; j < n; ++j) {
+        quant::quantizeRow(t, w32.data() + j * k, wq.data() + j * row_bytes, k);
+        quant::dequantizeRow(t, wq.data() + j * row_bytes, w32.data() + j * k, k);
       }
     }
     for (int64_t i = 0; i < n; ++i) bias.push_back(u(rng));
@@ -63,11 +76,13 @@ struct Case {
     }
   }
   float wAt(int64_t i) const {
-    if (dtype == DType::kF32) return w32[i];
+    if (!w32.empty()) return w32[i];
     return dtype == DType::kBF16 ? bf16ToF32(w16[i]) : f16ToF32(w16[i]);
   }
   MatmulArgs args() {
-    const void* w = dtype == DType::kF32 ? static_cast<const void*>(w32.data()) : w16.data();
+    const void* w = !wq.empty() ? static_cast<const void*>(wq.data())
+                    : dtype == DType::kF32 ? static_cast<const void*>(w32.data())
+                                           : w16.data();
     return {x.data(), w, dtype, bias.data(), y.data(), m, n, k};
   }
 };
@@ -80,9 +95,10 @@ const ParallelTasks kThreads = [](int count, const std::function<void(int)>& fn)
 };
 
 // x to 24 significant bits and 16-bit weights exactly: F32 accumulation's
-// error, a few 2^-24 of sum |x w| a step; F32 weights keep 16 bits, 2^-17
-// of it (one BF16 product would be off by ~2^-9).
-float splitTolerance(DType w) { return w == DType::kF32 ? 6e-5f : 2e-6f; }
+// error, a few 2^-24 of sum |x w| a step; F32 weights and dequantized
+// block values (up to 19 significant bits) keep 16 bits, 2^-17 of it (one
+// BF16 product would be off by ~2^-9).
+float splitTolerance(DType w) { return w == DType::kF32 || quant::isQuantized(w) ? 6e-5f : 2e-6f; }
 
 TEST(AmxMatmulTest, DetectionFollowsTheProcessor) {
   Case c(45, 50, 100, DType::kBF16);
@@ -127,6 +143,34 @@ TEST(AmxMatmulTest, MatchesTheReferenceWhereTheProcessorHasIt) {
       }
     }
   }
+}
+
+// quantized weights: each panel dequantized, then packed as F32 rows; k a
+// multiple of the format's block (256 for the k-quants), past one tile
+// edge in m and n, several tasks.
+TEST(AmxMatmulTest, QuantizedWeightsMatchTheirDequantizedValues) {
+  if (!amxBf16Usable()) {
+    Case c(45, 50, 256, DType::kQ8_0);
+    EXPECT_FALSE(useAmxMatmul(c.args()));
+    return;
+  }
+  for (const DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    for (const auto [m, n, k, threads] : {std::tuple{45, 50, 256, 1}, std::tuple{130, 96, 768, 2},
+                                          std::tuple{33, 70, 512, 3}}) {
+      Case c(m, n, k, t);
+      ASSERT_TRUE(useAmxMatmul(c.args()));
+      amxMatmul(c.args(), threads, kThreads);
+      for (int64_t i = 0; i < c.m * c.n; ++i) {
+        ASSERT_NEAR(c.y[i], c.want[i], splitTolerance(t) * c.scale[i])
+            << dtypeName(t) << " m " << m << " n " << n << " k " << k << " at " << i;
+      }
+    }
+  }
+  // a k that is no whole number of blocks is not the tiles' to take
+  Case odd(45, 50, 256, DType::kQ8_0);
+  MatmulArgs a = odd.args();
+  a.k = 250;
+  EXPECT_FALSE(useAmxMatmul(a));
 }
 
 // with AMX or without, the AVX-512 table's own kernel (every matmul of

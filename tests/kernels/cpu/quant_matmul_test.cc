@@ -148,7 +148,8 @@ TEST(QuantPrefillTest, OnTheDotsIsTheBatchPathPerGroup) {
         for (int64_t j = 0; j < c.n; ++j) {
           quant::quantizeRow(c.dtype, w_f.data() + j * c.k, w_q.data() + j * row_bytes, c.k);
         }
-        auto backend = CpuBackend::create({.num_threads = c.threads, .simd_level = c.level});
+        // the dots' prefill, not the AMX tiles that take it where there are some
+        auto backend = CpuBackend::create({.num_threads = c.threads, .simd_level = c.level, .amx = false});
         ASSERT_TRUE(backend.ok()) << backend.status();
         const Tensor w_t = Tensor::of(w_q.data(), c.dtype, c.n, c.k);
         const Tensor bias_t = Tensor::of(bias.data(), DType::kF32, 1, c.n);

@@ -14,9 +14,10 @@
 // Prompts are prefilled alone (at most 12 rows a matmul), so every matmul
 // takes the integer-dot path, llama.cpp's arithmetic: activations quantized
 // to Q8_0 blocks of 32 with an F16 scale. A prefill of more than 16 rows
-// takes the dequantized-panel path instead (F32 activations: no activation
-// rounding), which is not llama.cpp's arithmetic; quantized_model_runner_test
-// checks it against the dequantized reference.
+// may take another path (dequantized panels, or the AMX tiles where the
+// processor has them: F32 activations, no activation rounding), which is
+// not llama.cpp's arithmetic; quantized_model_runner_test checks those
+// against the dequantized reference.
 #include <algorithm>
 #include <string>
 #include <tuple>
