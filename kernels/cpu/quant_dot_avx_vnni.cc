@@ -22,7 +22,9 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi
 constexpr bool kUnsignedAct32 = true;
 constexpr bool kGroupedAct32 = false;
 constexpr bool kTile32 = false;
-// not measured (no processor with avxvnni at hand): the dense gemm, as before
+// off: measured on an Intel Xeon with avxvnni (bench/RESULTS.md, session
+// 32), prefill on these 4-row dots ran no faster than the dense gemm on
+// dequantized panels (pp512 q8_0 787 vs 787, q4_k_m 812 vs 795 tok/s)
 constexpr bool kPrefill32 = false;
 constexpr bool kPrefill256 = false;
 constexpr bool kGroupedAct256 = false;
