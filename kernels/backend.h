@@ -86,7 +86,8 @@ class Backend {
   virtual absl::StatusOr<BufferPtr> allocate(size_t bytes) = 0;
   // device memory holding `bytes` read-only bytes of host memory (weights).
   // The host memory must outlive the buffer: host backends alias it without
-  // copying; device backends copy it.
+  // copying (the cpu backend may copy it onto huge pages instead:
+  // CpuBackendOptions::weights); device backends copy it.
   virtual absl::StatusOr<BufferPtr> importHost(const void* host, size_t bytes) = 0;
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;

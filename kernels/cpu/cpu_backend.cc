@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -54,7 +55,19 @@ absl::StatusOr<CpuBackendPtr> CpuBackend::create(const CpuBackendOptions& option
   }
   int threads = options.num_threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  return CpuBackendPtr(new CpuBackend(kernelsFor(level), threads, options.amx));
+  CpuBackendOptions::Weights weights = CpuBackendOptions::Weights::kHugePages;
+  if (options.weights.has_value()) {
+    weights = *options.weights;
+  } else if (const char* env = std::getenv("TANDEM_CPU_WEIGHTS"); env != nullptr && *env != '\0') {
+    if (std::string_view(env) == "mapped") {
+      weights = CpuBackendOptions::Weights::kMapped;
+    } else if (std::string_view(env) != "huge") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TANDEM_CPU_WEIGHTS must be 'mapped' or 'huge', not '", env, "'"));
+    }
+  }
+  const bool copy_weights = weights == CpuBackendOptions::Weights::kHugePages && transparentHugePagesAvailable();
+  return CpuBackendPtr(new CpuBackend(kernelsFor(level), threads, options.amx, copy_weights));
 }
 
 template <class Fn>
@@ -76,6 +89,7 @@ void CpuBackend::parallelRanges(int64_t n, int64_t grain, Fn&& fn) {
 absl::StatusOr<BufferPtr> CpuBackend::allocate(size_t bytes) { return HostBuffer::allocate(bytes); }
 
 absl::StatusOr<BufferPtr> CpuBackend::importHost(const void* host, size_t bytes) {
+  if (weight_arena_ != nullptr) return weight_arena_->copyIn(host, bytes);
   return HostBuffer::alias(host, bytes);
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/cpu/quant_matmul.h"
 #include "kernels/cpu/simd_level.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/weight_arena.h"
 
 namespace tandem::kernels::cpu {
 
@@ -27,6 +28,14 @@ struct CpuBackendOptions {
   // them (amx_matmul.h) at the avx512 level; tests turn it off to reach the
   // AVX-512 kernels those matmuls would otherwise take.
   bool amx = true;
+  // where imported weights live: kHugePages copies them into memory on
+  // transparent huge pages (weight_arena.h) where the kernel gives them
+  // out, else they stay where the caller has them (kMapped: a mapped
+  // file's pages, shared with every process that maps it, at the cost of a
+  // TLB miss a 4 KiB page in decode). TANDEM_CPU_WEIGHTS=mapped|huge
+  // overrides the default.
+  enum class Weights { kHugePages, kMapped };
+  std::optional<Weights> weights;
 };
 
 class CpuBackend;
@@ -64,8 +73,10 @@ class CpuBackend : public Backend {
                   std::span<const int32_t> dst_ids) override;
 
  private:
-  CpuBackend(const KernelTable& kernels, int num_threads, bool amx)
-      : kernels_(kernels), amx_(amx && kernels.level == SimdLevel::kAvx512), pool_(num_threads) {}
+  CpuBackend(const KernelTable& kernels, int num_threads, bool amx, bool copy_weights)
+      : kernels_(kernels), amx_(amx && kernels.level == SimdLevel::kAvx512), pool_(num_threads) {
+    if (copy_weights) weight_arena_ = std::make_unique<WeightArena>();
+  }
 
   // runs fn(begin, end) over [0, n) in about num_threads * 4 pieces of at
   // least `grain` items; inline when there is only one piece.
@@ -78,6 +89,8 @@ class CpuBackend : public Backend {
   const KernelTable& kernels_;
   // prefill may go to the AMX tiles (options.amx, at the avx512 level)
   const bool amx_;
+  // imported weights are copied here; null: they are aliased
+  std::unique_ptr<WeightArena> weight_arena_;
   ThreadPool pool_;
 };
 
