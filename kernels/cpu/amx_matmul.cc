@@ -18,14 +18,10 @@ namespace tandem::kernels::cpu {
 
 namespace {
 
-enum class AmxMode { kOff, kHalfWeights, kAll };
-
-AmxMode amxMode() {
+// TANDEM_CPU_AMX=0 (or off) turns the tiles off.
+bool amxTurnedOff() {
   const char* env = std::getenv("TANDEM_CPU_AMX");
-  if (env == nullptr || *env == '\0') return AmxMode::kHalfWeights;
-  if (std::strcmp(env, "0") == 0 || std::strcmp(env, "off") == 0) return AmxMode::kOff;
-  if (std::strcmp(env, "all") == 0) return AmxMode::kAll;
-  return AmxMode::kHalfWeights;
+  return env != nullptr && (std::strcmp(env, "0") == 0 || std::strcmp(env, "off") == 0);
 }
 
 bool detectAmxBf16() {
@@ -59,16 +55,14 @@ bool detectAmxBf16() {
 }  // namespace
 
 bool amxBf16Usable() {
-  static const bool usable = amxKernelBuilt() && amxMode() != AmxMode::kOff && detectAmxBf16();
+  static const bool usable = amxKernelBuilt() && !amxTurnedOff() && detectAmxBf16();
   return usable;
 }
 
 bool useAmxMatmul(const MatmulArgs& args) {
   if (args.m < kAmxMinRows || !amxBf16Usable()) return false;
-  if (args.w_dtype == DType::kBF16 || args.w_dtype == DType::kF16) return true;
   if (quant::isQuantized(args.w_dtype)) return args.k % quant::blockValues(args.w_dtype) == 0;
-  static const bool all = amxMode() == AmxMode::kAll;
-  return all && args.w_dtype == DType::kF32;
+  return args.w_dtype == DType::kBF16 || args.w_dtype == DType::kF16 || args.w_dtype == DType::kF32;
 }
 
 void amxDequantizeRows(const MatmulArgs& a, int64_t n0, int rows, float* out) {

@@ -16,24 +16,24 @@ namespace tandem::kernels::cpu {
 
 // true when this processor and kernel can run AMX-BF16 tile instructions in
 // this process (asks the kernel's permission on the first call). The
-// environment variable TANDEM_CPU_AMX=0 turns it off.
+// environment variable TANDEM_CPU_AMX=0 (or off) turns it off.
 bool amxBf16Usable();
 
 // whether a matmul with these arguments goes to amxMatmul: AMX is usable,
-// the matmul is a prefill one (m of kAmxMinRows and more) and w is BF16 or
-// F16, whose values the split operands carry exactly (kernels_amx.cc), or
-// block-quantized (Q8_0, Q4_0, Q4_K, Q6_K: dequantized per panel, each
-// value kept to 16 of its at most 19 significant bits, far finer than the
-// integer dots' 8-bit activations it replaces). F32 weights would keep 16
-// of their 24 bits, so they go there only with TANDEM_CPU_AMX=all.
+// the matmul is a prefill one (m of kAmxMinRows and more) and w is F32,
+// BF16 or F16, whose values the split operands carry exactly
+// (kernels_amx.cc), or block-quantized (Q8_0, Q4_0, Q4_K, Q6_K: dequantized
+// per panel, each value kept to 16 of its at most 19 significant bits, far
+// finer than the integer dots' 8-bit activations it replaces; k a whole
+// number of blocks).
 constexpr int64_t kAmxMinRows = 32;
 bool useAmxMatmul(const MatmulArgs& args);
 
 // y = x * w^T + bias on the tiles, as one job: x split into BF16 parts
 // once (the tasks share it), then each task packs its 32-row panels of w
 // once and runs every block of x rows against them. x and w as
-// kernels_amx.cc describes (x to 24 significant bits, w to 16, F32
-// accumulation).
+// kernels_amx.cc describes (x to 24 significant bits, w exactly or, when
+// dequantized from blocks, to 16; F32 accumulation).
 // Only call when amxBf16Usable().
 void amxMatmul(const MatmulArgs& args, int threads, const ParallelTasks& parallel);
 

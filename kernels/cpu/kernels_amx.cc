@@ -6,11 +6,12 @@
 // be the one the linker keeps for every file.
 //
 // Each operand is a sum of BF16 parts, each bf16 of what the ones before
-// it miss: x in three (24 significant bits, F32's), w in two (16: an F16
-// weight's 11 exactly; a BF16 weight is its first part alone). y sums every
-// product of parts at least 2^-16 of x w (x0 w0, x1 w0, x2 w0, x0 w1, x1 w1)
-// with F32 accumulation: the F32 kernels' tolerance, where one BF16 product
-// would round x to 8 bits.
+// it miss: x in three (24 significant bits, F32's); w in three where it is
+// F32 (exactly), two where it is F16 (its 11 bits exactly) or dequantized
+// from blocks (16 of at most 19 bits), one where it is BF16. y sums every
+// product of parts at least 2^-16 of x w (x0 w0, x1 w0, x2 w0, x0 w1,
+// x1 w1, x0 w2) with F32 accumulation: the F32 kernels' tolerance, where
+// one BF16 product would round x to 8 bits.
 //
 // Tiles: a 32 x 32 block of y is four F32 accumulators (tmm0-3), fed by two
 // A tiles of x rows (tmm4-5, 16 rows x 32 k, straight from the split x) and
@@ -32,6 +33,7 @@ namespace {
 constexpr int kTileRows = 16;   // rows of every tile
 constexpr int kPanel = 32;      // w rows per packed panel (two B tiles)
 constexpr int kTileU16 = 512;   // bf16 values in a 1 KB tile
+constexpr int kAmxWParts = 3;   // the most BF16 parts of a w value (F32's 24 bits)
 
 struct alignas(64) TileConfig {
   uint8_t palette_id = 1;
@@ -132,37 +134,33 @@ void transpose16x32(__m512i* r) {
 }
 
 // `rows` rows of k values of dtype t (F32, F16 or BF16; row_bytes apart
-// from w) as B tiles: hi at out, lo (when split) at out + kb_count * 2 *
-// kTileU16; per k block kb and half h (rows 16h .. 16h + 15) one tile.
-void packPanel(const void* w, DType t, size_t row_bytes, int64_t k, int rows, int64_t kb_count, bool split,
+// from w) as `parts` BF16 parts of B tiles, part i at out + i * kb_count *
+// 2 * kTileU16; per k block kb and half h (rows 16h .. 16h + 15) one tile.
+void packPanel(const void* w, DType t, size_t row_bytes, int64_t k, int rows, int64_t kb_count, int parts,
                uint16_t* out) {
   for (int64_t kb = 0; kb < kb_count; ++kb) {
     const int valid = static_cast<int>(minOf(32, k - kb * 32));
     for (int h = 0; h < 2; ++h) {
-      __m512i hi[16], lo[16];
+      __m512i part[kAmxWParts][16];
       for (int c = 0; c < kTileRows; ++c) {
         const int row = h * kTileRows + c;
         if (row >= rows) {
-          hi[c] = lo[c] = _mm512_setzero_si512();
+          for (int i = 0; i < parts; ++i) part[i][c] = _mm512_setzero_si512();
           continue;
         }
         const char* src = static_cast<const char*>(w) + row * row_bytes + kb * 32 * dtypeSize(t);
         if (t == DType::kBF16) {
-          hi[c] = _mm512_maskz_loadu_epi16(firstLanes(valid), src);
+          part[0][c] = _mm512_maskz_loadu_epi16(firstLanes(valid), src);
         } else {
-          __m512i two[2];
-          splitBf16(loadFloats(src, t, valid), two, 2);
-          hi[c] = two[0];
-          lo[c] = two[1];
+          __m512i split[kAmxWParts];
+          splitBf16(loadFloats(src, t, valid), split, parts);
+          for (int i = 0; i < parts; ++i) part[i][c] = split[i];
         }
       }
-      uint16_t* tile = out + (kb * 2 + h) * kTileU16;
-      transpose16x32(hi);
-      for (int p = 0; p < kTileRows; ++p) _mm512_storeu_si512(tile + p * 32, hi[p]);
-      if (split) {
-        transpose16x32(lo);
-        uint16_t* lo_tile = tile + kb_count * 2 * kTileU16;
-        for (int p = 0; p < kTileRows; ++p) _mm512_storeu_si512(lo_tile + p * 32, lo[p]);
+      for (int i = 0; i < parts; ++i) {
+        uint16_t* tile = out + i * kb_count * 2 * kTileU16 + (kb * 2 + h) * kTileU16;
+        transpose16x32(part[i]);
+        for (int p = 0; p < kTileRows; ++p) _mm512_storeu_si512(tile + p * 32, part[i][p]);
       }
     }
   }
@@ -225,22 +223,28 @@ void addBias(const MatmulArgs& a, int64_t m0, int64_t n0, int64_t n_end) {
 
 // tmm0-3 += the 32 x 32 block's products over k blocks [0, kb_count): x's
 // three parts (A tiles from x, part_stride apart, `next` to rows 16..31)
-// times w's B tiles at wh (and wl when split), every product whose size
-// is 2^-16 of x w or more: x0 w0, x1 w0, x2 w0 (and x0 w1, x1 w1).
+// times w's `parts` parts of B tiles (from w, w_stride apart), every
+// product whose size is 2^-16 of x w or more: x0 w0, x1 w0, x2 w0 (and
+// x0 w1, x1 w1 with two parts of w; and x0 w2 with three).
 inline __attribute__((always_inline)) void accumulate(const uint16_t* x, int64_t part_stride, int64_t next,
-                                                      const uint16_t* wh, const uint16_t* wl, int64_t kb_count,
-                                                      bool split) {
+                                                      const uint16_t* w, int64_t w_stride, int64_t kb_count,
+                                                      int parts) {
   for (int64_t kb = 0; kb < kb_count; ++kb) {
-    const uint16_t* wk = wh + kb * 2 * kTileU16;
+    const uint16_t* w0 = w + kb * 2 * kTileU16;
     TANDEM_AMX_LOAD_X(0);
-    TANDEM_AMX_LOAD_W(wk);
+    TANDEM_AMX_LOAD_W(w0);
     TANDEM_AMX_PRODUCTS();
-    if (split) {
-      TANDEM_AMX_LOAD_W(wl + kb * 2 * kTileU16);
+    if (parts >= 2) {
+      TANDEM_AMX_LOAD_W(w0 + w_stride);
       TANDEM_AMX_PRODUCTS();
+      if (parts == 3) {
+        TANDEM_AMX_LOAD_W(w0 + 2 * w_stride);
+        TANDEM_AMX_PRODUCTS();
+        TANDEM_AMX_LOAD_W(w0 + w_stride);
+      }
       TANDEM_AMX_LOAD_X(1);
       TANDEM_AMX_PRODUCTS();
-      TANDEM_AMX_LOAD_W(wk);
+      TANDEM_AMX_LOAD_W(w0);
     } else {
       TANDEM_AMX_LOAD_X(1);
     }
@@ -276,9 +280,9 @@ void amxPanels(const MatmulArgs& a, const uint16_t* x_parts, int64_t part_stride
                int64_t n_end) {
   const int64_t kb_count = kp / 32;
   const bool dense = a.w_dtype == DType::kF32 || a.w_dtype == DType::kF16 || a.w_dtype == DType::kBF16;
-  const bool split = a.w_dtype != DType::kBF16;
-  const int parts = split ? 2 : 1;
-  const int64_t panel_u16 = kb_count * 2 * kTileU16 * parts;
+  const int parts = a.w_dtype == DType::kBF16 ? 1 : a.w_dtype == DType::kF32 ? 3 : 2;
+  const int64_t part_u16 = kb_count * 2 * kTileU16;
+  const int64_t panel_u16 = part_u16 * parts;
   const int64_t panels = (n_end - n_begin + kPanel - 1) / kPanel;
   // the task's w rows packed once, then reused by every block of x rows
   // (each 32 x rows sweep them from L2); counted in floats, two bf16 each
@@ -293,11 +297,11 @@ void amxPanels(const MatmulArgs& a, const uint16_t* x_parts, int64_t part_stride
     uint16_t* out = packed + p * panel_u16;
     if (dense) {
       const size_t row_bytes = dtypeSize(a.w_dtype) * static_cast<size_t>(a.k);
-      packPanel(static_cast<const char*>(a.w) + n0 * row_bytes, a.w_dtype, row_bytes, a.k, rows, kb_count, split,
+      packPanel(static_cast<const char*>(a.w) + n0 * row_bytes, a.w_dtype, row_bytes, a.k, rows, kb_count, parts,
                 out);
     } else {
       amxDequantizeRows(a, n0, rows, dequantized);
-      packPanel(dequantized, DType::kF32, static_cast<size_t>(a.k) * sizeof(float), a.k, rows, kb_count, split, out);
+      packPanel(dequantized, DType::kF32, static_cast<size_t>(a.k) * sizeof(float), a.k, rows, kb_count, parts, out);
     }
   }
   configureTiles();
@@ -307,12 +311,11 @@ void amxPanels(const MatmulArgs& a, const uint16_t* x_parts, int64_t part_stride
     const uint16_t* x = x_parts + amxTileOffset(m0, 0, kb_count);
     const int64_t next = amxTileOffset(m0 + kTileRows, 0, kb_count) - amxTileOffset(m0, 0, kb_count);
     for (int64_t p = 0; p < panels; ++p) {
-      const uint16_t* wh = packed + p * panel_u16;
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
       _tile_zero(3);
-      accumulate(x, part_stride, next, wh, wh + kb_count * 2 * kTileU16, kb_count, split);
+      accumulate(x, part_stride, next, packed + p * panel_u16, part_u16, kb_count, parts);
       const int64_t n0 = n_begin + p * kPanel;
       storeTile(0, a, m0, n0, n_end, scratch);
       storeTile(1, a, m0, n0 + kTileRows, n_end, scratch);
