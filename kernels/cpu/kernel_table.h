@@ -65,5 +65,11 @@ float* threadScratch(int slot, size_t floats);
 const KernelTable& scalarKernels();
 const KernelTable& avx2Kernels();
 const KernelTable& avx512Kernels();
+// the AVX-512 table with 16-bit weights widened as two 256-bit halves
+// joined (`joined_halves`: the faster form where the core splits 512-bit
+// operations, processorSplits512BitOps()) or by one 512-bit conversion (the
+// faster one on Intel); avx512Kernels() picks for this processor, tests
+// take both.
+const KernelTable& avx512KernelsWidening(bool joined_halves);
 
 }  // namespace tandem::kernels::cpu

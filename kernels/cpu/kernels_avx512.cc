@@ -34,7 +34,8 @@ struct Avx512Vec {
   // widenings ran decode's gemv 30% (f16) to 45% (bf16) slower than the
   // AVX2 kernels on Zen 4; this form is as fast as AVX2 or faster
   // (bench/RESULTS.md, issue 20). Loading each half on its own (two 16-byte
-  // loads) measured 10-15% slower again for f16.
+  // loads) measured 10-15% slower again for f16. On an Intel Xeon it is the
+  // other way round (Avx512WideVec below).
   static F join(__m256 lo, __m256 hi) {
     // vinsertf64x4 is AVX512F (vinsertf32x8 would need DQ)
     return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),
@@ -84,18 +85,31 @@ struct Avx512Vec {
   }
 };
 
+// 16-bit weights widened by one 512-bit conversion: on an Intel Xeon the
+// joined halves' three port-5 shuffles and conversions a vector bound
+// decode's gemv, which this form runs 18% (bf16) to 23% (f16) faster
+// (bench/RESULTS.md, session 32).
+struct Avx512WideVec : Avx512Vec {
+  static F loadF16(const uint16_t* p) { return _mm512_cvtph_ps(load16(p)); }
+  static F loadBf16(const uint16_t* p) { return bf16x16(load16(p)); }
+};
+
 }  // namespace
 
-const KernelTable& avx512Kernels() {
-  static const KernelTable table = impl::makeKernelTable<Avx512Vec>(SimdLevel::kAvx512);
-  return table;
+const KernelTable& avx512KernelsWidening(bool joined_halves) {
+  static const KernelTable joined = impl::makeKernelTable<Avx512Vec>(SimdLevel::kAvx512);
+  static const KernelTable wide = impl::makeKernelTable<Avx512WideVec>(SimdLevel::kAvx512);
+  return joined_halves ? joined : wide;
 }
+
+const KernelTable& avx512Kernels() { return avx512KernelsWidening(processorSplits512BitOps()); }
 
 }  // namespace tandem::kernels::cpu
 
 #else  // not x86-64: detectSimdLevel() never picks this level
 
 namespace tandem::kernels::cpu {
+const KernelTable& avx512KernelsWidening(bool) { return scalarKernels(); }
 const KernelTable& avx512Kernels() { return scalarKernels(); }
 }  // namespace tandem::kernels::cpu
 

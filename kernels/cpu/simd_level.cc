@@ -23,6 +23,15 @@ SimdLevel detectSimdLevel() {
 #endif
 }
 
+bool processorSplits512BitOps() {
+#if !defined(__x86_64__)
+  return false;
+#else
+  __builtin_cpu_init();
+  return __builtin_cpu_is("amd");
+#endif
+}
+
 std::string_view simdLevelName(SimdLevel level) {
   switch (level) {
     case SimdLevel::kScalar: return "scalar";

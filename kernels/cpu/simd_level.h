@@ -18,6 +18,10 @@ enum class SimdLevel : uint8_t {
 
 // the best level this processor supports.
 SimdLevel detectSimdLevel();
+// whether the processor runs 512-bit operations as two 256-bit halves (AMD
+// Zen 4, the AMD cores with AVX-512 so far), which changes which AVX-512
+// code is the faster (kernel_table.h, avx512KernelsWidening).
+bool processorSplits512BitOps();
 std::string_view simdLevelName(SimdLevel level);
 // "scalar", "avx2" or "avx512"; InvalidArgument otherwise.
 absl::StatusOr<SimdLevel> parseSimdLevel(std::string_view name);

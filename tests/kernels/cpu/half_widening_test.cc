@@ -1,7 +1,7 @@
 // Every 16-bit weight pattern widens to the same F32 at every simd level as
 // common/dtype.h's scalar formulas: full vectors (loadF16 / loadBf16, which
-// the AVX-512 table builds from two 256-bit halves) and row tails (the
-// masked loads), on an unaligned start. The parity suite's random weights
+// the AVX-512 tables build from two 256-bit halves or with one 512-bit
+// widening) and row tails (the masked loads), on an unaligned start. The parity suite's random weights
 // hold no infinities or NaNs and hardly a subnormal; this covers them all.
 #include <cmath>
 #include <cstdint>
@@ -22,7 +22,11 @@ std::vector<const KernelTable*> runnableTables() {
   std::vector<const KernelTable*> out = {&scalarKernels()};
   const SimdLevel best = detectSimdLevel();
   if (best >= SimdLevel::kAvx2) out.push_back(&avx2Kernels());
-  if (best >= SimdLevel::kAvx512) out.push_back(&avx512Kernels());
+  if (best >= SimdLevel::kAvx512) {
+    // both widenings, whichever this processor's avx512Kernels() is
+    out.push_back(&avx512KernelsWidening(true));
+    out.push_back(&avx512KernelsWidening(false));
+  }
   return out;
 }
 
