@@ -7,6 +7,7 @@
 
 #include "common/quant_blocks.h"
 #include "kernels/cpu/amx_matmul.h"
+#include "kernels/cpu/quant_amx.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
@@ -22,6 +23,18 @@ namespace {
 bool amxTurnedOff() {
   const char* env = std::getenv("TANDEM_CPU_AMX");
   return env != nullptr && (std::strcmp(env, "0") == 0 || std::strcmp(env, "off") == 0);
+}
+
+// CPUID leaf 7 EDX bit 25: AMX-INT8
+bool cpuidHasAmxInt8() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  return ((edx >> 25) & 1u) != 0;
+#else
+  return false;
+#endif
 }
 
 bool detectAmxBf16() {
@@ -56,6 +69,12 @@ bool detectAmxBf16() {
 
 bool amxBf16Usable() {
   static const bool usable = amxKernelBuilt() && !amxTurnedOff() && detectAmxBf16();
+  return usable;
+}
+
+bool amxInt8Usable() {
+  // the tile state, its permission and the off switch are AMX-BF16's
+  static const bool usable = amxInt8KernelBuilt() && amxBf16Usable() && cpuidHasAmxInt8();
   return usable;
 }
 

@@ -150,7 +150,7 @@ void CpuBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs)
   group.reserve(outputs.size());
   for (const MatmulOutput& o : outputs) group.push_back(matmulArgs(x, *o.w, o.bias, *o.y));
   if (canGroupQuantMatmuls(group)) {
-    quantMatmulGroup(group, kernels_, pool_.size(), poolTasks());
+    quantMatmulGroup(group, kernels_, amx_, pool_.size(), poolTasks());
     return;
   }
   Backend::matmuls(x, outputs);
@@ -165,7 +165,7 @@ void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, co
     return;
   }
   if (quant::isQuantized(w.dtype)) {
-    quantMatmul(args, kernels_, pool_.size(), poolTasks());
+    quantMatmul(args, kernels_, amx_, pool_.size(), poolTasks());
     return;
   }
   if (args.m * args.n * args.k < kMinParallelMatmulWork || pool_.size() == 1) {

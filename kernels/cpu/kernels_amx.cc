@@ -22,6 +22,7 @@
 
 #include "common/dtype.h"
 #include "kernels/cpu/amx_matmul.h"
+#include "kernels/cpu/amx_tile_config.h"
 
 #if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512BF16__)
 #include <immintrin.h>
@@ -35,16 +36,8 @@ constexpr int kPanel = 32;      // w rows per packed panel (two B tiles)
 constexpr int kTileU16 = 512;   // bf16 values in a 1 KB tile
 constexpr int kAmxWParts = 3;   // the most BF16 parts of a w value (F32's 24 bits)
 
-struct alignas(64) TileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
 void configureTiles() {
-  TileConfig cfg;
+  AmxTileConfig cfg;
   for (int t = 0; t < 8; ++t) {
     cfg.colsb[t] = 64;
     cfg.rows[t] = kTileRows;

@@ -11,6 +11,7 @@
 
 #include "common/quant_blocks.h"
 #include "common/status.h"
+#include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_dot.h"
 
 namespace tandem::kernels::cpu {
@@ -265,12 +266,12 @@ bool canGroupQuantMatmuls(std::span<const MatmulArgs> group) {
   return true;
 }
 
-void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
+void quantMatmul(const MatmulArgs& args, const KernelTable& dense, bool amx, int threads,
                  const ParallelTasks& parallel) {
   TANDEM_CHECK(quant::isQuantized(args.w_dtype) && args.k % quant::blockValues(args.w_dtype) == 0);
   if (args.m == 0 || args.n == 0) return;
   if (args.m <= kQuantDotMaxRows) {
-    quantMatmulGroup({&args, 1}, dense, threads, parallel);
+    quantMatmulGroup({&args, 1}, dense, amx, threads, parallel);
     return;
   }
   const QuantDotTable& dots = quantDotsFor(dense.level);
@@ -287,7 +288,7 @@ void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
   });
 }
 
-void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dense, int threads,
+void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dense, bool amx, int threads,
                       const ParallelTasks& parallel) {
   TANDEM_CHECK(canGroupQuantMatmuls(group));
   const MatmulArgs& first = group[0];
@@ -307,8 +308,20 @@ void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dens
   auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
   auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
   // a weight's rows [begin, end)
+  // Q4_K weights of a batch on the AMX-INT8 tiles where there are some
+  // (quant_amx.h): x laid out for them once
+  thread_local std::vector<int8_t> tile_bytes;
+  thread_local std::vector<float> tile_floats;
+  AmxQ4KActivations tiles;
+  const bool has_q4_k = std::any_of(group.begin(), group.end(),
+                                    [](const MatmulArgs& a) { return a.w_dtype == DType::kQ4_K; });
+  if (amx && has_q4_k && first.m >= kAmxInt8MinRows && dense.level == SimdLevel::kAvx512 && amxInt8Usable()) {
+    tiles = amxQ4KActivations(dots, x256, static_cast<int>(first.m), first.k / 256, &tile_bytes, &tile_floats);
+  }
   const auto run = [&](const MatmulArgs& a, int64_t begin, int64_t end) {
-    if (block256) {
+    if (tiles.b != nullptr && a.w_dtype == DType::kQ4_K) {
+      amxQ4KRows(a, tiles, begin, end);
+    } else if (block256) {
       dotRowRange(a, dot256For(dots, a.w_dtype), dots.rows, DotTileFn<ActBlock256>{}, x256, begin, end);
     } else {
       dotRowRange(a, dot32For(dots, a.w_dtype), dots.rows, tile32For(dots, a.w_dtype), x32, begin, end);

@@ -25,8 +25,10 @@ inline constexpr int64_t kQuantDotMaxRows = 16;
 
 // args.w_dtype must be quantized and args.k a multiple of its block size.
 // `dense` supplies the F32 kernels (and the simd level of the dot table);
-// `threads` sizes the task split.
-void quantMatmul(const MatmulArgs& args, const KernelTable& dense, int threads,
+// `amx`: whether a batch (kAmxInt8MinRows..kQuantDotMaxRows rows) of a
+// Q4_K weight may run on the AMX-INT8 tiles where the processor has them
+// at the avx512 level (quant_amx.h); `threads` sizes the task split.
+void quantMatmul(const MatmulArgs& args, const KernelTable& dense, bool amx, int threads,
                  const ParallelTasks& parallel);
 
 // true when quantMatmulGroup takes `group`: weights that share x (the same
@@ -37,7 +39,7 @@ bool canGroupQuantMatmuls(std::span<const MatmulArgs> group);
 // each args' y as quantMatmul computes it (the same numbers), as one job: x
 // is quantized once and the weights' rows are one list of tasks, so the
 // threads wait for each other once (q, k and v; gate and up).
-void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dense, int threads,
+void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dense, bool amx, int threads,
                       const ParallelTasks& parallel);
 
 }  // namespace tandem::kernels::cpu

@@ -14,6 +14,7 @@
 #include "common/quantize.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/quant_matmul.h"
 
@@ -352,6 +353,46 @@ std::vector<char> quantizedWeight(DType dtype, int64_t n, int64_t k, uint32_t se
 
 // matmuls() (q, k and v; gate and up) gives each weight's y exactly as its
 // own matmul() does, grouped (one quantized x, one task list) or not.
+// A batch of a Q4_K weight on the AMX-INT8 tiles (quant_amx.h) has the
+// dots' integer sums and scales them in another float order: within F32
+// rounding of the dots' result, for batch sizes from the tiles' least to
+// kQuantDotMaxRows, weight rows past a 16-row group, one and two threads.
+// Without AMX-INT8 both backends take the dots and agree exactly.
+TEST(QuantAmxInt8Test, BatchesOfQ4_KMatchTheDots) {
+  if (detectSimdLevel() < SimdLevel::kAvx512) GTEST_SKIP() << "no avx512 level here";
+  for (const int64_t m : {kAmxInt8MinRows, int64_t{13}, kQuantDotMaxRows}) {
+    for (const int threads : {1, 2}) {
+      const int64_t n = 70, k = 512;
+      SCOPED_TRACE("m " + std::to_string(m) + " threads " + std::to_string(threads));
+      const std::vector<float> w_f = randomValues(n * k, 1);
+      const std::vector<float> x = randomValues(m * k, 2);
+      const std::vector<float> bias = randomValues(n, 3);
+      const size_t row_bytes = rowBytes(DType::kQ4_K, k);
+      std::vector<char> w_q(row_bytes * n);
+      std::vector<float> w_dq(n * k);
+      for (int64_t j = 0; j < n; ++j) {
+        quant::quantizeRow(DType::kQ4_K, w_f.data() + j * k, w_q.data() + j * row_bytes, k);
+        quant::dequantizeRow(DType::kQ4_K, w_q.data() + j * row_bytes, w_dq.data() + j * k, k);
+      }
+      std::vector<float> y_tiles(m * n, NAN), y_dots(m * n, NAN);
+      for (const bool amx : {true, false}) {
+        auto backend = CpuBackend::create({.num_threads = threads, .simd_level = SimdLevel::kAvx512, .amx = amx});
+        ASSERT_TRUE(backend.ok());
+        const Tensor bias_t = Tensor::of(bias.data(), DType::kF32, 1, n);
+        (*backend)->matmul(Tensor::of(x.data(), DType::kF32, m, k), Tensor::of(w_q.data(), DType::kQ4_K, n, k),
+                           &bias_t, Tensor::of((amx ? y_tiles : y_dots).data(), DType::kF32, m, n));
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          double magnitude = std::fabs(bias[j]);
+          for (int64_t i = 0; i < k; ++i) magnitude += std::fabs(w_dq[j * k + i] * x[r * k + i]);
+          ASSERT_NEAR(y_tiles[r * n + j], y_dots[r * n + j], 1e-6 * magnitude) << "row " << r << " col " << j;
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantMatmulGroupTest, EachOutputIsItsOwnMatmulBitForBit) {
   const int64_t k = 512;
   struct Weight {

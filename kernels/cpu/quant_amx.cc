@@ -1,0 +1,32 @@
+// The baseline-flag side of quant_amx.h: x laid out for the tiles.
+#include "kernels/cpu/quant_amx.h"
+
+#include <cstring>
+
+namespace tandem::kernels::cpu {
+
+AmxQ4KActivations amxQ4KActivations(const QuantDotTable& table, const ActBlock256* x, int m, int64_t blocks,
+                                    std::vector<int8_t>* bytes, std::vector<float>* floats) {
+  bytes->assign(static_cast<size_t>(blocks * 8 * 512), 0);
+  floats->assign(static_cast<size_t>(blocks * 16 + blocks * 8 * 16), 0.0f);
+  float* dx = floats->data();
+  float* xs = dx + blocks * 16;
+  for (int r = 0; r < m; ++r) {
+    for (int64_t i = 0; i < blocks; ++i) {
+      const ActBlock256& blk = x[r * blocks + i];
+      dx[i * 16 + r] = blk.d;
+      for (int j = 0; j < 8; ++j) {
+        xs[(i * 8 + j) * 16 + r] = static_cast<float>(blk.bsums[2 * j] + blk.bsums[2 * j + 1]);
+        // values 32 j + 4 p .. + 3 are 4 bytes together in either layout
+        // (quant_dot.h, act256Value): grouped at 32 p + 4 j, else 32 j + 4 p
+        for (int p = 0; p < 8; ++p) {
+          const int8_t* src = blk.qs + (table.x256_grouped ? 32 * p + 4 * j : 32 * j + 4 * p);
+          std::memcpy(bytes->data() + (i * 8 + j) * 512 + 64 * p + 4 * r, src, 4);
+        }
+      }
+    }
+  }
+  return {m, blocks, bytes->data(), dx, xs};
+}
+
+}  // namespace tandem::kernels::cpu

@@ -1,0 +1,169 @@
+// The AMX-INT8 kernel of quant_amx.h: compiled with -mamx-tile -mamx-int8
+// and the AVX-512 flags; called only after amxInt8Usable() said yes. No
+// inline functions from shared headers and no std templates here: a copy
+// compiled with these flags could be the one the linker keeps for every file.
+#include <cstdint>
+#include <cstring>
+
+#include "common/quant_blocks.h"
+#include "kernels/cpu/amx_tile_config.h"
+#include "kernels/cpu/quant_amx.h"
+
+#if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__)
+#include <immintrin.h>
+
+namespace tandem::kernels::cpu {
+
+namespace {
+
+constexpr int kRows = 16;  // weight rows of a tile group, and x columns
+
+// tmm0, tmm1: A, 16 weight rows x 32 bytes of a sub-block; tmm2, tmm3: B,
+// 8 rows of 16 x rows x 4 bytes; tmm4-7: C, 16 weight rows x 16 x rows of
+// int32, one per sub-block of four in flight (a tile product's latency is
+// not waited for by the next one's store).
+void configureTiles() {
+  AmxTileConfig cfg;
+  for (int t = 0; t < 2; ++t) {
+    cfg.rows[t] = kRows;
+    cfg.colsb[t] = 32;
+    cfg.rows[2 + t] = 8;
+    cfg.colsb[2 + t] = 64;
+  }
+  for (int t = 4; t < 8; ++t) {
+    cfg.rows[t] = kRows;
+    cfg.colsb[t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// sub-block j0 + q into C tile tc from A tile ta and B tile tb (tile numbers
+// are literals in the intrinsics: q's four calls spell them out).
+#define TANDEM_AMX_SUBBLOCK(q, ta, tb, tc)                    \
+  _tile_zero(tc);                                             \
+  _tile_loadd(ta, &w8[0][32 * (j0 + (q))], 256);              \
+  _tile_loadd(tb, x.b + (i * 8 + j0 + (q)) * 512, 64);        \
+  _tile_dpbusd(tc, ta, tb)
+
+// the 6-bit scale and min of sub-block j (llama.cpp's get_scale_min_k4;
+// common/quant_blocks.h's scaleMinK4, kept here with internal linkage).
+void scaleMin(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
+
+}  // namespace
+
+void amxQ4KRows(const MatmulArgs& a, const AmxQ4KActivations& x, int64_t n_begin, int64_t n_end) {
+  const auto* w = static_cast<const quant::BlockQ4_K*>(a.w);
+  const int64_t blocks = x.blocks;
+  // block i of the group unpacked in buffer i % 2, one block ahead of the
+  // tiles: a tile load of bytes stored just before waits for the stores
+  // to reach L1 (no forwarding), which stalled the kernel ~11% of its time
+  alignas(64) uint8_t w8buf[2][kRows][256];
+  alignas(64) int32_t c[4][kRows][kRows];
+  alignas(64) float acc[kRows][kRows];
+  float dscbuf[2][kRows][8], dmnbuf[2][kRows][8];
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  configureTiles();
+  for (int64_t c0 = n_begin; c0 < n_end; c0 += kRows) {
+    const int rows = static_cast<int>(n_end - c0 < kRows ? n_end - c0 : kRows);
+    for (int cc = 0; cc < kRows; ++cc) _mm512_store_ps(acc[cc], _mm512_setzero_ps());
+    // the next group's rows, ahead of their use: 16 rows are 16 streams,
+    // more than the hardware prefetchers follow
+    const char* next = reinterpret_cast<const char*>(w + (c0 + kRows) * blocks);
+    const char* next_end = reinterpret_cast<const char*>(w + (n_end + kRows) * blocks);
+    const int64_t group_bytes = kRows * blocks * static_cast<int64_t>(sizeof(quant::BlockQ4_K));
+    const int64_t step = (group_bytes / blocks + 63) / 64 * 64;
+    // the group's block i: values as bytes, scales as floats
+    const auto unpack = [&](int64_t i) {
+      auto& w8u = w8buf[i % 2];
+      auto& dscu = dscbuf[i % 2];
+      auto& dmnu = dmnbuf[i % 2];
+      for (int cc = 0; cc < kRows; ++cc) {
+        if (cc >= rows) {
+          std::memset(w8u[cc], 0, sizeof w8u[cc]);
+          for (int j = 0; j < 8; ++j) dscu[cc][j] = dmnu[cc][j] = 0.0f;
+          continue;
+        }
+        const quant::BlockQ4_K& b = w[(c0 + cc) * blocks + i];
+        for (int t = 0; t < 4; ++t) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * t));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(w8u[cc] + 64 * t), _mm256_and_si256(v, low4));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(w8u[cc] + 64 * t + 32),
+                             _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+        }
+        const float d = halfToFloat(b.d), dmin = halfToFloat(b.dmin);
+        for (int j = 0; j < 8; ++j) {
+          int sc = 0, m = 0;
+          scaleMin(j, b.scales, &sc, &m);
+          dscu[cc][j] = d * static_cast<float>(sc);
+          dmnu[cc][j] = dmin * static_cast<float>(m);
+        }
+      }
+    };
+    unpack(0);
+    for (int64_t i = 0; i < blocks; ++i) {
+      for (int64_t o = 0; o < step && next + i * step + o < next_end; o += 64) {
+        _mm_prefetch(next + i * step + o, _MM_HINT_T1);
+      }
+      if (i + 1 < blocks) unpack(i + 1);
+      const auto& w8 = w8buf[i % 2];
+      const auto& dsc = dscbuf[i % 2];
+      const auto& dmn = dmnbuf[i % 2];
+      // t[cc] lane r: sum over sub-blocks of d sc_j (q . x) - dmin m_j sum(x)
+      __m512 t[kRows];
+      for (__m512& v : t) v = _mm512_setzero_ps();
+      for (int j0 = 0; j0 < 8; j0 += 4) {
+        TANDEM_AMX_SUBBLOCK(0, 0, 2, 4);
+        TANDEM_AMX_SUBBLOCK(1, 1, 3, 5);
+        TANDEM_AMX_SUBBLOCK(2, 0, 2, 6);
+        TANDEM_AMX_SUBBLOCK(3, 1, 3, 7);
+        _tile_stored(4, c[0], 64);
+        _tile_stored(5, c[1], 64);
+        _tile_stored(6, c[2], 64);
+        _tile_stored(7, c[3], 64);
+        for (int q = 0; q < 4; ++q) {
+          const int j = j0 + q;
+          const __m512 xs = _mm512_loadu_ps(x.xs + (i * 8 + j) * kRows);
+          for (int cc = 0; cc < kRows; ++cc) {
+            t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[q][cc])), _mm512_set1_ps(dsc[cc][j]),
+                                    t[cc]);
+            t[cc] = _mm512_fnmadd_ps(_mm512_set1_ps(dmn[cc][j]), xs, t[cc]);
+          }
+        }
+      }
+      const __m512 dx = _mm512_loadu_ps(x.dx + i * kRows);
+      for (int cc = 0; cc < kRows; ++cc) {
+        _mm512_store_ps(acc[cc], _mm512_fmadd_ps(t[cc], dx, _mm512_load_ps(acc[cc])));
+      }
+    }
+    for (int cc = 0; cc < rows; ++cc) {
+      const float bias = a.bias != nullptr ? a.bias[c0 + cc] : 0.0f;
+      for (int r = 0; r < x.m; ++r) a.y[r * a.n + c0 + cc] = acc[cc][r] + bias;
+    }
+  }
+  _tile_release();
+}
+
+#undef TANDEM_AMX_SUBBLOCK
+
+bool amxInt8KernelBuilt() { return true; }
+
+}  // namespace tandem::kernels::cpu
+
+#else  // a compiler or target without AMX-INT8: amxInt8Usable() says no
+
+namespace tandem::kernels::cpu {
+void amxQ4KRows(const MatmulArgs&, const AmxQ4KActivations&, int64_t, int64_t) {}
+bool amxInt8KernelBuilt() { return false; }
+}  // namespace tandem::kernels::cpu
+
+#endif
