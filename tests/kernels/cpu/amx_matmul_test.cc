@@ -159,7 +159,7 @@ TEST(AmxMatmulTest, QuantizedWeightsMatchTheirDequantizedValues) {
     return;
   }
   for (const DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-    for (const auto [m, n, k, threads] : {std::tuple{45, 50, 256, 1}, std::tuple{130, 96, 768, 2},
+    for (const auto& [m, n, k, threads] : {std::tuple{45, 50, 256, 1}, std::tuple{130, 96, 768, 2},
                                           std::tuple{33, 70, 512, 3}}) {
       Case c(m, n, k, t);
       ASSERT_TRUE(useAmxMatmul(c.args()));
