@@ -158,8 +158,8 @@ void CpuBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs)
 
 void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
   const MatmulArgs args = matmulArgs(x, w, bias, y);
-  // prefill with 16-bit or quantized weights on the AMX tiles where the
-  // processor has them (amx_matmul.h)
+  // prefill on the AMX tiles where the processor has them (amx_matmul.h:
+  // F32, F16, BF16 and quantized weights)
   if (amx_ && useAmxMatmul(args)) {
     amxMatmul(args, pool_.size(), poolTasks());
     return;

@@ -307,7 +307,6 @@ void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dens
   quantizeRows(dots, first.w_dtype, first.x, first.k, 0, first.m, x_buffer.get());
   auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
   auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
-  // a weight's rows [begin, end)
   // Q4_K weights of a batch on the AMX-INT8 tiles where there are some
   // (quant_amx.h): x laid out for them once
   thread_local std::vector<int8_t> tile_bytes;
@@ -318,6 +317,7 @@ void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dens
   if (amx && has_q4_k && first.m >= kAmxInt8MinRows && dense.level == SimdLevel::kAvx512 && amxInt8Usable()) {
     tiles = amxQ4KActivations(dots, x256, static_cast<int>(first.m), first.k / 256, &tile_bytes, &tile_floats);
   }
+  // a weight's rows [begin, end)
   const auto run = [&](const MatmulArgs& a, int64_t begin, int64_t end) {
     if (tiles.b != nullptr && a.w_dtype == DType::kQ4_K) {
       amxQ4KRows(a, tiles, begin, end);
