@@ -123,6 +123,10 @@ const QuantDotTable& avx512VnniQuantDots();
 // the best table for a dense kernel level, chosen from what the processor
 // has: avx512 -> avx512VnniQuantDots() with avx512vnni, else the avx2 level's
 // choice; avx2 -> avxVnniQuantDots() with avxvnni, else avx2QuantDots().
+// The environment variable TANDEM_CPU_VNNI=0 (or off) makes it
+// avx2QuantDots() at both levels: the maddubs dots of a processor without
+// VNNI (an AVX2-only EPYC), measured where VNNI is at hand.
+// (The variable is read every call.)
 const QuantDotTable& quantDotsFor(SimdLevel level);
 
 // value l in [0, 32) of block b of an activation row of `blocks` blocks

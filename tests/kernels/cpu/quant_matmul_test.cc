@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -214,6 +216,27 @@ TEST(QuantDotTablesTest, DispatchFollowsTheProcessor) {
     } else {
       EXPECT_EQ(&for_avx512, &for_avx2);
     }
+  }
+}
+
+// TANDEM_CPU_VNNI=off hands out the maddubs table at both simd levels (an
+// AVX2-only processor's dots, measured on one with VNNI); unset, the
+// dispatch is the processor's again.
+TEST(QuantDotTablesTest, VnniOffIsTheMaddubsTable) {
+  const char* before = std::getenv("TANDEM_CPU_VNNI");
+  const std::optional<std::string> saved = before != nullptr ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("TANDEM_CPU_VNNI", "off", 1);
+  EXPECT_EQ(&quantDotsFor(SimdLevel::kScalar), &scalarQuantDots());
+  EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx2), &avx2QuantDots());
+  EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx512), &avx2QuantDots());
+  EXPECT_FALSE(quantDotsFor(SimdLevel::kAvx512).vnni);
+  ::setenv("TANDEM_CPU_VNNI", "1", 1);
+  EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx2), &avxVnniQuantDots());
+  EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx512), &avx512VnniQuantDots());
+  if (saved.has_value()) {
+    ::setenv("TANDEM_CPU_VNNI", saved->c_str(), 1);
+  } else {
+    ::unsetenv("TANDEM_CPU_VNNI");
   }
 }
 
