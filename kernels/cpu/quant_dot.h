@@ -35,10 +35,11 @@ struct alignas(32) ActBlock256 {
 // the most activation rows one dot call of any table handles: every weight
 // block is loaded and unpacked once and multiplied with up to the table's
 // `rows` rows (register blocking: the weight bandwidth and unpacking of a
-// batch are shared). 8 rows with AVX-512's 32 registers and with AVX2's
-// grouped k-quants (whose 16 registers then spill some sums to L1, which
-// costs less than unpacking and transposing each block for 4 rows); 4 with
-// AVX-VNNI's 16.
+// batch are shared). 16 rows in every x86 table: with AVX2's 16 registers
+// (the maddubs and the AVX-VNNI tables) the rows' sums spill to L1, which
+// costs less than unpacking and transposing each block twice (measured 8 ->
+// 16 rows on an Intel Xeon: maddubs q4_k 68 -> 75 GMAC/s, AVX-VNNI 84 -> 97;
+// bench/RESULTS.md, session 33).
 inline constexpr int kDotRows = 16;
 
 // out[r] = dot of one weight row of n values (its blocks at w) with the

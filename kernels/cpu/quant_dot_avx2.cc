@@ -34,7 +34,7 @@ constexpr bool kGroupedAct256 = true;
 
 const QuantDotTable& avx2QuantDots() {
   static const QuantDotTable single_row = makeTable<8, false>(SimdLevel::kAvx2, false);
-  static const QuantDotTable table = makeTable<8>(SimdLevel::kAvx2, false, &single_row);
+  static const QuantDotTable table = makeTable<16>(SimdLevel::kAvx2, false, &single_row);
   return table;
 }
 

@@ -460,7 +460,7 @@ inline __m128i scalesMinsK4(const BlockQ4_K& b) {
 }
 
 // the k-quants: sub-block outer, rows inner, so the live registers are one
-// unpacked sub-block, its scale and the rows' sums (no spills on AVX2's 16).
+// unpacked sub-block, its scale and the rows' sums (some spilled on AVX2's 16).
 // with grouped activations (kGroupedAct32): the 8 unpacked 32-value
 // sub-blocks transposed like the activations, so 8 VPDPBUSD steps leave the
 // 8 sub-blocks' sums in the lanes, times their scales with one multiply.
