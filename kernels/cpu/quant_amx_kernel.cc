@@ -45,16 +45,20 @@ void configureTiles() {
   _tile_loadd(tb, x.b + (i * 8 + j0 + (q)) * 512, 64);        \
   _tile_dpbusd(tc, ta, tb)
 
-// the 6-bit scale and min of sub-block j (llama.cpp's get_scale_min_k4;
-// common/quant_blocks.h's scaleMinK4, kept here with internal linkage).
-void scaleMin(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
+// the 8 6-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K block's
+// 12 scale bytes (llama.cpp's get_scale_min_k4 for j = 0..7 at once; the
+// x86 dots' scalesMinsK4, kept here with internal linkage).
+__m128i scalesMins(const uint8_t* q) {
+  uint32_t u0, u1, u2;
+  std::memcpy(&u0, q, 4);
+  std::memcpy(&u1, q + 4, 4);
+  std::memcpy(&u2, q + 8, 4);
+  const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
+  const uint32_t m_lo = u1 & 0x3f3f3f3f;
+  const uint32_t s_hi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
+  const uint32_t s_lo = u0 & 0x3f3f3f3f;
+  return _mm_setr_epi32(static_cast<int>(s_lo), static_cast<int>(s_hi), static_cast<int>(m_lo),
+                        static_cast<int>(m_hi));
 }
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
@@ -100,13 +104,11 @@ void amxQ4KRows(const MatmulArgs& a, const AmxQ4KActivations& x, int64_t n_begin
           _mm256_store_si256(reinterpret_cast<__m256i*>(w8u[cc] + 64 * t + 32),
                              _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
         }
-        const float d = halfToFloat(b.d), dmin = halfToFloat(b.dmin);
-        for (int j = 0; j < 8; ++j) {
-          int sc = 0, m = 0;
-          scaleMin(j, b.scales, &sc, &m);
-          dscu[cc][j] = d * static_cast<float>(sc);
-          dmnu[cc][j] = dmin * static_cast<float>(m);
-        }
+        const __m128i sm = scalesMins(b.scales);
+        _mm256_storeu_ps(dscu[cc], _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b.d)),
+                                                 _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
+        _mm256_storeu_ps(dmnu[cc], _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b.dmin)),
+                                                 _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)))));
       }
     };
     unpack(0);
