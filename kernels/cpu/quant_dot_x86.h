@@ -543,33 +543,46 @@ void dotQ6_KGrouped(const BlockQ6_K* b, const ActBlock256* x, int64_t x_stride, 
     // steps 0..3: lane c sums sub-block 2c, steps 4..7: sub-block 2c + 1
     transpose8x32(q);
     const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
-    const __m128i sc_split = _mm_shuffle_epi8(sc8, split);
-    const __m256i sc_even = _mm256_cvtepi8_epi32(sc_split);
-    const __m256i sc_odd = _mm256_cvtepi8_epi32(_mm_srli_si128(sc_split, 8));
     const __m256i scales16 = _mm256_cvtepi8_epi16(sc8);
     const __m256 dw = _mm256_set1_ps(halfToFloat(b[i].d));
     const ActBlock256* xb = x + i;
+    // lane c's scale: for VPDPBUSD's int32 sums, the even and the odd
+    // sub-blocks' in turn; for maddubs's int16 pairs, each in both halves
+    // of its lane, so the madd that widens a pair also scales it
+    __m256i sc_even, sc_odd;
+    if constexpr (kUnsignedAct32) {
+      const __m128i sc_split = _mm_shuffle_epi8(sc8, split);
+      sc_even = _mm256_cvtepi8_epi32(sc_split);
+      sc_odd = _mm256_cvtepi8_epi32(_mm_srli_si128(sc_split, 8));
+    } else {
+      const __m128i even2 = _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
+      sc_even = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, even2));
+      sc_odd = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, _mm_add_epi8(even2, _mm_set1_epi8(1))));
+    }
     for (int r = 0; r < R; ++r) {
       const ActBlock256& xr = xb[r * x_stride];
-      __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
+      __m256i sumi;
       if constexpr (kUnsignedAct32) {
+        __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
         for (int t = 0; t < 4; ++t) {
           e = dpbusd(e, q[t], load32(xr.qs + 32 * t));
           o = dpbusd(o, q[t + 4], load32(xr.qs + 32 * t + 128));
         }
+        sumi = _mm256_add_epi32(_mm256_mullo_epi32(e, sc_even), _mm256_mullo_epi32(o, sc_odd));
       } else {
-        // int16 pairs of 2 steps, |sum| <= 2 * 63 * 127 * 2 < 2^15
-        const __m256i ones = _mm256_set1_epi16(1);
+        // int16 pairs of 2 steps, |sum| <= 2 * 63 * 127 * 2 < 2^15, widened
+        // and scaled by one madd (|scale * pair sum| < 2^22)
+        __m256i e = _mm256_setzero_si256(), o = _mm256_setzero_si256();
         for (int t = 0; t < 4; t += 2) {
           const __m256i pe = _mm256_add_epi16(_mm256_maddubs_epi16(q[t], load32(xr.qs + 32 * t)),
                                               _mm256_maddubs_epi16(q[t + 1], load32(xr.qs + 32 * t + 32)));
           const __m256i po = _mm256_add_epi16(_mm256_maddubs_epi16(q[t + 4], load32(xr.qs + 32 * t + 128)),
                                               _mm256_maddubs_epi16(q[t + 5], load32(xr.qs + 32 * t + 160)));
-          e = _mm256_add_epi32(e, _mm256_madd_epi16(pe, ones));
-          o = _mm256_add_epi32(o, _mm256_madd_epi16(po, ones));
+          e = _mm256_add_epi32(e, _mm256_madd_epi16(pe, sc_even));
+          o = _mm256_add_epi32(o, _mm256_madd_epi16(po, sc_odd));
         }
+        sumi = _mm256_add_epi32(e, o);
       }
-      const __m256i sumi = _mm256_add_epi32(_mm256_mullo_epi32(e, sc_even), _mm256_mullo_epi32(o, sc_odd));
       // q - 32: the bias is -32 * sum_ib sc[ib] * bsums[ib]
       const __m256i bias = _mm256_madd_epi16(load32(xr.bsums), scales16);
       const __m256i s = _mm256_sub_epi32(sumi, _mm256_slli_epi32(bias, 5));
