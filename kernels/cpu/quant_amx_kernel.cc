@@ -1,6 +1,7 @@
 // The AMX-INT8 kernel of quant_amx.h: compiled with -mamx-tile -mamx-int8
 // and the AVX-512 flags; called only after amxInt8Usable() said yes. No
-// inline functions from shared headers and no std templates here: a copy
+// inline functions from shared headers (but q4_k_scales_x86.h, included
+// inside the anonymous namespace) and no std templates here: a copy
 // compiled with these flags could be the one the linker keeps for every file.
 #include <cstdint>
 #include <cstring>
@@ -45,21 +46,7 @@ void configureTiles() {
   _tile_loadd(tb, x.b + (i * 8 + j0 + (q)) * 512, 64);        \
   _tile_dpbusd(tc, ta, tb)
 
-// the 8 6-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K block's
-// 12 scale bytes (llama.cpp's get_scale_min_k4 for j = 0..7 at once; the
-// x86 dots' scalesMinsK4, kept here with internal linkage).
-__m128i scalesMins(const uint8_t* q) {
-  uint32_t u0, u1, u2;
-  std::memcpy(&u0, q, 4);
-  std::memcpy(&u1, q + 4, 4);
-  std::memcpy(&u2, q + 8, 4);
-  const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
-  const uint32_t m_lo = u1 & 0x3f3f3f3f;
-  const uint32_t s_hi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
-  const uint32_t s_lo = u0 & 0x3f3f3f3f;
-  return _mm_setr_epi32(static_cast<int>(s_lo), static_cast<int>(s_hi), static_cast<int>(m_lo),
-                        static_cast<int>(m_hi));
-}
+#include "kernels/cpu/q4_k_scales_x86.h"
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -104,7 +91,7 @@ void amxQ4KRows(const MatmulArgs& a, const AmxQ4KActivations& x, int64_t n_begin
           _mm256_store_si256(reinterpret_cast<__m256i*>(w8u[cc] + 64 * t + 32),
                              _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
         }
-        const __m128i sm = scalesMins(b.scales);
+        const __m128i sm = scalesMinsK4(b);
         _mm256_storeu_ps(dscu[cc], _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b.d)),
                                                  _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
         _mm256_storeu_ps(dmnu[cc], _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b.dmin)),

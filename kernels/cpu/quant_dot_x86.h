@@ -444,20 +444,7 @@ constexpr DotTileFn<ActBlock32> tileOrNull() {
   }
 }
 
-// the 8 6-bit scales and mins of a q4_k block (scaleMinK4's layout)
-// unpacked in registers: bytes 0..7 the scales, 8..15 the mins (ggml's utmp).
-inline __m128i scalesMinsK4(const BlockQ4_K& b) {
-  uint32_t u0, u1, u2;
-  std::memcpy(&u0, b.scales, 4);
-  std::memcpy(&u1, b.scales + 4, 4);
-  std::memcpy(&u2, b.scales + 8, 4);
-  const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | (((u1 >> 6) & 0x03030303) << 4);
-  const uint32_t m_lo = u1 & 0x3f3f3f3f;
-  const uint32_t s_hi = (u2 & 0x0f0f0f0f) | (((u0 >> 6) & 0x03030303) << 4);
-  const uint32_t s_lo = u0 & 0x3f3f3f3f;
-  return _mm_setr_epi32(static_cast<int>(s_lo), static_cast<int>(s_hi), static_cast<int>(m_lo),
-                        static_cast<int>(m_hi));
-}
+#include "kernels/cpu/q4_k_scales_x86.h"
 
 // the k-quants: sub-block outer, rows inner, so the live registers are one
 // unpacked sub-block, its scale and the rows' sums (some spilled on AVX2's 16).
