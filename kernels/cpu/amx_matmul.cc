@@ -8,6 +8,7 @@
 #include "common/quant_blocks.h"
 #include "kernels/cpu/amx_matmul.h"
 #include "kernels/cpu/quant_amx.h"
+#include "kernels/cpu/simd_level.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
@@ -21,8 +22,7 @@ namespace {
 
 // TANDEM_CPU_AMX=0 (or off) turns the tiles off.
 bool amxTurnedOff() {
-  const char* env = std::getenv("TANDEM_CPU_AMX");
-  return env != nullptr && (std::strcmp(env, "0") == 0 || std::strcmp(env, "off") == 0);
+  return environmentTurnsOff("TANDEM_CPU_AMX");
 }
 
 // CPUID leaf 7 EDX bit 25: AMX-INT8

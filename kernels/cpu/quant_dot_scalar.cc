@@ -2,8 +2,6 @@
 // reference the avx2 table is tested against.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "common/quant_blocks.h"
 #include "kernels/cpu/quant_dot.h"
@@ -162,17 +160,8 @@ bool processorHasAvxVnni() {
 #endif
 }
 
-namespace {
-
-bool vnniTurnedOff() {
-  const char* env = std::getenv("TANDEM_CPU_VNNI");
-  return env != nullptr && (std::strcmp(env, "0") == 0 || std::strcmp(env, "off") == 0);
-}
-
-}  // namespace
-
 const QuantDotTable& quantDotsFor(SimdLevel level) {
-  if (level != SimdLevel::kScalar && vnniTurnedOff()) return avx2QuantDots();
+  if (level != SimdLevel::kScalar && environmentTurnsOff("TANDEM_CPU_VNNI")) return avx2QuantDots();
   switch (level) {
     case SimdLevel::kScalar: return scalarQuantDots();
     case SimdLevel::kAvx2: return avxVnniQuantDots();

@@ -1,5 +1,6 @@
 #include "kernels/cpu/simd_level.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,11 @@ absl::StatusOr<SimdLevel> parseSimdLevel(std::string_view name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown simd level '", std::string(name), "' (want scalar, avx2 or avx512)"));
+}
+
+bool environmentTurnsOff(const char* name) {
+  const char* env = std::getenv(name);
+  return env != nullptr && (std::string_view(env) == "0" || std::string_view(env) == "off");
 }
 
 }  // namespace tandem::kernels::cpu

@@ -25,5 +25,8 @@ bool processorSplits512BitOps();
 std::string_view simdLevelName(SimdLevel level);
 // "scalar", "avx2" or "avx512"; InvalidArgument otherwise.
 absl::StatusOr<SimdLevel> parseSimdLevel(std::string_view name);
+// whether the environment variable `name` is "0" or "off": the switches
+// that turn an instruction set off (TANDEM_CPU_AMX, TANDEM_CPU_VNNI).
+bool environmentTurnsOff(const char* name);
 
 }  // namespace tandem::kernels::cpu
