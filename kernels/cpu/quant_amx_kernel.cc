@@ -19,22 +19,28 @@ namespace {
 
 constexpr int kRows = 16;  // weight rows of a tile group, and x columns
 
-// tmm0, tmm1: A, 16 weight rows x 32 bytes of a sub-block; tmm2, tmm3: B,
-// 8 rows of 16 x rows x 4 bytes; tmm4-7: C, 16 weight rows x 16 x rows of
-// int32, one per sub-block of four in flight (a tile product's latency is
-// not waited for by the next one's store).
-void configureTiles() {
+// tmm0, tmm1: A, `rows` weight rows x 32 bytes of a sub-block (Q4_K) or
+// block (Q8_0); tmm2, tmm3: B, 8 rows of 16 x rows x 4 bytes; tmm4-7: C,
+// `rows` weight rows x 16 x rows of int32, one per (sub-)block of four in
+// flight (a tile product's latency is not waited for by the next one's
+// store).
+void configureTiles(int rows) {
   AmxTileConfig cfg;
   for (int t = 0; t < 2; ++t) {
-    cfg.rows[t] = kRows;
+    cfg.rows[t] = static_cast<uint8_t>(rows);
     cfg.colsb[t] = 32;
     cfg.rows[2 + t] = 8;
     cfg.colsb[2 + t] = 64;
   }
   for (int t = 4; t < 8; ++t) {
-    cfg.rows[t] = kRows;
+    cfg.rows[t] = static_cast<uint8_t>(rows);
     cfg.colsb[t] = 64;
   }
+  // GCC 12 does not see LDTILECFG read past the configuration's first
+  // byte: with `rows` a variable it dropped the stores above (an empty
+  // configuration, SIGILL at the first tile instruction). The barrier
+  // makes them happen.
+  __asm__ volatile("" : : "r"(&cfg) : "memory");
   _tile_loadconfig(&cfg);
 }
 
@@ -63,7 +69,7 @@ void amxQ4KRows(const MatmulArgs& a, const AmxQ4KActivations& x, int64_t n_begin
   alignas(64) float acc[kRows][kRows];
   float dscbuf[2][kRows][8], dmnbuf[2][kRows][8];
   const __m256i low4 = _mm256_set1_epi8(0xF);
-  configureTiles();
+  configureTiles(kRows);
   for (int64_t c0 = n_begin; c0 < n_end; c0 += kRows) {
     const int rows = static_cast<int>(n_end - c0 < kRows ? n_end - c0 : kRows);
     for (int cc = 0; cc < kRows; ++cc) _mm512_store_ps(acc[cc], _mm512_setzero_ps());
@@ -144,6 +150,84 @@ void amxQ4KRows(const MatmulArgs& a, const AmxQ4KActivations& x, int64_t n_begin
 
 #undef TANDEM_AMX_SUBBLOCK
 
+// block i + q of the group's rows (read in place: a Q8_0 block's 32 bytes
+// are the tile row, rows a weight row's bytes apart) into C tile tc.
+#define TANDEM_AMX_Q8_0_BLOCK(q, ta, tb, tc)             \
+  _tile_zero(tc);                                        \
+  _tile_loadd(ta, w[c0 * blocks + i + (q)].qs, stride);  \
+  _tile_loadd(tb, x.b + (i + (q)) * 512, 64);            \
+  _tile_dpbssd(tc, ta, tb)
+
+void amxQ8_0Rows(const MatmulArgs& a, const AmxQ8_0Activations& x, int64_t n_begin, int64_t n_end) {
+  const auto* w = static_cast<const quant::BlockQ8_0*>(a.w);
+  const int64_t blocks = x.blocks;
+  const int64_t stride = blocks * static_cast<int64_t>(sizeof(quant::BlockQ8_0));
+  alignas(64) int32_t c[4][kRows][kRows];
+  alignas(64) float acc[kRows][kRows];
+  // (the C tiles of a last group store fewer rows: the others stay finite)
+  std::memset(c, 0, sizeof c);
+  static constexpr quant::BlockQ8_0 kZeroBlock{};
+  int configured = 0;
+  for (int64_t c0 = n_begin; c0 < n_end; c0 += kRows) {
+    // a last group of fewer rows: tiles of that many rows (no reads past
+    // the weight's end)
+    const int rows = static_cast<int>(n_end - c0 < kRows ? n_end - c0 : kRows);
+    if (rows != configured) {
+      configureTiles(rows);
+      configured = rows;
+    }
+    // the next group's rows (one contiguous run of bytes), ahead of their
+    // use at the group's pace
+    const char* next = reinterpret_cast<const char*>(w + (c0 + kRows) * blocks);
+    const char* next_end = reinterpret_cast<const char*>(w + n_end * blocks);
+    constexpr int64_t kStep = kRows * static_cast<int64_t>(sizeof(quant::BlockQ8_0));
+    // the group's rows' blocks; past `rows`, a block of scale 0 (the C
+    // tiles' rows there are stale sums, multiplied by 0)
+    const quant::BlockQ8_0* row[kRows];
+    for (int cc = 0; cc < kRows; ++cc) row[cc] = cc < rows ? w + (c0 + cc) * blocks : &kZeroBlock;
+    // t[cc] lane r: sum over blocks of d_w d_x (q . x)
+    __m512 t[kRows];
+    for (__m512& v : t) v = _mm512_setzero_ps();
+    const auto scale = [&](const int32_t (*cq)[kRows], int64_t block) {
+      const __m512 dx = _mm512_loadu_ps(x.dx + block * kRows);
+#pragma GCC unroll 16
+      for (int cc = 0; cc < kRows; ++cc) {
+        const uint16_t dw = row[cc][cc < rows ? block : 0].d;
+        t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cq[cc])),
+                                _mm512_mul_ps(dx, _mm512_set1_ps(halfToFloat(dw))), t[cc]);
+      }
+    };
+    int64_t i = 0;
+    for (; i + 4 <= blocks; i += 4) {
+      const char* ahead = next + i * kStep;
+      const int64_t ahead_bytes = next_end - ahead < 4 * kStep ? next_end - ahead : 4 * kStep;
+      for (int64_t o = 0; o < ahead_bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+      TANDEM_AMX_Q8_0_BLOCK(0, 0, 2, 4);
+      TANDEM_AMX_Q8_0_BLOCK(1, 1, 3, 5);
+      TANDEM_AMX_Q8_0_BLOCK(2, 0, 2, 6);
+      TANDEM_AMX_Q8_0_BLOCK(3, 1, 3, 7);
+      _tile_stored(4, c[0], 64);
+      _tile_stored(5, c[1], 64);
+      _tile_stored(6, c[2], 64);
+      _tile_stored(7, c[3], 64);
+      for (int q = 0; q < 4; ++q) scale(c[q], i + q);
+    }
+    for (; i < blocks; ++i) {
+      TANDEM_AMX_Q8_0_BLOCK(0, 0, 2, 4);
+      _tile_stored(4, c[0], 64);
+      scale(c[0], i);
+    }
+    for (int cc = 0; cc < rows; ++cc) {
+      _mm512_store_ps(acc[cc], t[cc]);
+      const float bias = a.bias != nullptr ? a.bias[c0 + cc] : 0.0f;
+      for (int r = 0; r < x.m; ++r) a.y[r * a.n + c0 + cc] = acc[cc][r] + bias;
+    }
+  }
+  _tile_release();
+}
+
+#undef TANDEM_AMX_Q8_0_BLOCK
+
 bool amxInt8KernelBuilt() { return true; }
 
 }  // namespace tandem::kernels::cpu
@@ -152,6 +236,7 @@ bool amxInt8KernelBuilt() { return true; }
 
 namespace tandem::kernels::cpu {
 void amxQ4KRows(const MatmulArgs&, const AmxQ4KActivations&, int64_t, int64_t) {}
+void amxQ8_0Rows(const MatmulArgs&, const AmxQ8_0Activations&, int64_t, int64_t) {}
 bool amxInt8KernelBuilt() { return false; }
 }  // namespace tandem::kernels::cpu
 

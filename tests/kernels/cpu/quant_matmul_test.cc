@@ -376,40 +376,50 @@ std::vector<char> quantizedWeight(DType dtype, int64_t n, int64_t k, uint32_t se
 
 // matmuls() (q, k and v; gate and up) gives each weight's y exactly as its
 // own matmul() does, grouped (one quantized x, one task list) or not.
-// A batch of a Q4_K weight on the AMX-INT8 tiles (quant_amx.h) has the
-// dots' integer sums and scales them in another float order: within F32
-// rounding of the dots' result, for batch sizes from the tiles' least to
-// kQuantDotMaxRows, weight rows past a 16-row group, one and two threads.
+// A batch of a Q4_K or Q8_0 weight on the AMX-INT8 tiles (quant_amx.h)
+// has the dots' integer sums and scales them in another float order:
+// within F32 rounding of the dots' result, for batch sizes from the tiles'
+// least to kQuantDotMaxRows, weight rows past a 16-row group (a last group
+// of 6), one and two threads, and for Q8_0 a row of 17 blocks (not a
+// multiple of the kernel's 4, nor of a grouped activation run's 8).
 // Without AMX-INT8 (or below the avx512 level) both backends take the
 // dots, and agree.
-TEST(QuantAmxInt8Test, BatchesOfQ4_KMatchTheDots) {
-  for (const int64_t m : {kAmxInt8MinRows, int64_t{13}, kQuantDotMaxRows}) {
-    for (const int threads : {1, 2}) {
-      const int64_t n = 70, k = 512;
-      SCOPED_TRACE("m " + std::to_string(m) + " threads " + std::to_string(threads));
-      const std::vector<float> w_f = randomValues(n * k, 1);
-      const std::vector<float> x = randomValues(m * k, 2);
-      const std::vector<float> bias = randomValues(n, 3);
-      const size_t row_bytes = rowBytes(DType::kQ4_K, k);
-      std::vector<char> w_q(row_bytes * n);
-      std::vector<float> w_dq(n * k);
-      for (int64_t j = 0; j < n; ++j) {
-        quant::quantizeRow(DType::kQ4_K, w_f.data() + j * k, w_q.data() + j * row_bytes, k);
-        quant::dequantizeRow(DType::kQ4_K, w_q.data() + j * row_bytes, w_dq.data() + j * k, k);
-      }
-      std::vector<float> y_tiles(m * n, NAN), y_dots(m * n, NAN);
-      for (const bool amx : {true, false}) {
-        auto backend = CpuBackend::create({.num_threads = threads, .simd_level = detectSimdLevel(), .amx = amx});
-        ASSERT_TRUE(backend.ok());
-        const Tensor bias_t = Tensor::of(bias.data(), DType::kF32, 1, n);
-        (*backend)->matmul(Tensor::of(x.data(), DType::kF32, m, k), Tensor::of(w_q.data(), DType::kQ4_K, n, k),
-                           &bias_t, Tensor::of((amx ? y_tiles : y_dots).data(), DType::kF32, m, n));
-      }
-      for (int64_t r = 0; r < m; ++r) {
+TEST(QuantAmxInt8Test, BatchesMatchTheDots) {
+  struct Case {
+    DType dtype;
+    int64_t k;
+  };
+  for (const Case c : {Case{DType::kQ4_K, 512}, Case{DType::kQ8_0, 544}}) {
+    for (const int64_t m : {kAmxInt8Q8_0MinRows, kAmxInt8MinRows, int64_t{13}, kQuantDotMaxRows}) {
+      for (const int threads : {1, 2}) {
+        const int64_t n = 70, k = c.k;
+        const DType dtype = c.dtype;
+        SCOPED_TRACE(std::string(dtypeName(dtype)) + " m " + std::to_string(m) + " threads " +
+                     std::to_string(threads));
+        const std::vector<float> w_f = randomValues(n * k, 1);
+        const std::vector<float> x = randomValues(m * k, 2);
+        const std::vector<float> bias = randomValues(n, 3);
+        const size_t row_bytes = rowBytes(dtype, k);
+        std::vector<char> w_q(row_bytes * n);
+        std::vector<float> w_dq(n * k);
         for (int64_t j = 0; j < n; ++j) {
-          double magnitude = std::fabs(bias[j]);
-          for (int64_t i = 0; i < k; ++i) magnitude += std::fabs(w_dq[j * k + i] * x[r * k + i]);
-          ASSERT_NEAR(y_tiles[r * n + j], y_dots[r * n + j], 1e-6 * magnitude) << "row " << r << " col " << j;
+          quant::quantizeRow(dtype, w_f.data() + j * k, w_q.data() + j * row_bytes, k);
+          quant::dequantizeRow(dtype, w_q.data() + j * row_bytes, w_dq.data() + j * k, k);
+        }
+        std::vector<float> y_tiles(m * n, NAN), y_dots(m * n, NAN);
+        for (const bool amx : {true, false}) {
+          auto backend = CpuBackend::create({.num_threads = threads, .simd_level = detectSimdLevel(), .amx = amx});
+          ASSERT_TRUE(backend.ok());
+          const Tensor bias_t = Tensor::of(bias.data(), DType::kF32, 1, n);
+          (*backend)->matmul(Tensor::of(x.data(), DType::kF32, m, k), Tensor::of(w_q.data(), dtype, n, k),
+                             &bias_t, Tensor::of((amx ? y_tiles : y_dots).data(), DType::kF32, m, n));
+        }
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t j = 0; j < n; ++j) {
+            double magnitude = std::fabs(bias[j]);
+            for (int64_t i = 0; i < k; ++i) magnitude += std::fabs(w_dq[j * k + i] * x[r * k + i]);
+            ASSERT_NEAR(y_tiles[r * n + j], y_dots[r * n + j], 1e-6 * magnitude) << "row " << r << " col " << j;
+          }
         }
       }
     }
