@@ -42,6 +42,9 @@ void configureTiles() {
     cfg.colsb[t] = 64;
     cfg.rows[t] = kTileRows;
   }
+  // the configuration's stores kept before LDTILECFG (GCC 12 can drop
+  // them: quant_amx_kernel.cc, configureTiles)
+  __asm__ volatile("" : : "r"(&cfg) : "memory");
   _tile_loadconfig(&cfg);
 }
 

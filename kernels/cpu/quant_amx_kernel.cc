@@ -166,7 +166,6 @@ void amxQ8_0Rows(const MatmulArgs& a, const AmxQ8_0Activations& x, int64_t n_beg
   alignas(64) float acc[kRows][kRows];
   // (the C tiles of a last group store fewer rows: the others stay finite)
   std::memset(c, 0, sizeof c);
-  static constexpr quant::BlockQ8_0 kZeroBlock{};
   int configured = 0;
   for (int64_t c0 = n_begin; c0 < n_end; c0 += kRows) {
     // a last group of fewer rows: tiles of that many rows (no reads past
@@ -181,20 +180,24 @@ void amxQ8_0Rows(const MatmulArgs& a, const AmxQ8_0Activations& x, int64_t n_beg
     const char* next = reinterpret_cast<const char*>(w + (c0 + kRows) * blocks);
     const char* next_end = reinterpret_cast<const char*>(w + n_end * blocks);
     constexpr int64_t kStep = kRows * static_cast<int64_t>(sizeof(quant::BlockQ8_0));
-    // the group's rows' blocks; past `rows`, a block of scale 0 (the C
-    // tiles' rows there are stale sums, multiplied by 0)
-    const quant::BlockQ8_0* row[kRows];
-    for (int cc = 0; cc < kRows; ++cc) row[cc] = cc < rows ? w + (c0 + cc) * blocks : &kZeroBlock;
+    // each row's block scale, 16 rows at once: a gather of the rows' d
+    // (the 4 bytes at each block's start; rows past `rows` masked to 0)
+    const __m512i row_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                   _mm512_set1_epi32(static_cast<int>(stride)));
+    const __mmask16 live = static_cast<__mmask16>((1u << rows) - 1);
     // t[cc] lane r: sum over blocks of d_w d_x (q . x)
     __m512 t[kRows];
     for (__m512& v : t) v = _mm512_setzero_ps();
     const auto scale = [&](const int32_t (*cq)[kRows], int64_t block) {
       const __m512 dx = _mm512_loadu_ps(x.dx + block * kRows);
+      const __m512i d32 = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, row_offsets,
+                                                       w + c0 * blocks + block, 1);
+      alignas(64) float dw[kRows];
+      _mm512_store_ps(dw, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d32)));
 #pragma GCC unroll 16
       for (int cc = 0; cc < kRows; ++cc) {
-        const uint16_t dw = row[cc][cc < rows ? block : 0].d;
-        t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cq[cc])),
-                                _mm512_mul_ps(dx, _mm512_set1_ps(halfToFloat(dw))), t[cc]);
+        t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cq[cc])), _mm512_mul_ps(dx, _mm512_set1_ps(dw[cc])),
+                                t[cc]);
       }
     };
     int64_t i = 0;
