@@ -222,10 +222,31 @@ TEST(QuantDotTablesTest, DispatchFollowsTheProcessor) {
 // TANDEM_CPU_VNNI=off hands out the maddubs table at both simd levels (an
 // AVX2-only processor's dots, measured on one with VNNI); unset, the
 // dispatch is the processor's again.
+// sets an environment variable for its lifetime, then puts back what was there
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* before = std::getenv(name);
+    if (before != nullptr) saved_ = before;
+    ::setenv(name, value, 1);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    if (saved_.has_value()) {
+      ::setenv(name_, saved_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
+
 TEST(QuantDotTablesTest, VnniOffIsTheMaddubsTable) {
-  const char* before = std::getenv("TANDEM_CPU_VNNI");
-  const std::optional<std::string> saved = before != nullptr ? std::optional<std::string>(before) : std::nullopt;
-  ::setenv("TANDEM_CPU_VNNI", "off", 1);
+  ScopedEnv vnni("TANDEM_CPU_VNNI", "off");
   EXPECT_EQ(&quantDotsFor(SimdLevel::kScalar), &scalarQuantDots());
   EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx2), &avx2QuantDots());
   EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx512), &avx2QuantDots());
@@ -233,11 +254,6 @@ TEST(QuantDotTablesTest, VnniOffIsTheMaddubsTable) {
   ::setenv("TANDEM_CPU_VNNI", "1", 1);
   EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx2), &avxVnniQuantDots());
   EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx512), &avx512VnniQuantDots());
-  if (saved.has_value()) {
-    ::setenv("TANDEM_CPU_VNNI", saved->c_str(), 1);
-  } else {
-    ::unsetenv("TANDEM_CPU_VNNI");
-  }
 }
 
 TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
@@ -381,21 +397,26 @@ std::vector<char> quantizedWeight(DType dtype, int64_t n, int64_t k, uint32_t se
 // within F32 rounding of the dots' result, for batch sizes from the tiles'
 // least to kQuantDotMaxRows, weight rows past a 16-row group (a last group
 // of 6), one and two threads, and for Q8_0 a row of 17 blocks (not a
-// multiple of the kernel's 4, nor of a grouped activation run's 8).
-// Without AMX-INT8 (or below the avx512 level) both backends take the
-// dots, and agree.
+// multiple of the kernel's 4, nor of a grouped activation run's 8), also
+// with TANDEM_CPU_VNNI=off (x quantized by the maddubs table: no +128
+// offset). Without AMX-INT8 (or below the avx512 level) both backends take
+// the dots, and agree.
 TEST(QuantAmxInt8Test, BatchesMatchTheDots) {
   struct Case {
     DType dtype;
     int64_t k;
+    bool vnni_off;
   };
-  for (const Case c : {Case{DType::kQ4_K, 512}, Case{DType::kQ8_0, 544}}) {
+  for (const Case c : {Case{DType::kQ4_K, 512, false}, Case{DType::kQ8_0, 544, false},
+                       Case{DType::kQ8_0, 544, true}, Case{DType::kQ4_K, 512, true}}) {
+    std::optional<ScopedEnv> vnni;
+    if (c.vnni_off) vnni.emplace("TANDEM_CPU_VNNI", "off");
     for (const int64_t m : {kAmxInt8Q8_0MinRows, kAmxInt8MinRows, int64_t{13}, kQuantDotMaxRows}) {
       for (const int threads : {1, 2}) {
         const int64_t n = 70, k = c.k;
         const DType dtype = c.dtype;
-        SCOPED_TRACE(std::string(dtypeName(dtype)) + " m " + std::to_string(m) + " threads " +
-                     std::to_string(threads));
+        SCOPED_TRACE(std::string(dtypeName(dtype)) + (c.vnni_off ? " vnni off" : "") + " m " + std::to_string(m) +
+                     " threads " + std::to_string(threads));
         const std::vector<float> w_f = randomValues(n * k, 1);
         const std::vector<float> x = randomValues(m * k, 2);
         const std::vector<float> bias = randomValues(n, 3);
