@@ -44,6 +44,18 @@ void configureTiles(int rows) {
   _tile_loadconfig(&cfg);
 }
 
+// four (sub-)blocks q = 0..3 by PRODUCT(q, A tile, B tile, C tile), the A
+// and B tiles taken in turn, then the four C tiles stored to c[0..3].
+#define TANDEM_AMX_FOUR(PRODUCT) \
+  PRODUCT(0, 0, 2, 4);           \
+  PRODUCT(1, 1, 3, 5);           \
+  PRODUCT(2, 0, 2, 6);           \
+  PRODUCT(3, 1, 3, 7);           \
+  _tile_stored(4, c[0], 64);     \
+  _tile_stored(5, c[1], 64);     \
+  _tile_stored(6, c[2], 64);     \
+  _tile_stored(7, c[3], 64)
+
 // sub-block j0 + q into C tile tc from A tile ta and B tile tb (tile numbers
 // are literals in the intrinsics: q's four calls spell them out).
 #define TANDEM_AMX_SUBBLOCK(q, ta, tb, tc)                    \
@@ -117,14 +129,7 @@ void amxQ4KRows(const MatmulArgs& a, const AmxQ4KActivations& x, int64_t n_begin
       __m512 t[kRows];
       for (__m512& v : t) v = _mm512_setzero_ps();
       for (int j0 = 0; j0 < 8; j0 += 4) {
-        TANDEM_AMX_SUBBLOCK(0, 0, 2, 4);
-        TANDEM_AMX_SUBBLOCK(1, 1, 3, 5);
-        TANDEM_AMX_SUBBLOCK(2, 0, 2, 6);
-        TANDEM_AMX_SUBBLOCK(3, 1, 3, 7);
-        _tile_stored(4, c[0], 64);
-        _tile_stored(5, c[1], 64);
-        _tile_stored(6, c[2], 64);
-        _tile_stored(7, c[3], 64);
+        TANDEM_AMX_FOUR(TANDEM_AMX_SUBBLOCK);
         for (int q = 0; q < 4; ++q) {
           const int j = j0 + q;
           const __m512 xs = _mm512_loadu_ps(x.xs + (i * 8 + j) * kRows);
@@ -205,14 +210,7 @@ void amxQ8_0Rows(const MatmulArgs& a, const AmxQ8_0Activations& x, int64_t n_beg
       const char* ahead = next + i * kStep;
       const int64_t ahead_bytes = next_end - ahead < 4 * kStep ? next_end - ahead : 4 * kStep;
       for (int64_t o = 0; o < ahead_bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
-      TANDEM_AMX_Q8_0_BLOCK(0, 0, 2, 4);
-      TANDEM_AMX_Q8_0_BLOCK(1, 1, 3, 5);
-      TANDEM_AMX_Q8_0_BLOCK(2, 0, 2, 6);
-      TANDEM_AMX_Q8_0_BLOCK(3, 1, 3, 7);
-      _tile_stored(4, c[0], 64);
-      _tile_stored(5, c[1], 64);
-      _tile_stored(6, c[2], 64);
-      _tile_stored(7, c[3], 64);
+      TANDEM_AMX_FOUR(TANDEM_AMX_Q8_0_BLOCK);
       for (int q = 0; q < 4; ++q) scale(c[q], i + q);
     }
     for (; i < blocks; ++i) {
@@ -230,6 +228,7 @@ void amxQ8_0Rows(const MatmulArgs& a, const AmxQ8_0Activations& x, int64_t n_beg
 }
 
 #undef TANDEM_AMX_Q8_0_BLOCK
+#undef TANDEM_AMX_FOUR
 
 bool amxInt8KernelBuilt() { return true; }
 
