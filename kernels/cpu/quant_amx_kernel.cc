@@ -171,6 +171,10 @@ void amxQ8_0Rows(const MatmulArgs& a, const AmxQ8_0Activations& x, int64_t n_beg
   alignas(64) float acc[kRows][kRows];
   // (the C tiles of a last group store fewer rows: the others stay finite)
   std::memset(c, 0, sizeof c);
+  // each row's block scale, 16 rows at once: a gather of the rows' d (the
+  // 4 bytes at each block's start), the rows a weight row's bytes apart
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i row_offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int>(stride)));
   int configured = 0;
   for (int64_t c0 = n_begin; c0 < n_end; c0 += kRows) {
     // a last group of fewer rows: tiles of that many rows (no reads past
@@ -185,10 +189,7 @@ void amxQ8_0Rows(const MatmulArgs& a, const AmxQ8_0Activations& x, int64_t n_beg
     const char* next = reinterpret_cast<const char*>(w + (c0 + kRows) * blocks);
     const char* next_end = reinterpret_cast<const char*>(w + n_end * blocks);
     constexpr int64_t kStep = kRows * static_cast<int64_t>(sizeof(quant::BlockQ8_0));
-    // each row's block scale, 16 rows at once: a gather of the rows' d
-    // (the 4 bytes at each block's start; rows past `rows` masked to 0)
-    const __m512i row_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                   _mm512_set1_epi32(static_cast<int>(stride)));
+    // rows past `rows` masked out of the scales' gather (their scale 0)
     const __mmask16 live = static_cast<__mmask16>((1u << rows) - 1);
     // t[cc] lane r: sum over blocks of d_w d_x (q . x)
     __m512 t[kRows];
@@ -201,8 +202,8 @@ void amxQ8_0Rows(const MatmulArgs& a, const AmxQ8_0Activations& x, int64_t n_beg
       _mm512_store_ps(dw, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d32)));
 #pragma GCC unroll 16
       for (int cc = 0; cc < kRows; ++cc) {
-        t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cq[cc])), _mm512_mul_ps(dx, _mm512_set1_ps(dw[cc])),
-                                t[cc]);
+        const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(dw[cc]));
+        t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cq[cc])), d, t[cc]);
       }
     };
     int64_t i = 0;
