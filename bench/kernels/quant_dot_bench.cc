@@ -18,6 +18,8 @@
 
 #include "common/quant_blocks.h"
 #include "common/quantize.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/quant_amx.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/simd_level.h"
 
@@ -93,6 +95,28 @@ int run(int argc, char** argv) {
     const double units = static_cast<double>(weights) * rows * (k / 256);
     std::printf("%-5s %.3f ns per row x 256 values, %.1f GMAC/s (checksum %g)\n", std::string(dtypeName(dt)).c_str(),
                 best / units, units * 256 / best, sink);
+    // the AMX-INT8 kernel of this weight (quant_amx.h), where it runs: all
+    // --weights rows in one call, as quantMatmul's batches take it
+    if (level == SimdLevel::kAvx512 && amxInt8Usable() && rows <= 16 && dt != DType::kQ6_K) {
+      std::vector<int8_t> tile_bytes;
+      std::vector<float> tile_floats, y(rows * weights);
+      const MatmulArgs args{nullptr, wq.data(), dt, nullptr, y.data(), rows, weights, k};
+      const AmxQ4KActivations q4k =
+          dt == DType::kQ4_K ? amxQ4KActivations(t, x256.data(), rows, k / 256, &tile_bytes, &tile_floats)
+                             : AmxQ4KActivations{};
+      const AmxQ8_0Activations q8 =
+          dt == DType::kQ8_0 ? amxQ8_0Activations(t, x32.data(), rows, k / 32, &tile_bytes, &tile_floats)
+                             : AmxQ8_0Activations{};
+      best = 1e30;
+      for (int rep = 0; rep < reps; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (dt == DType::kQ4_K) amxQ4KRows(args, q4k, 0, weights);
+        else amxQ8_0Rows(args, q8, 0, weights);
+        best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("%-5s %.3f ns per row x 256 values, %.1f GMAC/s on AMX-INT8 tiles (checksum %g)\n",
+                  std::string(dtypeName(dt)).c_str(), best / units, units * 256 / best, y[0]);
+    }
     // the same dots as tiles of kTileWeights weight rows, where the table has them
     const DotTileFn<ActBlock32> tile = dt == DType::kQ8_0 ? t.tileQ8_0 : nullptr;
     if (tile == nullptr || rows > kTileRows) continue;
