@@ -97,13 +97,13 @@ int run(int argc, char** argv) {
                 best / units, units * 256 / best, sink);
     // the AMX-INT8 kernel of this weight (quant_amx.h), where it runs: all
     // --weights rows in one call, as quantMatmul's batches take it
-    if (level == SimdLevel::kAvx512 && amxInt8Usable() && rows <= 16 && dt != DType::kQ6_K) {
+    if (level == SimdLevel::kAvx512 && amxInt8Usable() && rows <= 16) {
       std::vector<int8_t> tile_bytes;
       std::vector<float> tile_floats, y(rows * weights);
       const MatmulArgs args{nullptr, wq.data(), dt, nullptr, y.data(), rows, weights, k};
-      const AmxQ4KActivations q4k =
-          dt == DType::kQ4_K ? amxQ4KActivations(t, x256.data(), rows, k / 256, &tile_bytes, &tile_floats)
-                             : AmxQ4KActivations{};
+      const AmxBlock256Activations q4k =
+          dt != DType::kQ8_0 ? amxBlock256Activations(t, x256.data(), rows, k / 256, &tile_bytes, &tile_floats)
+                             : AmxBlock256Activations{};
       const AmxQ8_0Activations q8 =
           dt == DType::kQ8_0 ? amxQ8_0Activations(t, x32.data(), rows, k / 32, &tile_bytes, &tile_floats)
                              : AmxQ8_0Activations{};
@@ -111,6 +111,7 @@ int run(int argc, char** argv) {
       for (int rep = 0; rep < reps; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         if (dt == DType::kQ4_K) amxQ4KRows(args, q4k, 0, weights);
+        else if (dt == DType::kQ6_K) amxQ6KRows(args, q4k, 0, weights);
         else amxQ8_0Rows(args, q8, 0, weights);
         best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
       }

@@ -7,8 +7,8 @@
 
 namespace tandem::kernels::cpu {
 
-AmxQ4KActivations amxQ4KActivations(const QuantDotTable& table, const ActBlock256* x, int m, int64_t blocks,
-                                    std::vector<int8_t>* bytes, std::vector<float>* floats) {
+AmxBlock256Activations amxBlock256Activations(const QuantDotTable& table, const ActBlock256* x, int m,
+                                              int64_t blocks, std::vector<int8_t>* bytes, std::vector<float>* floats) {
   bytes->assign(static_cast<size_t>(blocks * 8 * 512), 0);
   floats->assign(static_cast<size_t>(blocks * 16 + blocks * 8 * 16), 0.0f);
   float* dx = floats->data();

@@ -19,17 +19,18 @@ namespace {
 
 constexpr int kRows = 16;  // weight rows of a tile group, and x columns
 
-// tmm0, tmm1: A, `rows` weight rows x 32 bytes of a sub-block (Q4_K) or
-// block (Q8_0); tmm2, tmm3: B, 8 rows of 16 x rows x 4 bytes; tmm4-7: C,
+// tmm0, tmm1: A, `rows` weight rows x `block_bytes` bytes of a sub-block
+// (Q4_K: 32, Q6_K: 16) or block (Q8_0: 32); tmm2, tmm3: B, block_bytes / 4
+// rows of 16 x rows x 4 bytes; tmm4-7: C,
 // `rows` weight rows x 16 x rows of int32, one per (sub-)block of four in
 // flight (a tile product's latency is not waited for by the next one's
 // store).
-void configureTiles(int rows) {
+void configureTiles(int rows, int block_bytes = 32) {
   AmxTileConfig cfg;
   for (int t = 0; t < 2; ++t) {
     cfg.rows[t] = static_cast<uint8_t>(rows);
-    cfg.colsb[t] = 32;
-    cfg.rows[2 + t] = 8;
+    cfg.colsb[t] = static_cast<uint16_t>(block_bytes);
+    cfg.rows[2 + t] = static_cast<uint8_t>(block_bytes / 4);
     cfg.colsb[2 + t] = 64;
   }
   for (int t = 4; t < 8; ++t) {
@@ -106,7 +107,7 @@ void storeTransposed(__m512 t[kRows], int rows, const MatmulArgs& a, int m, int6
 
 }  // namespace
 
-void amxQ4KRows(const MatmulArgs& a, const AmxQ4KActivations& x, int64_t n_begin, int64_t n_end) {
+void amxQ4KRows(const MatmulArgs& a, const AmxBlock256Activations& x, int64_t n_begin, int64_t n_end) {
   const auto* w = static_cast<const quant::BlockQ4_K*>(a.w);
   const int64_t blocks = x.blocks;
   // block i of the group unpacked in buffer i % 2, one block ahead of the
@@ -190,6 +191,89 @@ void amxQ4KRows(const MatmulArgs& a, const AmxQ4KActivations& x, int64_t n_begin
 
 #undef TANDEM_AMX_SUBBLOCK
 
+// sub-block j0 + q (16 values) into C tile tc: as TANDEM_AMX_SUBBLOCK,
+// signed weights (a Q6_K value less 32) by signed x.
+#define TANDEM_AMX_Q6_K_SUBBLOCK(q, ta, tb, tc)           \
+  _tile_zero(tc);                                         \
+  _tile_loadd(ta, &w8[0][16 * (j0 + (q))], 256);          \
+  _tile_loadd(tb, x.b + i * 4096 + (j0 + (q)) * 256, 64); \
+  _tile_dpbssd(tc, ta, tb)
+
+void amxQ6KRows(const MatmulArgs& a, const AmxBlock256Activations& x, int64_t n_begin, int64_t n_end) {
+  const auto* w = static_cast<const quant::BlockQ6_K*>(a.w);
+  const int64_t blocks = x.blocks;
+  // block i of the group unpacked in buffer i % 2, one block ahead of the
+  // tiles (as amxQ4KRows): values less 32 as signed bytes, in order
+  alignas(64) int8_t w8buf[2][kRows][256];
+  alignas(64) float dscbuf[2][kRows][16];
+  alignas(64) int32_t c[4][kRows][kRows];
+  alignas(64) float acc[kRows][kRows];
+  const __m512i low4 = _mm512_set1_epi8(0x0F), high2 = _mm512_set1_epi8(0x30), offset = _mm512_set1_epi8(32);
+  // a half's 32 qh bytes in both 256-bit halves of a register: bits 0-1
+  // (values 0-31) and 2-3 (32-63) to bits 4-5 by one shift, 4-5 (64-95)
+  // and 6-7 (96-127) by another
+  const __m512i shift01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i shift23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  configureTiles(kRows, 16);
+  for (int64_t c0 = n_begin; c0 < n_end; c0 += kRows) {
+    const int rows = static_cast<int>(n_end - c0 < kRows ? n_end - c0 : kRows);
+    for (int cc = 0; cc < kRows; ++cc) _mm512_store_ps(acc[cc], _mm512_setzero_ps());
+    const auto unpack = [&](int64_t i) {
+      auto& w8u = w8buf[i % 2];
+      auto& dscu = dscbuf[i % 2];
+      for (int cc = 0; cc < kRows; ++cc) {
+        if (cc >= rows) {
+          for (int h = 0; h < 4; ++h) _mm512_store_si512(w8u[cc] + 64 * h, _mm512_setzero_si512());
+          _mm512_store_ps(dscu[cc], _mm512_setzero_ps());
+          continue;
+        }
+        const quant::BlockQ6_K& b = w[(c0 + cc) * blocks + i];
+        for (int n = 0; n < 2; ++n) {
+          const __m512i l = _mm512_loadu_si512(b.ql + 64 * n);
+          const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * n)));
+          const __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, low4),
+                                              _mm512_and_si512(_mm512_sllv_epi16(h, shift01), high2));
+          const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
+                                              _mm512_and_si512(_mm512_srlv_epi16(h, shift23), high2));
+          _mm512_store_si512(w8u[cc] + 128 * n, _mm512_sub_epi8(q01, offset));
+          _mm512_store_si512(w8u[cc] + 128 * n + 64, _mm512_sub_epi8(q23, offset));
+        }
+        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+        const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8));
+        _mm512_store_ps(dscu[cc], _mm512_mul_ps(_mm512_set1_ps(halfToFloat(b.d)), sc));
+      }
+    };
+    unpack(0);
+    for (int64_t i = 0; i < blocks; ++i) {
+      if (i + 1 < blocks) unpack(i + 1);
+      const auto& w8 = w8buf[i % 2];
+      const auto& dsc = dscbuf[i % 2];
+      // t[cc] lane r: sum over sub-blocks of d sc_j (q - 32) . x
+      __m512 t[kRows];
+      for (__m512& v : t) v = _mm512_setzero_ps();
+      for (int j0 = 0; j0 < 16; j0 += 4) {
+        TANDEM_AMX_FOUR(TANDEM_AMX_Q6_K_SUBBLOCK);
+        for (int q = 0; q < 4; ++q) {
+          for (int cc = 0; cc < kRows; ++cc) {
+            t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[q][cc])), _mm512_set1_ps(dsc[cc][j0 + q]),
+                                    t[cc]);
+          }
+        }
+      }
+      const __m512 dx = _mm512_loadu_ps(x.dx + i * kRows);
+      for (int cc = 0; cc < kRows; ++cc) {
+        _mm512_store_ps(acc[cc], _mm512_fmadd_ps(t[cc], dx, _mm512_load_ps(acc[cc])));
+      }
+    }
+    __m512 sums[kRows];
+    for (int cc = 0; cc < kRows; ++cc) sums[cc] = _mm512_load_ps(acc[cc]);
+    storeTransposed(sums, rows, a, x.m, c0);
+  }
+  _tile_release();
+}
+
+#undef TANDEM_AMX_Q6_K_SUBBLOCK
+
 // block i + q of the group's rows (read in place: a Q8_0 block's 32 bytes
 // are the tile row, rows a weight row's bytes apart) into C tile tc.
 #define TANDEM_AMX_Q8_0_BLOCK(q, ta, tb, tc)             \
@@ -268,7 +352,8 @@ bool amxInt8KernelBuilt() { return true; }
 #else  // a compiler or target without AMX-INT8: amxInt8Usable() says no
 
 namespace tandem::kernels::cpu {
-void amxQ4KRows(const MatmulArgs&, const AmxQ4KActivations&, int64_t, int64_t) {}
+void amxQ4KRows(const MatmulArgs&, const AmxBlock256Activations&, int64_t, int64_t) {}
+void amxQ6KRows(const MatmulArgs&, const AmxBlock256Activations&, int64_t, int64_t) {}
 void amxQ8_0Rows(const MatmulArgs&, const AmxQ8_0Activations&, int64_t, int64_t) {}
 bool amxInt8KernelBuilt() { return false; }
 }  // namespace tandem::kernels::cpu

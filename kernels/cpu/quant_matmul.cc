@@ -307,26 +307,29 @@ void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dens
   quantizeRows(dots, first.w_dtype, first.x, first.k, 0, first.m, x_buffer.get());
   auto* x32 = static_cast<ActBlock32*>(x_buffer.get());
   auto* x256 = static_cast<ActBlock256*>(x_buffer.get());
-  // Q4_K and Q8_0 weights of a batch on the AMX-INT8 tiles where there are
-  // some (quant_amx.h): x laid out for them once
+  // Q4_K, Q6_K and Q8_0 weights of a batch on the AMX-INT8 tiles where
+  // there are some (quant_amx.h): x laid out for them once
   thread_local std::vector<int8_t> tile_bytes;
   thread_local std::vector<float> tile_floats;
-  AmxQ4KActivations q4_k_tiles;
+  AmxBlock256Activations k_tiles;
   AmxQ8_0Activations q8_0_tiles;
   const auto has = [&](DType t) {
     return std::any_of(group.begin(), group.end(), [t](const MatmulArgs& a) { return a.w_dtype == t; });
   };
   if (amx && dense.level == SimdLevel::kAvx512 && amxInt8Usable()) {
-    if (has(DType::kQ4_K) && first.m >= kAmxInt8MinRows) {
-      q4_k_tiles = amxQ4KActivations(dots, x256, static_cast<int>(first.m), first.k / 256, &tile_bytes, &tile_floats);
+    const int m = static_cast<int>(first.m);
+    if ((has(DType::kQ4_K) && m >= kAmxInt8Q4KMinRows) || (has(DType::kQ6_K) && m >= kAmxInt8Q6KMinRows)) {
+      k_tiles = amxBlock256Activations(dots, x256, m, first.k / 256, &tile_bytes, &tile_floats);
     } else if (has(DType::kQ8_0) && first.m >= kAmxInt8Q8_0MinRows) {
-      q8_0_tiles = amxQ8_0Activations(dots, x32, static_cast<int>(first.m), first.k / 32, &tile_bytes, &tile_floats);
+      q8_0_tiles = amxQ8_0Activations(dots, x32, m, first.k / 32, &tile_bytes, &tile_floats);
     }
   }
   // a weight's rows [begin, end)
   const auto run = [&](const MatmulArgs& a, int64_t begin, int64_t end) {
-    if (q4_k_tiles.b != nullptr && a.w_dtype == DType::kQ4_K) {
-      amxQ4KRows(a, q4_k_tiles, begin, end);
+    if (k_tiles.b != nullptr && a.w_dtype == DType::kQ4_K && a.m >= kAmxInt8Q4KMinRows) {
+      amxQ4KRows(a, k_tiles, begin, end);
+    } else if (k_tiles.b != nullptr && a.w_dtype == DType::kQ6_K && a.m >= kAmxInt8Q6KMinRows) {
+      amxQ6KRows(a, k_tiles, begin, end);
     } else if (q8_0_tiles.b != nullptr && a.w_dtype == DType::kQ8_0) {
       amxQ8_0Rows(a, q8_0_tiles, begin, end);
     } else if (block256) {

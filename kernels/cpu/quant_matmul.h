@@ -25,8 +25,8 @@ inline constexpr int64_t kQuantDotMaxRows = 16;
 
 // args.w_dtype must be quantized and args.k a multiple of its block size.
 // `dense` supplies the F32 kernels (and the simd level of the dot table);
-// `amx`: whether a batch (kAmxInt8MinRows..kQuantDotMaxRows rows) of a
-// Q4_K weight may run on the AMX-INT8 tiles where the processor has them
+// `amx`: whether a batch (up to kQuantDotMaxRows rows) of a Q4_K, Q6_K or
+// Q8_0 weight may run on the AMX-INT8 tiles where the processor has them
 // at the avx512 level (quant_amx.h); `threads` sizes the task split.
 void quantMatmul(const MatmulArgs& args, const KernelTable& dense, bool amx, int threads,
                  const ParallelTasks& parallel);

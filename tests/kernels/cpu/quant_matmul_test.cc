@@ -408,10 +408,11 @@ TEST(QuantAmxInt8Test, BatchesMatchTheDots) {
     bool vnni_off;
   };
   for (const Case c : {Case{DType::kQ4_K, 512, false}, Case{DType::kQ8_0, 544, false},
-                       Case{DType::kQ8_0, 544, true}, Case{DType::kQ4_K, 512, true}}) {
+                       Case{DType::kQ8_0, 544, true}, Case{DType::kQ4_K, 512, true}, Case{DType::kQ6_K, 768, false},
+                       Case{DType::kQ6_K, 512, true}}) {
     std::optional<ScopedEnv> vnni;
     if (c.vnni_off) vnni.emplace("TANDEM_CPU_VNNI", "off");
-    for (const int64_t m : {kAmxInt8Q8_0MinRows, kAmxInt8MinRows, int64_t{13}, kQuantDotMaxRows}) {
+    for (const int64_t m : {kAmxInt8Q4KMinRows, kAmxInt8Q6KMinRows, int64_t{13}, kQuantDotMaxRows}) {
       for (const int threads : {1, 2}) {
         const int64_t n = 70, k = c.k;
         const DType dtype = c.dtype;
