@@ -46,35 +46,48 @@ std::vector<float>& panelScratch() {
   return scratch;
 }
 
-// weight rows whose outputs one dot loop collects before they are written
-// to y: the dots leave a weight row's outputs for consecutive rows of x
-// together, y wants a row of x's outputs for consecutive weight rows.
+// weight rows whose outputs one dot or tile call leaves together (the dots
+// leave a weight row's outputs for consecutive rows of x together, y wants
+// a row of x's outputs for consecutive weight rows), and how many of those
+// are collected before they are written to y: a row of y then takes 16
+// floats at once. (4 at a time put a batch's 16 rows of y, n floats apart,
+// into one L1 set when n is a multiple of 1024, each line missed 4 times:
+// the AMX kernels' scalar stores cost them 20%, session 35.)
 constexpr int64_t kOutTileCols = 4;
+constexpr int64_t kStoreCols = 16;
 
 // y[r][j0 + c] = tile[c][r] + bias[j0 + c] for r < m, c < cols: 4x4 blocks
 // transposed in registers and stored as 4 floats a row of x (instead of
-// a scalar store a value), the rest scalar.
+// a scalar store a value), a row's blocks one after another; the rest
+// scalar.
 void storeOutTile(const float* tile, int64_t tile_stride, int64_t cols, const float* bias, int64_t m, float* y,
                   int64_t n, int64_t j0) {
+  const auto scalar = [&](int64_t r, int64_t c) {
+    y[r * n + j0 + c] = tile[c * tile_stride + r] + (bias != nullptr ? bias[j0 + c] : 0.0f);
+  };
   int64_t r = 0;
 #if defined(__SSE2__)
-  if (cols == kOutTileCols) {
-    const __m128 b = bias != nullptr ? _mm_loadu_ps(bias + j0) : _mm_setzero_ps();
-    for (; r + 4 <= m; r += 4) {
-      __m128 c0 = _mm_loadu_ps(tile + r), c1 = _mm_loadu_ps(tile + tile_stride + r);
-      __m128 c2 = _mm_loadu_ps(tile + 2 * tile_stride + r), c3 = _mm_loadu_ps(tile + 3 * tile_stride + r);
+  const int64_t blocked = cols / 4 * 4;
+  for (; r + 4 <= m; r += 4) {
+    for (int64_t c = 0; c < blocked; c += 4) {
+      const float* t = tile + c * tile_stride + r;
+      const __m128 b = bias != nullptr ? _mm_loadu_ps(bias + j0 + c) : _mm_setzero_ps();
+      __m128 c0 = _mm_loadu_ps(t), c1 = _mm_loadu_ps(t + tile_stride);
+      __m128 c2 = _mm_loadu_ps(t + 2 * tile_stride), c3 = _mm_loadu_ps(t + 3 * tile_stride);
       _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
-      _mm_storeu_ps(y + r * n + j0, _mm_add_ps(c0, b));
-      _mm_storeu_ps(y + (r + 1) * n + j0, _mm_add_ps(c1, b));
-      _mm_storeu_ps(y + (r + 2) * n + j0, _mm_add_ps(c2, b));
-      _mm_storeu_ps(y + (r + 3) * n + j0, _mm_add_ps(c3, b));
+      float* out = y + r * n + j0 + c;
+      _mm_storeu_ps(out, _mm_add_ps(c0, b));
+      _mm_storeu_ps(out + n, _mm_add_ps(c1, b));
+      _mm_storeu_ps(out + 2 * n, _mm_add_ps(c2, b));
+      _mm_storeu_ps(out + 3 * n, _mm_add_ps(c3, b));
+    }
+    for (int64_t c = blocked; c < cols; ++c) {
+      for (int64_t i = 0; i < 4; ++i) scalar(r + i, c);
     }
   }
 #endif
   for (; r < m; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      y[r * n + j0 + c] = tile[c * tile_stride + r] + (bias != nullptr ? bias[j0 + c] : 0.0f);
-    }
+    for (int64_t c = 0; c < cols; ++c) scalar(r, c);
   }
 }
 
@@ -89,25 +102,28 @@ void dotRowRange(const MatmulArgs& a, DotRowsFn<ActBlock> dot, int max_rows, Dot
   const size_t row_bytes = rowBytes(a.w_dtype, static_cast<size_t>(a.k));
   const auto* w = static_cast<const char*>(a.w);
   const int64_t x_blocks = a.k / (usesBlock256(a.w_dtype) ? 256 : 32);
-  alignas(16) float tile_out[kOutTileCols][kQuantDotMaxRows];
+  alignas(16) float tile_out[kStoreCols][kQuantDotMaxRows];
   const bool tiled = tile != nullptr && a.m >= kTileMinRows && a.k % 256 == 0;
-  for (int64_t j0 = n_begin; j0 < n_end; j0 += kOutTileCols) {
-    const int64_t cols = std::min(kOutTileCols, n_end - j0);
-    if (tiled) {
-      const void* rows[kOutTileCols];
-      for (int64_t c = 0; c < cols; ++c) rows[c] = w + (j0 + c) * row_bytes;
-      tile(rows, static_cast<int>(cols), xq, x_blocks, static_cast<int>(a.m), a.k, tile_out[0], kQuantDotMaxRows);
-      storeOutTile(tile_out[0], kQuantDotMaxRows, cols, a.bias, a.m, a.y, a.n, j0);
-      continue;
-    }
-    for (int64_t c = 0; c < cols; ++c) {
-      const void* wr = w + (j0 + c) * row_bytes;
-      for (int64_t r0 = 0; r0 < a.m; r0 += max_rows) {
-        const int rows = static_cast<int>(std::min<int64_t>(max_rows, a.m - r0));
-        dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, tile_out[c] + r0);
+  for (int64_t s0 = n_begin; s0 < n_end; s0 += kStoreCols) {
+    const int64_t s_end = std::min(n_end, s0 + kStoreCols);
+    for (int64_t j0 = s0; j0 < s_end; j0 += kOutTileCols) {
+      const int64_t cols = std::min(kOutTileCols, s_end - j0);
+      float* out = tile_out[j0 - s0];
+      if (tiled) {
+        const void* rows[kOutTileCols];
+        for (int64_t c = 0; c < cols; ++c) rows[c] = w + (j0 + c) * row_bytes;
+        tile(rows, static_cast<int>(cols), xq, x_blocks, static_cast<int>(a.m), a.k, out, kQuantDotMaxRows);
+        continue;
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        const void* wr = w + (j0 + c) * row_bytes;
+        for (int64_t r0 = 0; r0 < a.m; r0 += max_rows) {
+          const int rows = static_cast<int>(std::min<int64_t>(max_rows, a.m - r0));
+          dot(wr, xq + r0 * x_blocks, x_blocks, rows, a.k, out + c * kQuantDotMaxRows + r0);
+        }
       }
     }
-    storeOutTile(tile_out[0], kQuantDotMaxRows, cols, a.bias, a.m, a.y, a.n, j0);
+    storeOutTile(tile_out[0], kQuantDotMaxRows, s_end - s0, a.bias, a.m, a.y, a.n, s0);
   }
 }
 
