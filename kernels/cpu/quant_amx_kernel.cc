@@ -57,14 +57,6 @@ void configureTiles(int rows, int block_bytes = 32) {
   _tile_stored(6, c[2], 64);     \
   _tile_stored(7, c[3], 64)
 
-// sub-block j0 + q into C tile tc from A tile ta and B tile tb (tile numbers
-// are literals in the intrinsics: q's four calls spell them out).
-#define TANDEM_AMX_SUBBLOCK(q, ta, tb, tc)                    \
-  _tile_zero(tc);                                             \
-  _tile_loadd(ta, &w8[0][32 * (j0 + (q))], 256);              \
-  _tile_loadd(tb, x.b + (i * 8 + j0 + (q)) * 512, 64);        \
-  _tile_dpbusd(tc, ta, tb)
-
 #include "kernels/cpu/q4_k_scales_x86.h"
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
@@ -118,171 +110,184 @@ void storeTransposed(__m512 t[kRows], int rows, const MatmulArgs& a, int m, int6
   for (int r = 0; r < m; ++r) _mm512_mask_storeu_ps(a.y + r * a.n + c0, live, _mm512_add_ps(v[r], bias));
 }
 
+// acc[cc] += t[cc] dx: a 256-value block's sums t (lane r: row r of x) by
+// its scales dx[r] in x.
+void addBlock(float (*acc)[kRows], const __m512 t[kRows], const float* dx) {
+  const __m512 d = _mm512_loadu_ps(dx);
+  for (int cc = 0; cc < kRows; ++cc) _mm512_store_ps(acc[cc], _mm512_fmadd_ps(t[cc], d, _mm512_load_ps(acc[cc])));
+}
+
+// storeTransposed of the sums in acc.
+void storeAcc(const float (*acc)[kRows], int rows, const MatmulArgs& a, int m, int64_t c0) {
+  __m512 sums[kRows];
+  for (int cc = 0; cc < kRows; ++cc) sums[cc] = _mm512_load_ps(acc[cc]);
+  storeTransposed(sums, rows, a, m, c0);
+}
+
 }  // namespace
 
-void amxQ4KRows(const MatmulArgs& a, const AmxBlock256Activations& x, int64_t n_begin, int64_t n_end) {
-  const auto* w = static_cast<const quant::BlockQ4_K*>(a.w);
-  const int64_t blocks = x.blocks;
-  // block i of the group unpacked in buffer i % 2, one block ahead of the
-  // tiles: a tile load of bytes stored just before waits for the stores
-  // to reach L1 (no forwarding), which stalled the kernel ~11% of its time
-  alignas(64) uint8_t w8buf[2][kRows][256];
-  alignas(64) int32_t c[4][kRows][kRows];
-  alignas(64) float acc[kRows][kRows];
-  float dscbuf[2][kRows][8], dmnbuf[2][kRows][8];
-  const __m256i low4 = _mm256_set1_epi8(0xF);
-  configureTiles(kRows);
-  for (int64_t c0 = n_begin; c0 < n_end; c0 += kRows) {
-    const int rows = static_cast<int>(n_end - c0 < kRows ? n_end - c0 : kRows);
-    for (int cc = 0; cc < kRows; ++cc) _mm512_store_ps(acc[cc], _mm512_setzero_ps());
-    const char* next = reinterpret_cast<const char*>(w + (c0 + kRows) * blocks);
-    const char* next_end = reinterpret_cast<const char*>(w + n_end * blocks);
-    // the group's block i: values as bytes, scales as floats
-    const auto unpack = [&](int64_t i) {
-      auto& w8u = w8buf[i % 2];
-      auto& dscu = dscbuf[i % 2];
-      auto& dmnu = dmnbuf[i % 2];
-      for (int cc = 0; cc < kRows; ++cc) {
-        if (cc >= rows) {
-          std::memset(w8u[cc], 0, sizeof w8u[cc]);
-          for (int j = 0; j < 8; ++j) dscu[cc][j] = dmnu[cc][j] = 0.0f;
-          continue;
-        }
-        const quant::BlockQ4_K& b = w[(c0 + cc) * blocks + i];
-        for (int t = 0; t < 4; ++t) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * t));
-          _mm256_store_si256(reinterpret_cast<__m256i*>(w8u[cc] + 64 * t), _mm256_and_si256(v, low4));
-          _mm256_store_si256(reinterpret_cast<__m256i*>(w8u[cc] + 64 * t + 32),
-                             _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
-        }
-        const __m128i sm = scalesMinsK4(b);
-        _mm256_storeu_ps(dscu[cc], _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b.d)),
-                                                 _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
-        _mm256_storeu_ps(dmnu[cc], _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b.dmin)),
-                                                 _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)))));
+namespace {
+
+// sub-block j0 + q of `bytes`-byte sub-blocks (the A tile's rows 256 bytes
+// apart in u.w8, x's B tile from x.b) into C tile tc by the tile product
+// DP (tile numbers are literals in the intrinsics: q's four calls spell
+// them out).
+#define TANDEM_AMX_SUBBLOCK(DP, bytes, q, ta, tb, tc)                   \
+  _tile_zero(tc);                                                       \
+  _tile_loadd(ta, &u.w8[0][(bytes) * (j0 + (q))], 256);                 \
+  _tile_loadd(tb, x.b + i * 4096 + (j0 + (q)) * (bytes) * 16, 64);      \
+  DP(tc, ta, tb)
+
+// Q4_K: 8 sub-blocks of 32 values, nibbles unpacked to bytes (unsigned, by
+// signed x); a sub-block's sum d sc_j (q . x) - dmin m_j sum(x).
+struct Q4KFormat {
+  using Block = quant::BlockQ4_K;
+  static constexpr int kSubBlocks = 8, kSubBlockBytes = 32;
+  struct Unpacked {
+    alignas(64) uint8_t w8[kRows][256];
+    float dsc[kRows][8], dmn[kRows][8];
+  };
+  // block i of the group's `rows` rows (from `group`, rows `blocks` apart)
+  static void unpack(const Block* group, int64_t blocks, int rows, int64_t i, Unpacked& u) {
+    const __m256i low4 = _mm256_set1_epi8(0xF);
+    for (int cc = 0; cc < kRows; ++cc) {
+      if (cc >= rows) {
+        std::memset(u.w8[cc], 0, sizeof u.w8[cc]);
+        for (int j = 0; j < 8; ++j) u.dsc[cc][j] = u.dmn[cc][j] = 0.0f;
+        continue;
       }
-    };
-    unpack(0);
-    for (int64_t i = 0; i < blocks; ++i) {
-      prefetchAhead(next, next_end, groupStep(sizeof(quant::BlockQ4_K)), i);
-      if (i + 1 < blocks) unpack(i + 1);
-      const auto& w8 = w8buf[i % 2];
-      const auto& dsc = dscbuf[i % 2];
-      const auto& dmn = dmnbuf[i % 2];
-      // t[cc] lane r: sum over sub-blocks of d sc_j (q . x) - dmin m_j sum(x)
-      __m512 t[kRows];
-      for (__m512& v : t) v = _mm512_setzero_ps();
-      for (int j0 = 0; j0 < 8; j0 += 4) {
-        TANDEM_AMX_FOUR(TANDEM_AMX_SUBBLOCK);
-        for (int q = 0; q < 4; ++q) {
-          const int j = j0 + q;
-          const __m512 xs = _mm512_loadu_ps(x.xs + (i * 8 + j) * kRows);
-          for (int cc = 0; cc < kRows; ++cc) {
-            t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[q][cc])), _mm512_set1_ps(dsc[cc][j]),
-                                    t[cc]);
-            t[cc] = _mm512_fnmadd_ps(_mm512_set1_ps(dmn[cc][j]), xs, t[cc]);
-          }
-        }
+      const Block& b = group[cc * blocks + i];
+      for (int t = 0; t < 4; ++t) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * t));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.w8[cc] + 64 * t), _mm256_and_si256(v, low4));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.w8[cc] + 64 * t + 32),
+                           _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
       }
-      const __m512 dx = _mm512_loadu_ps(x.dx + i * kRows);
-      for (int cc = 0; cc < kRows; ++cc) {
-        _mm512_store_ps(acc[cc], _mm512_fmadd_ps(t[cc], dx, _mm512_load_ps(acc[cc])));
-      }
+      const __m128i sm = scalesMinsK4(b);
+      _mm256_storeu_ps(u.dsc[cc], _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b.d)),
+                                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sm))));
+      _mm256_storeu_ps(u.dmn[cc], _mm256_mul_ps(_mm256_set1_ps(halfToFloat(b.dmin)),
+                                                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(sm, 8)))));
     }
-    __m512 sums[kRows];
-    for (int cc = 0; cc < kRows; ++cc) sums[cc] = _mm512_load_ps(acc[cc]);
-    storeTransposed(sums, rows, a, x.m, c0);
   }
-  _tile_release();
-}
+  static void products(const Unpacked& u, const AmxBlock256Activations& x, int64_t i, int j0,
+                       int32_t (*c)[kRows][kRows]) {
+#define TANDEM_AMX_Q4_K(q, ta, tb, tc) TANDEM_AMX_SUBBLOCK(_tile_dpbusd, 32, q, ta, tb, tc)
+    TANDEM_AMX_FOUR(TANDEM_AMX_Q4_K);
+#undef TANDEM_AMX_Q4_K
+  }
+  // t[cc] lane r += sub-block j's sum, from its C tile cq
+  static void scale(const Unpacked& u, const AmxBlock256Activations& x, int64_t i, int j,
+                    const int32_t (*cq)[kRows], __m512 t[kRows]) {
+    const __m512 xs = _mm512_loadu_ps(x.xs + (i * 8 + j) * kRows);
+    for (int cc = 0; cc < kRows; ++cc) {
+      t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cq[cc])), _mm512_set1_ps(u.dsc[cc][j]), t[cc]);
+      t[cc] = _mm512_fnmadd_ps(_mm512_set1_ps(u.dmn[cc][j]), xs, t[cc]);
+    }
+  }
+};
+
+// Q6_K: 16 sub-blocks of 16 values, each value less 32 as a signed byte
+// (by signed x); a sub-block's sum d sc_j ((q - 32) . x).
+struct Q6KFormat {
+  using Block = quant::BlockQ6_K;
+  static constexpr int kSubBlocks = 16, kSubBlockBytes = 16;
+  struct Unpacked {
+    alignas(64) int8_t w8[kRows][256];
+    alignas(64) float dsc[kRows][16];
+  };
+  static void unpack(const Block* group, int64_t blocks, int rows, int64_t i, Unpacked& u) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F), high2 = _mm512_set1_epi8(0x30), offset = _mm512_set1_epi8(32);
+    // a half's 32 qh bytes in both 256-bit halves of a register: bits 0-1
+    // (values 0-31) and 2-3 (32-63) to bits 4-5 by one shift, 4-5 (64-95)
+    // and 6-7 (96-127) by another
+    const __m512i shift01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i shift23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    for (int cc = 0; cc < kRows; ++cc) {
+      if (cc >= rows) {
+        for (int h = 0; h < 4; ++h) _mm512_store_si512(u.w8[cc] + 64 * h, _mm512_setzero_si512());
+        _mm512_store_ps(u.dsc[cc], _mm512_setzero_ps());
+        continue;
+      }
+      const Block& b = group[cc * blocks + i];
+      for (int n = 0; n < 2; ++n) {
+        const __m512i l = _mm512_loadu_si512(b.ql + 64 * n);
+        const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * n)));
+        const __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, low4),
+                                            _mm512_and_si512(_mm512_sllv_epi16(h, shift01), high2));
+        const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
+                                            _mm512_and_si512(_mm512_srlv_epi16(h, shift23), high2));
+        _mm512_store_si512(u.w8[cc] + 128 * n, _mm512_sub_epi8(q01, offset));
+        _mm512_store_si512(u.w8[cc] + 128 * n + 64, _mm512_sub_epi8(q23, offset));
+      }
+      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+      const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8));
+      _mm512_store_ps(u.dsc[cc], _mm512_mul_ps(_mm512_set1_ps(halfToFloat(b.d)), sc));
+    }
+  }
+  static void products(const Unpacked& u, const AmxBlock256Activations& x, int64_t i, int j0,
+                       int32_t (*c)[kRows][kRows]) {
+#define TANDEM_AMX_Q6_K(q, ta, tb, tc) TANDEM_AMX_SUBBLOCK(_tile_dpbssd, 16, q, ta, tb, tc)
+    TANDEM_AMX_FOUR(TANDEM_AMX_Q6_K);
+#undef TANDEM_AMX_Q6_K
+  }
+  static void scale(const Unpacked& u, const AmxBlock256Activations&, int64_t, int j, const int32_t (*cq)[kRows],
+                    __m512 t[kRows]) {
+    for (int cc = 0; cc < kRows; ++cc) {
+      t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cq[cc])), _mm512_set1_ps(u.dsc[cc][j]), t[cc]);
+    }
+  }
+};
 
 #undef TANDEM_AMX_SUBBLOCK
 
-// sub-block j0 + q (16 values) into C tile tc: as TANDEM_AMX_SUBBLOCK,
-// signed weights (a Q6_K value less 32) by signed x.
-#define TANDEM_AMX_Q6_K_SUBBLOCK(q, ta, tb, tc)           \
-  _tile_zero(tc);                                         \
-  _tile_loadd(ta, &w8[0][16 * (j0 + (q))], 256);          \
-  _tile_loadd(tb, x.b + i * 4096 + (j0 + (q)) * 256, 64); \
-  _tile_dpbssd(tc, ta, tb)
-
-void amxQ6KRows(const MatmulArgs& a, const AmxBlock256Activations& x, int64_t n_begin, int64_t n_end) {
-  const auto* w = static_cast<const quant::BlockQ6_K*>(a.w);
+// the Q4_K and Q6_K kernels: 16 weight rows at a time; block i + 1 of
+// their rows unpacked (into buffer (i + 1) % 2) while block i's
+// sub-blocks go through the tiles four at a time (a tile load of bytes
+// stored just before waits for the stores to reach L1, no forwarding:
+// that stalled the Q4_K kernel ~11% of its time), each block's sums
+// scaled by x's block scales.
+template <typename Format>
+void amxBlock256Rows(const MatmulArgs& a, const AmxBlock256Activations& x, int64_t n_begin, int64_t n_end) {
+  const auto* w = static_cast<const typename Format::Block*>(a.w);
   const int64_t blocks = x.blocks;
-  // block i of the group unpacked in buffer i % 2, one block ahead of the
-  // tiles (as amxQ4KRows): values less 32 as signed bytes, in order
-  alignas(64) int8_t w8buf[2][kRows][256];
-  alignas(64) float dscbuf[2][kRows][16];
+  typename Format::Unpacked unpacked[2];
   alignas(64) int32_t c[4][kRows][kRows];
   alignas(64) float acc[kRows][kRows];
-  const __m512i low4 = _mm512_set1_epi8(0x0F), high2 = _mm512_set1_epi8(0x30), offset = _mm512_set1_epi8(32);
-  // a half's 32 qh bytes in both 256-bit halves of a register: bits 0-1
-  // (values 0-31) and 2-3 (32-63) to bits 4-5 by one shift, 4-5 (64-95)
-  // and 6-7 (96-127) by another
-  const __m512i shift01 = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
-  const __m512i shift23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
-  configureTiles(kRows, 16);
+  configureTiles(kRows, Format::kSubBlockBytes);
   for (int64_t c0 = n_begin; c0 < n_end; c0 += kRows) {
     const int rows = static_cast<int>(n_end - c0 < kRows ? n_end - c0 : kRows);
     for (int cc = 0; cc < kRows; ++cc) _mm512_store_ps(acc[cc], _mm512_setzero_ps());
     const char* next = reinterpret_cast<const char*>(w + (c0 + kRows) * blocks);
     const char* next_end = reinterpret_cast<const char*>(w + n_end * blocks);
-    const auto unpack = [&](int64_t i) {
-      auto& w8u = w8buf[i % 2];
-      auto& dscu = dscbuf[i % 2];
-      for (int cc = 0; cc < kRows; ++cc) {
-        if (cc >= rows) {
-          for (int h = 0; h < 4; ++h) _mm512_store_si512(w8u[cc] + 64 * h, _mm512_setzero_si512());
-          _mm512_store_ps(dscu[cc], _mm512_setzero_ps());
-          continue;
-        }
-        const quant::BlockQ6_K& b = w[(c0 + cc) * blocks + i];
-        for (int n = 0; n < 2; ++n) {
-          const __m512i l = _mm512_loadu_si512(b.ql + 64 * n);
-          const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * n)));
-          const __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, low4),
-                                              _mm512_and_si512(_mm512_sllv_epi16(h, shift01), high2));
-          const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4),
-                                              _mm512_and_si512(_mm512_srlv_epi16(h, shift23), high2));
-          _mm512_store_si512(w8u[cc] + 128 * n, _mm512_sub_epi8(q01, offset));
-          _mm512_store_si512(w8u[cc] + 128 * n + 64, _mm512_sub_epi8(q23, offset));
-        }
-        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-        const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8));
-        _mm512_store_ps(dscu[cc], _mm512_mul_ps(_mm512_set1_ps(halfToFloat(b.d)), sc));
-      }
-    };
-    unpack(0);
+    Format::unpack(w + c0 * blocks, blocks, rows, 0, unpacked[0]);
     for (int64_t i = 0; i < blocks; ++i) {
-      prefetchAhead(next, next_end, groupStep(sizeof(quant::BlockQ6_K)), i);
-      if (i + 1 < blocks) unpack(i + 1);
-      const auto& w8 = w8buf[i % 2];
-      const auto& dsc = dscbuf[i % 2];
-      // t[cc] lane r: sum over sub-blocks of d sc_j (q - 32) . x
+      prefetchAhead(next, next_end, groupStep(sizeof(typename Format::Block)), i);
+      if (i + 1 < blocks) Format::unpack(w + c0 * blocks, blocks, rows, i + 1, unpacked[(i + 1) % 2]);
+      const typename Format::Unpacked& u = unpacked[i % 2];
+      // t[cc] lane r: the block's sum for weight row c0 + cc, row r of x
       __m512 t[kRows];
       for (__m512& v : t) v = _mm512_setzero_ps();
-      for (int j0 = 0; j0 < 16; j0 += 4) {
-        TANDEM_AMX_FOUR(TANDEM_AMX_Q6_K_SUBBLOCK);
-        for (int q = 0; q < 4; ++q) {
-          for (int cc = 0; cc < kRows; ++cc) {
-            t[cc] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[q][cc])), _mm512_set1_ps(dsc[cc][j0 + q]),
-                                    t[cc]);
-          }
-        }
+      for (int j0 = 0; j0 < Format::kSubBlocks; j0 += 4) {
+        Format::products(u, x, i, j0, c);
+        for (int q = 0; q < 4; ++q) Format::scale(u, x, i, j0 + q, c[q], t);
       }
-      const __m512 dx = _mm512_loadu_ps(x.dx + i * kRows);
-      for (int cc = 0; cc < kRows; ++cc) {
-        _mm512_store_ps(acc[cc], _mm512_fmadd_ps(t[cc], dx, _mm512_load_ps(acc[cc])));
-      }
+      addBlock(acc, t, x.dx + i * kRows);
     }
-    __m512 sums[kRows];
-    for (int cc = 0; cc < kRows; ++cc) sums[cc] = _mm512_load_ps(acc[cc]);
-    storeTransposed(sums, rows, a, x.m, c0);
+    storeAcc(acc, rows, a, x.m, c0);
   }
   _tile_release();
 }
 
-#undef TANDEM_AMX_Q6_K_SUBBLOCK
+}  // namespace
+
+void amxQ4KRows(const MatmulArgs& a, const AmxBlock256Activations& x, int64_t n_begin, int64_t n_end) {
+  amxBlock256Rows<Q4KFormat>(a, x, n_begin, n_end);
+}
+
+void amxQ6KRows(const MatmulArgs& a, const AmxBlock256Activations& x, int64_t n_begin, int64_t n_end) {
+  amxBlock256Rows<Q6KFormat>(a, x, n_begin, n_end);
+}
 
 // block i + q of the group's rows (read in place: a Q8_0 block's 32 bytes
 // are the tile row, rows a weight row's bytes apart) into C tile tc.
