@@ -21,10 +21,9 @@ constexpr int kRows = 16;  // weight rows of a tile group, and x columns
 
 // tmm0, tmm1: A, `rows` weight rows x `block_bytes` bytes of a sub-block
 // (Q4_K: 32, Q6_K: 16) or block (Q8_0: 32); tmm2, tmm3: B, block_bytes / 4
-// rows of 16 x rows x 4 bytes; tmm4-7: C,
-// `rows` weight rows x 16 x rows of int32, one per (sub-)block of four in
-// flight (a tile product's latency is not waited for by the next one's
-// store).
+// rows of 16 x rows x 4 bytes; tmm4-7: C, `rows` weight rows x 16 x rows
+// of int32, one per (sub-)block of four in flight (a tile product's
+// latency is not waited for by the next one's store).
 void configureTiles(int rows, int block_bytes = 32) {
   AmxTileConfig cfg;
   for (int t = 0; t < 2; ++t) {
@@ -85,7 +84,8 @@ void storeTransposed(__m512 t[kRows], int rows, const MatmulArgs& a, int m, int6
     u[i] = _mm512_unpacklo_ps(t[i], t[i + 1]);
     u[i + 1] = _mm512_unpackhi_ps(t[i], t[i + 1]);
   }
-  // u[i], u[i + 1] lane 4 b + 2 l + e: t[i + e] lane 4 b + l, + 2
+  // u[i] lane 4 b + 2 l + e: t[i + e] lane 4 b + l; u[i + 1] the same
+  // with lane 4 b + 2 + l (l, e in 0..1)
   for (int i = 0; i < kRows; i += 4) {
     for (int h = 0; h < 2; ++h) {
       v[i + 2 * h] = _mm512_shuffle_ps(u[i + h], u[i + 2 + h], 0x44);
