@@ -320,16 +320,16 @@ constexpr int64_t kTileChunkRuns = 8;
 
 template <typename Block, __m256i (*weightBytes)(const Block&)>
 void packRun32(const Block* b, Run32* out) {
-  prefetchWeightsAhead<8 * sizeof(Block)>(b);
-  __m256i wt[8];
-  for (int j = 0; j < 8; ++j) wt[j] = weightBytes(b[j]);
-  transpose8x32(wt);
+  // transposed in place: from a local array GCC 12 stored the result's
+  // halves through general registers (twice the instructions; +5% in a
+  // 16-sequence q8_0 decode, bench/RESULTS.md session 36)
+  for (int j = 0; j < 8; ++j) out->v[j] = weightBytes(b[j]);
+  transpose8x32(out->v);
   __m256i corr = _mm256_setzero_si256(), corr2 = _mm256_setzero_si256();
   for (int t = 0; t < 8; t += 2) {
-    corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), wt[t]);
-    corr2 = dpbusd(corr2, _mm256_set1_epi8(char(0x80)), wt[t + 1]);
+    corr = dpbusd(corr, _mm256_set1_epi8(char(0x80)), out->v[t]);
+    corr2 = dpbusd(corr2, _mm256_set1_epi8(char(0x80)), out->v[t + 1]);
   }
-  for (int t = 0; t < 8; ++t) out->v[t] = wt[t];
   out->start = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(corr, corr2));
   out->dw = _mm256_cvtph_ps(_mm_setr_epi16(
       static_cast<short>(b[0].d), static_cast<short>(b[1].d), static_cast<short>(b[2].d),
@@ -388,6 +388,32 @@ __m256* tileSums(size_t n) {
   return &sums[0].v;
 }
 
+// the register tiles tileSigned32 runs over `rows` activation rows: 3 at a
+// time, kTileRows at a time.
+constexpr int tileCalls(int rows) {
+  return rows / kTileRows * ((kTileRows + 2) / 3) + (rows % kTileRows + 2) / 3;
+}
+
+// the bytes [offset + kWeightPrefetchBytes, + size) of `weights` rows asked
+// for into L2 in `slices` equal slices, one a next() call.
+struct AheadSlices {
+  const void* const* w;
+  int weights;
+  int64_t offset, size;
+  int slices;
+  int slice = 0;
+
+  void next() {
+    if (slice == slices) return;
+    const int64_t lo = size * slice / slices & ~int64_t{63}, hi = size * (slice + 1) / slices;
+    for (int v = 0; v < weights; ++v) {
+      const char* ahead = static_cast<const char*>(w[v]) + offset + kWeightPrefetchBytes;
+      for (int64_t o = lo; o < hi; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T1);
+    }
+    ++slice;
+  }
+};
+
 template <int WN, typename Block, __m256i (*weightBytes)(const Block&)>
 void tileSigned32(const void* const* w, const ActBlock32* x, int64_t x_stride, int rows, int64_t n, float* out,
                   int64_t out_stride) {
@@ -405,12 +431,22 @@ void tileSigned32(const void* const* w, const ActBlock32* x, int64_t x_stride, i
       const auto* b = static_cast<const Block*>(w[v]) + 8 * g0;
       for (int64_t g = 0; g < chunk; ++g) packRun32<Block, weightBytes>(b + 8 * g, &pack[v * kTileChunkRuns + g]);
     }
+    // the weights kWeightPrefetchBytes ahead of the chunk's, a slice
+    // before each tile, so the reads overlap the tiles' arithmetic (asked
+    // for all at once in the packing, they stalled it: +5% in a 16-sequence
+    // q8_0 decode, bench/RESULTS.md session 36)
+    AheadSlices ahead{w, WN, (8 * g0) * static_cast<int64_t>(sizeof(Block)),
+                      chunk * 8 * static_cast<int64_t>(sizeof(Block)), tileCalls(rows)};
     // the chunk's packed weights meet every row of x, kTileRows at a time
     for (int q0 = 0; q0 < rows; q0 += kTileRows) {
       const int q_rows = rows - q0 < kTileRows ? rows - q0 : kTileRows;
       const ActBlock32* xq = x + q0 * x_stride;
       int r0 = 0;
-      for (; r0 + 3 <= q_rows; r0 += 3) tileRuns32<WN, 3>(pack, chunk, xq, x_stride, r0, 8 * g0, facc + q0, f_stride);
+      for (; r0 + 3 <= q_rows; r0 += 3) {
+        ahead.next();
+        tileRuns32<WN, 3>(pack, chunk, xq, x_stride, r0, 8 * g0, facc + q0, f_stride);
+      }
+      if (r0 < q_rows) ahead.next();
       switch (q_rows - r0) {
         case 2: tileRuns32<WN, 2>(pack, chunk, xq, x_stride, r0, 8 * g0, facc + q0, f_stride); break;
         case 1: tileRuns32<WN, 1>(pack, chunk, xq, x_stride, r0, 8 * g0, facc + q0, f_stride); break;
