@@ -338,7 +338,8 @@ void packRun32(const Block* b, Run32* out) {
 }
 
 // activation rows [r0, r0 + XN) x WN weight rows over `runs` packed runs
-// (pack[w * kTileChunkRuns + g]) from activation block i0.
+// (pack[w * kTileChunkRuns + g]) from activation block i0; the float sums
+// start from facc, or from zero for the first chunk (i0 == 0).
 template <int WN, int XN>
 inline __attribute__((always_inline)) void tileRuns32(const Run32* pack, int64_t runs, const ActBlock32* x,
                                                       int64_t x_stride, int r0, int64_t i0, __m256* facc,
@@ -346,7 +347,7 @@ inline __attribute__((always_inline)) void tileRuns32(const Run32* pack, int64_t
   // the float sums in registers for the chunk's runs
   __m256 fa[WN][XN];
   for (int w = 0; w < WN; ++w) {
-    for (int c = 0; c < XN; ++c) fa[w][c] = facc[w * f_stride + r0 + c];
+    for (int c = 0; c < XN; ++c) fa[w][c] = i0 == 0 ? _mm256_setzero_ps() : facc[w * f_stride + r0 + c];
   }
   for (int64_t g = 0; g < runs; ++g) {
     const char* xr[XN];
@@ -423,7 +424,6 @@ void tileSigned32(const void* const* w, const ActBlock32* x, int64_t x_stride, i
   __m256 small[WN * kTileRows];
   const int64_t f_stride = rows <= kTileRows ? kTileRows : rows;
   __m256* facc = rows <= kTileRows ? small : tileSums(static_cast<size_t>(WN * f_stride));
-  for (int64_t j = 0; j < WN * f_stride; ++j) facc[j] = _mm256_setzero_ps();
   const int64_t runs = n / 256;
   for (int64_t g0 = 0; g0 < runs; g0 += kTileChunkRuns) {
     const int64_t chunk = runs - g0 < kTileChunkRuns ? runs - g0 : kTileChunkRuns;
@@ -455,7 +455,9 @@ void tileSigned32(const void* const* w, const ActBlock32* x, int64_t x_stride, i
     }
   }
   for (int v = 0; v < WN; ++v) {
-    for (int r = 0; r < rows; ++r) out[v * out_stride + r] = hsum(facc[v * f_stride + r]);
+    int r = 0;
+    for (; r + 8 <= rows; r += 8) hsumRows<8>(facc + v * f_stride + r, out + v * out_stride + r);
+    for (; r < rows; ++r) out[v * out_stride + r] = hsum(facc[v * f_stride + r]);
   }
 }
 
