@@ -15,6 +15,10 @@ namespace {
 // task, few enough that long chunks still spread over every thread.
 constexpr int kQueriesPerTask = 16;
 
+// attention tasks a thread gets at least (where there are enough kv heads
+// to split the sequences' tiles into): enough to even out their lengths.
+constexpr int kTasksPerThread = 4;
+
 void storeRow(const float* src, void* dst, DType dtype, int64_t n) {
   switch (dtype) {
     case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
@@ -58,9 +62,24 @@ void CpuBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int l
   TANDEM_CHECK(layer >= 0 && layer < l.num_layers);
   const int group = batch.num_heads / l.num_kv_heads;
 
-  // one task per (sequence, kv head, query tile); decode sequences give one
-  // tile each, so a batch of decodes spreads over sequences and heads.
-  std::vector<AttendArgs> tasks;
+  // one AttendArgs per (sequence, query tile, kv head); a task runs a
+  // range of a tile's kv heads, so a batch of decodes reads each sequence's
+  // key and value rows whole (its heads are adjacent in a slot) rather than
+  // a head's slice of them per task, split no finer than it takes to give
+  // every thread kTasksPerThread tasks.
+  std::vector<AttendArgs> args;
+  struct Task {
+    int begin, end;  // args[begin, end)
+    int keys;        // keys its last query sees
+  };
+  std::vector<Task> tasks;
+  int tiles = 0;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int q_len = batch.seq_info.as<int32_t>()[s * AttentionBatch::kSeqInfoCols + 1];
+    tiles += (std::max(q_len, 0) + kQueriesPerTask - 1) / kQueriesPerTask;
+  }
+  const int want = kTasksPerThread * static_cast<int>(pool_.size());
+  const int splits = std::clamp(tiles > 0 ? (want + tiles - 1) / tiles : 1, 1, l.num_kv_heads);
   for (int s = 0; s < batch.num_seqs; ++s) {
     const int32_t* info = batch.seq_info.as<int32_t>() + s * AttentionBatch::kSeqInfoCols;
     const int q_row = info[0], q_len = info[1], start = info[2], table_offset = info[3];
@@ -70,43 +89,48 @@ void CpuBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int l
     for (int b = 0; q_len > 0 && b <= last_block; ++b) {
       TANDEM_CHECK(table[b] >= 0 && table[b] < cache.num_blocks);
     }
-    for (int kvh = 0; kvh < l.num_kv_heads; ++kvh) {
-      for (int i0 = 0; i0 < q_len; i0 += kQueriesPerTask) {
-        AttendArgs a;
-        a.q = q.as<float>() + static_cast<int64_t>(q_row) * q.cols;
-        a.out = out.as<float>() + static_cast<int64_t>(q_row) * out.cols;
-        a.row_stride = q.cols;
-        a.first_head = kvh * group;
-        a.group = group;
-        a.head_dim = l.head_dim;
-        a.q_begin = i0;
-        a.q_end = std::min(q_len, i0 + kQueriesPerTask);
-        a.start_pos = start;
-        a.table = table;
-        a.cache = static_cast<const char*>(cache.data);
-        a.block_bytes = l.blockBytes();
-        a.k_offset = l.sliceOffset(layer, 0);
-        a.v_offset = l.sliceOffset(layer, 1);
-        a.block_size = l.block_size;
-        a.kv_row = static_cast<int64_t>(l.num_kv_heads) * l.head_dim;
-        a.kv_head = kvh;
-        a.kv_dtype = l.dtype;
-        a.scale = batch.scale;
-        tasks.push_back(a);
+    for (int i0 = 0; i0 < q_len; i0 += kQueriesPerTask) {
+      const int q_end = std::min(q_len, i0 + kQueriesPerTask);
+      for (int part = 0; part < splits; ++part) {
+        const int h0 = l.num_kv_heads * part / splits, h1 = l.num_kv_heads * (part + 1) / splits;
+        if (h0 < h1) tasks.push_back({static_cast<int>(args.size()) , static_cast<int>(args.size()) + h1 - h0, start + q_end});
+        for (int kvh = h0; kvh < h1; ++kvh) {
+          AttendArgs a;
+          a.q = q.as<float>() + static_cast<int64_t>(q_row) * q.cols;
+          a.out = out.as<float>() + static_cast<int64_t>(q_row) * out.cols;
+          a.row_stride = q.cols;
+          a.first_head = kvh * group;
+          a.group = group;
+          a.head_dim = l.head_dim;
+          a.q_begin = i0;
+          a.q_end = q_end;
+          a.start_pos = start;
+          a.table = table;
+          a.cache = static_cast<const char*>(cache.data);
+          a.block_bytes = l.blockBytes();
+          a.k_offset = l.sliceOffset(layer, 0);
+          a.v_offset = l.sliceOffset(layer, 1);
+          a.block_size = l.block_size;
+          a.kv_row = static_cast<int64_t>(l.num_kv_heads) * l.head_dim;
+          a.kv_head = kvh;
+          a.kv_dtype = l.dtype;
+          a.scale = batch.scale;
+          args.push_back(a);
+        }
       }
     }
   }
   // later tiles of a chunk see more keys; hand them out first so the long
   // tasks do not end up last on one thread.
-  std::stable_sort(tasks.begin(), tasks.end(), [](const AttendArgs& x, const AttendArgs& y) {
-    return x.start_pos + x.q_end > y.start_pos + y.q_end;
-  });
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& x, const Task& y) { return x.keys > y.keys; });
+  const auto run = [&](const Task& t) {
+    for (int i = t.begin; i < t.end; ++i) kernels_.attend(args[i]);
+  };
   if (tasks.size() == 1 || pool_.size() == 1) {
-    for (const AttendArgs& a : tasks) kernels_.attend(a);
+    for (const Task& t : tasks) run(t);
     return;
   }
-  pool_.parallelFor(static_cast<int>(tasks.size()),
-                    [&](int task, int) { kernels_.attend(tasks[task]); });
+  pool_.parallelFor(static_cast<int>(tasks.size()), [&](int task, int) { run(tasks[task]); });
 }
 
 }  // namespace tandem::kernels::cpu
