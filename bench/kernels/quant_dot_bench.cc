@@ -5,7 +5,8 @@
 // table's `rows`. Best of --reps sweeps over --weights weight rows. The
 // integer products' roof is 8 VPDPBUSD (or maddubs + madd) steps per row and
 // 256 values, so this separates the dots' issue cost from the rest of a
-// decode step (model_runner_bench).
+// decode step (model_runner_bench). A `roof` line times those instructions
+// back to back (int8_roof.h) for the dots' fraction of the physical rate.
 //
 //   quant_dot_bench [--simd avx512|avx2|scalar] [--k 768] [--rows 16] [--weights 128] [--reps 200]
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/kernels/int8_roof.h"
 #include "common/quant_blocks.h"
 #include "common/quantize.h"
 #include "kernels/cpu/kernel_table.h"
@@ -52,6 +54,10 @@ int run(int argc, char** argv) {
   const QuantDotTable& t = quantDotsFor(level);
   std::printf("simd %s table rows %d vnni %d k %lld activation rows %d\n",
               std::string(simdLevelName(level)).c_str(), t.rows, t.vnni ? 1 : 0, static_cast<long long>(k), rows);
+  // the roofs a table's dots are a fraction of: the AVX2 table's VPDPBUSD
+  // (AVX-VNNI) or maddubs, the AVX-512 table's EVEX VPDPBUSD on 256 bits
+  std::printf("roof  VPDPBUSD ymm %.1f, VPDPBUSD zmm %.1f, maddubs+add ymm %.1f GMAC/s (one thread, 0: not here)\n",
+              bench::roofVpdpbusdYmm(3), bench::roofVpdpbusdZmm(3), bench::roofMaddubsYmm(3));
   std::mt19937 gen(1);
   std::normal_distribution<float> normal;
   std::vector<float> w(weights * k), x(rows * k);
