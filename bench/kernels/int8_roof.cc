@@ -32,43 +32,28 @@ double best(int reps, int macs, void (*loop)()) {
 
 #if defined(__x86_64__)
 
-// the accumulators as named variables (an array of them was kept in memory
-// by GCC 12, timing the stores); `u` is opaque each step so nothing is hoisted.
-#define TANDEM_ROOF_STEP(OP)                                                                \
-  a0 = OP(a0, u, s), a1 = OP(a1, u, s), a2 = OP(a2, u, s), a3 = OP(a3, u, s);               \
-  a4 = OP(a4, u, s), a5 = OP(a5, u, s), a6 = OP(a6, u, s), a7 = OP(a7, u, s);               \
-  a8 = OP(a8, u, s), a9 = OP(a9, u, s), a10 = OP(a10, u, s), a11 = OP(a11, u, s)
-// distinct starting values, so no two chains are one to the compiler
-#define TANDEM_ROOF_ACCUMULATORS(T, SET1)                                                    \
-  T a0 = SET1(0), a1 = SET1(1), a2 = SET1(2), a3 = SET1(3), a4 = SET1(4), a5 = SET1(5);      \
-  T a6 = SET1(6), a7 = SET1(7), a8 = SET1(8), a9 = SET1(9), a10 = SET1(10), a11 = SET1(11)
-#define TANDEM_ROOF_SINK(C)                                                                  \
-  __asm__ volatile("" : : C(a0), C(a1), C(a2), C(a3), C(a4), C(a5));                         \
-  __asm__ volatile("" : : C(a6), C(a7), C(a8), C(a9), C(a10), C(a11))
+// NAME(): kIterations steps of OP on 12 accumulators of type T, built
+// for TARGET. The accumulators are named variables (an array of them was
+// kept in memory by GCC 12, timing the stores), start distinct (so no two
+// chains are one to the compiler), and `u` is opaque each step so nothing
+// is hoisted; C is their asm register constraint.
+#define TANDEM_ROOF_LOOP(NAME, TARGET, T, SET32, SET8, OP, C)                                 \
+  __attribute__((target(TARGET))) void NAME() {                                              \
+    T a0 = SET32(0), a1 = SET32(1), a2 = SET32(2), a3 = SET32(3), a4 = SET32(4), a5 = SET32(5); \
+    T a6 = SET32(6), a7 = SET32(7), a8 = SET32(8), a9 = SET32(9), a10 = SET32(10);           \
+    T a11 = SET32(11), u = SET8(3);                                                          \
+    const T s = SET8(5);                                                                     \
+    for (long i = 0; i < kIterations; ++i) {                                                 \
+      __asm__ volatile("" : "+" C(u));                                                       \
+      a0 = OP(a0, u, s), a1 = OP(a1, u, s), a2 = OP(a2, u, s), a3 = OP(a3, u, s);            \
+      a4 = OP(a4, u, s), a5 = OP(a5, u, s), a6 = OP(a6, u, s), a7 = OP(a7, u, s);            \
+      a8 = OP(a8, u, s), a9 = OP(a9, u, s), a10 = OP(a10, u, s), a11 = OP(a11, u, s);        \
+    }                                                                                        \
+    __asm__ volatile("" : : C(a0), C(a1), C(a2), C(a3), C(a4), C(a5));                       \
+    __asm__ volatile("" : : C(a6), C(a7), C(a8), C(a9), C(a10), C(a11));                     \
+  }
 
 namespace {
-
-__attribute__((target("avx2,avxvnni"))) void ymmVnniLoop() {
-  TANDEM_ROOF_ACCUMULATORS(__m256i, _mm256_set1_epi32);
-  __m256i u = _mm256_set1_epi8(3);
-  const __m256i s = _mm256_set1_epi8(5);
-  for (long i = 0; i < kIterations; ++i) {
-    __asm__ volatile("" : "+x"(u));
-    TANDEM_ROOF_STEP(_mm256_dpbusd_avx_epi32);
-  }
-  TANDEM_ROOF_SINK("x");
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void zmmVnniLoop() {
-  TANDEM_ROOF_ACCUMULATORS(__m512i, _mm512_set1_epi32);
-  __m512i u = _mm512_set1_epi8(3);
-  const __m512i s = _mm512_set1_epi8(5);
-  for (long i = 0; i < kIterations; ++i) {
-    __asm__ volatile("" : "+v"(u));
-    TANDEM_ROOF_STEP(_mm512_dpbusd_epi32);
-  }
-  TANDEM_ROOF_SINK("v");
-}
 
 // maddubs then an int16 add into the chain, as the AVX2 dots sum pairs;
 // the chain's own value is the unsigned operand (u would be one maddubs
@@ -77,16 +62,11 @@ __attribute__((target("avx2"))) inline __m256i maddubsAdd(__m256i acc, __m256i, 
   return _mm256_add_epi16(acc, _mm256_maddubs_epi16(acc, s));
 }
 
-__attribute__((target("avx2"))) void ymmMaddubsLoop() {
-  TANDEM_ROOF_ACCUMULATORS(__m256i, _mm256_set1_epi16);
-  __m256i u = _mm256_set1_epi8(3);
-  const __m256i s = _mm256_set1_epi8(5);
-  for (long i = 0; i < kIterations; ++i) {
-    __asm__ volatile("" : "+x"(u));
-    TANDEM_ROOF_STEP(maddubsAdd);
-  }
-  TANDEM_ROOF_SINK("x");
-}
+TANDEM_ROOF_LOOP(ymmVnniLoop, "avx2,avxvnni", __m256i, _mm256_set1_epi32, _mm256_set1_epi8,
+                 _mm256_dpbusd_avx_epi32, "x")
+TANDEM_ROOF_LOOP(zmmVnniLoop, "avx512f,avx512bw,avx512vnni", __m512i, _mm512_set1_epi32, _mm512_set1_epi8,
+                 _mm512_dpbusd_epi32, "v")
+TANDEM_ROOF_LOOP(ymmMaddubsLoop, "avx2", __m256i, _mm256_set1_epi32, _mm256_set1_epi8, maddubsAdd, "x")
 
 }  // namespace
 
