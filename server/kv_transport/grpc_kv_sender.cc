@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 
 #include "absl/strings/str_cat.h"
@@ -20,34 +22,70 @@ namespace {
 
 constexpr char kPushMethod[] = "/tandem.v1.KvTransfer/Push";
 
+// how long a stream whose call ended waits for gRPC to release the slices
+// over the caller's blocks. gRPC 1.51 has been seen (2 in ~300 refused
+// transfers under load, gdb) to keep one such slice after OnDone with all of
+// its threads idle, so an unbounded wait could hang finish() forever.
+constexpr auto kReleaseGrace = std::chrono::seconds(2);
+
 // counts the slices gRPC still holds over the caller's block bytes, so the
-// stream can wait until gRPC let go of every one of them.
+// stream can wait until gRPC let go of every one of them. The count lives on
+// the heap: a lease given up after kReleaseGrace stays valid for the release
+// callbacks still to come, and the last of them frees it.
 class SourceLease {
  public:
+  SourceLease() : state_(new State) {}
+  SourceLease(const SourceLease&) = delete;
+  SourceLease& operator=(const SourceLease&) = delete;
+
+  ~SourceLease() {
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->abandoned = true;
+      last = state_->held == 0;
+    }
+    if (last) delete state_;
+  }
+
   // a slice over `bytes` bytes at `data`, released through this lease.
   grpc::Slice slice(const char* data, size_t bytes) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++held_;
+      std::lock_guard<std::mutex> lock(state_->mu);
+      ++state_->held;
     }
-    return grpc::Slice(const_cast<char*>(data), bytes, &SourceLease::release, this);
+    return grpc::Slice(const_cast<char*>(data), bytes, &SourceLease::release, state_);
   }
 
-  void waitReleased() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return held_ == 0; });
+  // the number of slices still held when `grace` ran out; 0 once all are back.
+  size_t waitReleased(std::chrono::steady_clock::duration grace) {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->cv.wait_for(lock, grace, [this] { return state_->held == 0; });
+    return state_->held;
   }
 
  private:
-  static void release(void* self) {
-    auto* lease = static_cast<SourceLease*>(self);
-    std::lock_guard<std::mutex> lock(lease->mu_);
-    if (--lease->held_ == 0) lease->cv_.notify_all();
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t held = 0;
+    bool abandoned = false;  // the lease is gone: the last release frees this
+  };
+
+  static void release(void* p) {
+    auto* state = static_cast<State*>(p);
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (--state->held == 0) {
+        last = state->abandoned;
+        state->cv.notify_all();
+      }
+    }
+    if (last) delete state;
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  size_t held_ = 0;
+  State* state_;
 };
 
 // one piece of a queued block taken into the chunk being prepared.
@@ -157,7 +195,10 @@ class GrpcSendStream final : public KvSendStream,
   }
 
  private:
-  // waits for the call's end, then until gRPC released the source bytes.
+  // waits for the call's end, then until gRPC released the source bytes, or
+  // kReleaseGrace: the call has no stream left to send on, so bytes gRPC
+  // still wrote from such a slice would be frames of a closed stream, which
+  // D discards. (The blocks stay mapped: they are the caller's KV pool.)
   void waitDone() {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -165,7 +206,15 @@ class GrpcSendStream final : public KvSendStream,
       prepared_.Clear();
       writing_.Clear();
     }
-    lease_.waitReleased();
+    if (const size_t held = lease_.waitReleased(kReleaseGrace); held > 0) {
+      std::fprintf(stderr,
+                   "tandem: gRPC kept %zu slice(s) of transfer %s %lld s after its call ended "
+                   "(%s); not waiting longer\n",
+                   held, transfer_id_.c_str(),
+                   static_cast<long long>(
+                       std::chrono::duration_cast<std::chrono::seconds>(kReleaseGrace).count()),
+                   final_.error_message().c_str());
+    }
   }
 
   // the error send() reports, or OK while blocks are accepted. mu_ held.

@@ -69,7 +69,8 @@ struct TransferTarget {
 class KvSendStream {
  public:
   // destroying a stream that was not finished aborts the transfer: D sees it
-  // fail. Blocks until the transport let go of the source bytes.
+  // fail. Blocks until the transport let go of the source bytes (gRPC: or
+  // for at most a grace period after the call ended, grpc_kv_sender.cc).
   virtual ~KvSendStream() = default;
 
   // hands `blocks` to the transport. May return before their bytes moved

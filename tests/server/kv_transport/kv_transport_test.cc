@@ -196,8 +196,9 @@ TEST_P(KvTransportTest, UnknownTransferIdIsRefused) {
   std::vector<std::string> args = senderArgs("t-unknown", 4, 4);
   args[1] = receiver_->transferEndpoint("t-known");  // (ucx: a valid token)
   pid_t pid = spawnSender(args);
-  // (usually ~80 ms; one CI run saw the gRPC sender still running after 10 s,
-  // cause not found)
+  // (usually ~80 ms. gRPC 1.51 sometimes keeps a slice of a refused call's
+  // blocks for good: the sender then gives up waiting after its 2 s grace,
+  // grpc_kv_sender.cc. Before that grace it hung here.)
   int code = waitSender(pid, std::chrono::seconds(60));
   // shm and ucx refuse at open(), gRPC at the first answer: NotFound either way.
   EXPECT_TRUE(code == static_cast<int>(absl::StatusCode::kNotFound) ||
