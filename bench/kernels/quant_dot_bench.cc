@@ -126,7 +126,8 @@ int run(int argc, char** argv) {
     }
     // the same dots as tiles of kTileWeights weight rows, where the table has them
     const DotTileFn<ActBlock32> tile = dt == DType::kQ8_0 ? t.tileQ8_0 : nullptr;
-    if (tile == nullptr || rows > kTileRows) continue;
+    const DotTileFn<ActBlock256> tile256 = dt == DType::kQ4_K ? t.tileQ4_K : nullptr;
+    if ((tile == nullptr && tile256 == nullptr) || rows > kTileRows) continue;
     float tile_out[kTileWeights * kTileRows];
     sink = 0.0f;
     best = 1e30;
@@ -136,7 +137,11 @@ int run(int argc, char** argv) {
         const int nw = static_cast<int>(std::min<int64_t>(kTileWeights, weights - j));
         const void* wr[kTileWeights];
         for (int c = 0; c < nw; ++c) wr[c] = wq.data() + (j + c) * row_bytes;
-        tile(wr, nw, x32.data(), k / 32, rows, k, tile_out, kTileRows);
+        if (tile != nullptr) {
+          tile(wr, nw, x32.data(), k / 32, rows, k, tile_out, kTileRows);
+        } else {
+          tile256(wr, nw, x256.data(), k / 256, rows, k, tile_out, kTileRows);
+        }
         sink += tile_out[0];
       }
       best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());

@@ -98,9 +98,10 @@ struct QuantDotTable {
   // 8 weight blocks per call, which 8 rows repay and one row does not.
   const QuantDotTable* single_row = nullptr;
   // tiles for batches of at least kTileMinRows rows where the table has
-  // them (the VNNI tables' q8_0 and q4_0), else null.
+  // them (the VNNI tables' q8_0, q4_0 and q4_k), else null.
   DotTileFn<ActBlock32> tileQ8_0 = nullptr;
   DotTileFn<ActBlock32> tileQ4_0 = nullptr;
+  DotTileFn<ActBlock256> tileQ4_K = nullptr;
   // whether prefill (more rows of x than kQuantDotMaxRows) runs on these
   // dots, 16 rows of x at a time, instead of dequantized F32 panels and the
   // dense gemm: where they are the faster (measured: AVX512-VNNI and AVX-VNNI both

@@ -24,6 +24,7 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(a
 constexpr bool kUnsignedAct32 = true;
 constexpr bool kGroupedAct32 = true;
 constexpr bool kTile32 = true;
+constexpr bool kTile256 = true;
 constexpr bool kPrefill32 = true;
 constexpr bool kPrefill256 = true;
 constexpr bool kGroupedAct256 = true;

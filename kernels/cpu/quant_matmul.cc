@@ -139,6 +139,10 @@ DotRowsFn<ActBlock256> dot256For(const QuantDotTable& dots, DType t) {
   return t == DType::kQ4_K ? dots.dotQ4_K : dots.dotQ6_K;
 }
 
+DotTileFn<ActBlock256> tile256For(const QuantDotTable& dots, DType t) {
+  return t == DType::kQ4_K ? dots.tileQ4_K : nullptr;
+}
+
 // edges of the row ranges of a batch's dots: each a 1/(2 threads) share
 // of the rows left, a multiple of kOutTileCols, at least kMinGuidedRows.
 constexpr int64_t kMinGuidedRows = 8;
@@ -234,7 +238,7 @@ void prefillDotRange(const MatmulArgs& a, const QuantDotTable& dots, const void*
       sub.y = a.y + r0 * a.n;
       if (block256) {
         const auto* x256 = static_cast<const ActBlock256*>(x_buffer) + r0 * x_blocks;
-        dotRowRange(sub, dot256For(dots, a.w_dtype), dots.rows, DotTileFn<ActBlock256>{}, x256, p, p_end);
+        dotRowRange(sub, dot256For(dots, a.w_dtype), dots.rows, tile256For(dots, a.w_dtype), x256, p, p_end);
       } else {
         const auto* x32 = static_cast<const ActBlock32*>(x_buffer) + r0 * x_blocks;
         dotRowRange(sub, dot32For(dots, a.w_dtype), dots.rows, tile32For(dots, a.w_dtype), x32, p, p_end);
@@ -349,7 +353,7 @@ void quantMatmulGroup(std::span<const MatmulArgs> group, const KernelTable& dens
     } else if (q8_0_tiles.b != nullptr && a.w_dtype == DType::kQ8_0) {
       amxQ8_0Rows(a, q8_0_tiles, begin, end);
     } else if (block256) {
-      dotRowRange(a, dot256For(dots, a.w_dtype), dots.rows, DotTileFn<ActBlock256>{}, x256, begin, end);
+      dotRowRange(a, dot256For(dots, a.w_dtype), dots.rows, tile256For(dots, a.w_dtype), x256, begin, end);
     } else {
       dotRowRange(a, dot32For(dots, a.w_dtype), dots.rows, tile32For(dots, a.w_dtype), x32, begin, end);
     }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/quant_blocks.h"
@@ -326,6 +327,40 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
   }
 }
 
+// the tile of weight kind t gives the dot calls' numbers bit for bit (see
+// TilesAreTheDotsBitForBit); xq holds kMaxRows quantized rows of k.
+template <typename Act>
+void expectTileIsTheDots(const QuantDotTable& v, DType t, DotTileFn<Act> tile, DotRowsFn<Act> dot,
+                         const std::vector<Act>& xq, int64_t k, int max_rows) {
+  const int64_t x_blocks = k / (std::is_same_v<Act, ActBlock256> ? 256 : 32);
+  const size_t row_bytes = rowBytes(t, k);
+  std::vector<char> wq(row_bytes * kTileWeights);
+  const std::vector<float> w = randomValues(kTileWeights * k, 8);
+  for (int c = 0; c < kTileWeights; ++c) quant::quantizeRow(t, w.data() + c * k, wq.data() + c * row_bytes, k);
+  const void* rows_w[kTileWeights];
+  for (int c = 0; c < kTileWeights; ++c) rows_w[c] = wq.data() + c * row_bytes;
+  std::vector<int> row_counts;
+  for (int r = 1; r <= kTileRows + 2; ++r) row_counts.push_back(r);
+  row_counts.push_back(2 * kTileRows + 1);
+  row_counts.push_back(max_rows);
+  for (int weights = 1; weights <= kTileWeights; ++weights) {
+    for (int rows : row_counts) {
+      std::vector<float> got(kTileWeights * max_rows, -1.0f);
+      tile(rows_w, weights, xq.data(), x_blocks, rows, k, got.data(), max_rows);
+      for (int c = 0; c < weights; ++c) {
+        std::vector<float> want(rows);
+        for (int r0 = 0; r0 < rows; r0 += v.rows) {
+          dot(rows_w[c], xq.data() + r0 * x_blocks, x_blocks, std::min(v.rows, rows - r0), k, want.data() + r0);
+        }
+        for (int r = 0; r < rows; ++r) {
+          ASSERT_EQ(got[c * max_rows + r], want[r]) << dtypeName(t) << " k " << k << " weights " << weights
+                                                    << " rows " << rows << " weight " << c << " row " << r;
+        }
+      }
+    }
+  }
+}
+
 // a table's tiles give its dot calls' numbers bit for bit: every count of
 // weight rows, of activation rows up to a tile's and past it (prefill's
 // calls), and k past a chunk of packed runs.
@@ -337,39 +372,21 @@ TEST(QuantDotTablesTest, TilesAreTheDotsBitForBit) {
     constexpr int kMaxRows = 2 * kTileRows + 3;
     for (int64_t k : {int64_t{256}, int64_t{2304}}) {
       const std::vector<float> x = randomValues(kMaxRows * k, 7);
-      std::vector<ActBlock32> xq(kMaxRows * k / 32);
-      for (int r = 0; r < kMaxRows; ++r) v->quantize32(x.data() + r * k, xq.data() + r * (k / 32), k);
+      std::vector<ActBlock32> x32(kMaxRows * k / 32);
+      std::vector<ActBlock256> x256(kMaxRows * k / 256);
+      for (int r = 0; r < kMaxRows; ++r) {
+        v->quantize32(x.data() + r * k, x32.data() + r * (k / 32), k);
+        v->quantize256(x.data() + r * k, x256.data() + r * (k / 256), k);
+      }
       for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
         const DotTileFn<ActBlock32> tile = t == DType::kQ8_0 ? v->tileQ8_0 : v->tileQ4_0;
         if (tile == nullptr) continue;
-        const DotRowsFn<ActBlock32> dot = t == DType::kQ8_0 ? v->dotQ8_0 : v->dotQ4_0;
-        const size_t row_bytes = rowBytes(t, k);
-        std::vector<char> wq(row_bytes * kTileWeights);
-        const std::vector<float> w = randomValues(kTileWeights * k, 8);
-        for (int c = 0; c < kTileWeights; ++c) quant::quantizeRow(t, w.data() + c * k, wq.data() + c * row_bytes, k);
-        const void* rows_w[kTileWeights];
-        for (int c = 0; c < kTileWeights; ++c) rows_w[c] = wq.data() + c * row_bytes;
-        for (int weights = 1; weights <= kTileWeights; ++weights) {
-          std::vector<int> row_counts;
-          for (int r = 1; r <= kTileRows + 2; ++r) row_counts.push_back(r);
-          row_counts.push_back(2 * kTileRows + 1);
-          row_counts.push_back(kMaxRows);
-          for (int rows : row_counts) {
-            std::vector<float> got(kTileWeights * kMaxRows, -1.0f);
-            tile(rows_w, weights, xq.data(), k / 32, rows, k, got.data(), kMaxRows);
-            for (int c = 0; c < weights; ++c) {
-              std::vector<float> want(rows);
-              for (int r0 = 0; r0 < rows; r0 += v->rows) {
-                dot(rows_w[c], xq.data() + r0 * (k / 32), k / 32, std::min(v->rows, rows - r0), k, want.data() + r0);
-              }
-              for (int r = 0; r < rows; ++r) {
-                ASSERT_EQ(got[c * kMaxRows + r], want[r]) << dtypeName(t) << " k " << k << " weights " << weights
-                                                          << " rows " << rows << " weight " << c << " row " << r;
-              }
-            }
-            ++tested;
-          }
-        }
+        expectTileIsTheDots(*v, t, tile, t == DType::kQ8_0 ? v->dotQ8_0 : v->dotQ4_0, x32, k, kMaxRows);
+        ++tested;
+      }
+      if (v->tileQ4_K != nullptr) {
+        expectTileIsTheDots(*v, DType::kQ4_K, v->tileQ4_K, v->dotQ4_K, x256, k, kMaxRows);
+        ++tested;
       }
     }
   }
@@ -378,6 +395,7 @@ TEST(QuantDotTablesTest, TilesAreTheDotsBitForBit) {
     const QuantDotTable& best = quantDotsFor(detectSimdLevel());
     EXPECT_EQ(best.tileQ8_0, nullptr);
     EXPECT_EQ(best.tileQ4_0, nullptr);
+    EXPECT_EQ(best.tileQ4_K, nullptr);
   }
 }
 
