@@ -206,6 +206,9 @@ class GrpcSendStream final : public KvSendStream,
       prepared_.Clear();
       writing_.Clear();
     }
+    // once: the destructor after finish() must not wait out the grace again
+    if (lease_waited_) return;
+    lease_waited_ = true;
     if (const size_t held = lease_.waitReleased(kReleaseGrace); held > 0) {
       std::fprintf(stderr,
                    "tandem: gRPC kept %zu slice(s) of transfer %s %lld s after its call ended "
@@ -331,6 +334,7 @@ class GrpcSendStream final : public KvSendStream,
   grpc::ClientContext context_;
   grpc::ByteBuffer response_;
   SourceLease lease_;
+  bool lease_waited_ = false;  // waitDone() waited for it (caller's thread only)
 
   std::mutex mu_;
   std::condition_variable cv_;
