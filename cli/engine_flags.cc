@@ -75,6 +75,11 @@ void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_option("--threads", o.num_threads, "compute threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-budget", flags->kv_budget, "KV cache: bytes (256M, 2G) or a fraction of free memory (0.2)");
   cmd->add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", flags->kv_cache_dtype,
+                  "KV cache elements: f32, or f16 (half the memory a token; auto = f32). Prefill "
+                  "and decode workers that move blocks must use the same")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}))
+      ->capture_default_str();
   cmd->add_option("--max-num-seqs", o.max_num_seqs, "most sequences in one batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", o.max_num_batched_tokens, "most tokens in one step")->capture_default_str();
   cmd->add_option("--chunk-size", o.chunk_size, "prefill chunk size")->capture_default_str();
@@ -106,6 +111,14 @@ absl::StatusOr<engine::EngineAssemblyOptions> engineOptions(const EngineFlags& f
   if (!status.ok()) return status;
   RETURN_IF_ERROR(parseTierFlags(flags, &o.tiers));
   o.enable_prefix_caching = !flags.no_prefix_cache;
+  if (flags.kv_cache_dtype == "f16") {
+    o.kv_dtype = DType::kF16;
+  } else if (flags.kv_cache_dtype == "auto" || flags.kv_cache_dtype == "f32") {
+    o.kv_dtype = DType::kF32;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kv-cache-dtype ", flags.kv_cache_dtype, ": use auto, f32 or f16"));
+  }
   return o;
 }
 

@@ -21,9 +21,11 @@ struct EngineFlags {
   bool no_prefix_cache = false;
   std::string kv_host_bytes = "0";
   std::string kv_disk_bytes;
+  std::string kv_cache_dtype = "auto";
 };
 
-// adds --backend, --device, --threads, --kv-budget, --block-size, --max-num-seqs,
+// adds --backend, --device, --threads, --kv-budget, --block-size, --kv-cache-dtype,
+// --max-num-seqs,
 // --max-batched-tokens, --chunk-size, --max-model-len, --no-prefix-cache,
 // --kv-host-bytes, --kv-disk-path, --kv-disk-bytes, --kv-disk-io,
 // --kv-disk-queue-depth, --kv-disk-min-hits.

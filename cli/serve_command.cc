@@ -230,7 +230,7 @@ void registerServeCommand(CLI::App& app) {
               "--max-prompt-tokens", "--prepare-threads", "--max-prepare-queue", "--max-request-mb",
               "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens"});
     args->worker_flags = givenFlags(
-        cmd, {"--served-model-name", "--block-size", "--max-num-seqs", "--max-batched-tokens",
+        cmd, {"--served-model-name", "--block-size", "--kv-cache-dtype", "--max-num-seqs", "--max-batched-tokens",
               "--chunk-size", "--max-model-len", "--no-prefix-cache", "--kv-transport",
               "--prefill-timeout", "--kv-staging-bytes"});
     return runServe(*args);

@@ -9,7 +9,7 @@
 //   model_runner_bench [--model PATH.gguf | --shape dim=768,...,vocab=32000 --dtype f32|f16|bf16]
 //                      [--threads 2] [--repeats 5] [--prompt 512] [--decode 128]
 //                      [--batch 16] [--batch-decode 32] [--tests pp,tg,batch]
-//                      [--simd avx512|avx2|scalar]
+//                      [--simd avx512|avx2|scalar] [--kv-dtype f32|f16|bf16]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,7 +29,7 @@ namespace {
 
 struct Flags {
   std::string model, shape = "dim=768,layers=12,heads=12,ffn=2048,vocab=32000", dtype = "f32";
-  std::string simd, tests = "pp,tg,batch";
+  std::string simd, tests = "pp,tg,batch", kv_dtype = "f32";
   int threads = 2, repeats = 5, prompt = 512, decode = 128, batch = 16, batch_decode = 32;
 };
 
@@ -95,7 +95,8 @@ int run(const Flags& f) {
   const int max_len = std::max({f.prompt, f.decode, f.batch_decode}) + 1;
   const int blocks_per_seq = (max_len + kBlockSize - 1) / kBlockSize;
   const int seqs = std::max(f.batch, 1);
-  auto runner = engine::ModelRunner::create(**weights, **backend, blocks_per_seq * seqs, kBlockSize);
+  const DType kv_dtype = f.kv_dtype == "f16" ? DType::kF16 : f.kv_dtype == "bf16" ? DType::kBF16 : DType::kF32;
+  auto runner = engine::ModelRunner::create(**weights, **backend, blocks_per_seq * seqs, kBlockSize, nullptr, kv_dtype);
   if (!runner.ok()) return fail(runner.status());
   std::vector<std::vector<int32_t>> tables(seqs, std::vector<int32_t>(blocks_per_seq));
   for (int s = 0; s < seqs; ++s)
@@ -126,10 +127,10 @@ int run(const Flags& f) {
   for (const auto& [name, t] : (*weights)->tensors()) {
     if (name != "model.embed_tokens.weight" || config.tie_word_embeddings) weight_bytes += t.bytes;
   }
-  std::printf("model %s threads %d simd %s weights streamed per token %.1f MB\n",
+  std::printf("model %s threads %d simd %s kv %s weights streamed per token %.1f MB\n",
               f.model.empty() ? (f.shape + " " + f.dtype).c_str() : f.model.c_str(), f.threads,
               std::string(kernels::cpu::simdLevelName((*backend)->simdLevel())).c_str(),
-              weight_bytes / 1e6);
+              std::string(dtypeName(kv_dtype)).c_str(), weight_bytes / 1e6);
   // warm-up: fault in the mapped weights and grow the step buffers
   prefill();
   decode(seqs, 2);
@@ -166,6 +167,8 @@ int main(int argc, char** argv) {
     else if (flag == "--decode") f.decode = std::stoi(value);
     else if (flag == "--batch") f.batch = std::stoi(value);
     else if (flag == "--batch-decode") f.batch_decode = std::stoi(value);
+    else if (flag == "--kv-dtype" && (value == "f32" || value == "f16" || value == "bf16")) f.kv_dtype = value;
+    else if (flag == "--kv-dtype") return tandem::fail(absl::InvalidArgumentError("--kv-dtype " + value + ": f32, f16 or bf16"));
     else return tandem::fail(absl::InvalidArgumentError("unknown flag " + flag));
   }
   return tandem::run(f);

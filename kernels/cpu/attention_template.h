@@ -159,7 +159,7 @@ void attend(const AttendArgs& a) {
 template <class V>
 KernelTable makeKernelTable(SimdLevel level) {
   return KernelTable{
-      level, &matmul<V>, &rmsNorm<V>, &siluMul<V>, &add<V>, &toF32<V>, &attend<V>,
+      level, &matmul<V>, &rmsNorm<V>, &siluMul<V>, &add<V>, &toF32<V>, &fromF32<V>, &attend<V>,
   };
 }
 

@@ -19,19 +19,6 @@ constexpr int kQueriesPerTask = 16;
 // to split the sequences' tiles into): enough to even out their lengths.
 constexpr int kTasksPerThread = 4;
 
-void storeRow(const float* src, void* dst, DType dtype, int64_t n) {
-  switch (dtype) {
-    case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
-    case DType::kF16:
-      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32ToF16(src[i]);
-      return;
-    case DType::kBF16:
-      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32ToBf16(src[i]);
-      return;
-    default: TANDEM_CHECK(false && "kv cache dtype must be f32, f16 or bf16");
-  }
-}
-
 }  // namespace
 
 void CpuBackend::writeKv(const Tensor& k, const Tensor& v, const Tensor& slots,
@@ -47,8 +34,8 @@ void CpuBackend::writeKv(const Tensor& k, const Tensor& v, const Tensor& slots,
     TANDEM_CHECK(slot >= 0 && block < cache.num_blocks);
     char* base = static_cast<char*>(cache.data) + static_cast<size_t>(block) * l.blockBytes();
     const size_t offset = static_cast<size_t>(slot % l.block_size) * width * l.elemBytes();
-    storeRow(k.as<float>() + t * width, base + l.sliceOffset(layer, 0) + offset, l.dtype, width);
-    storeRow(v.as<float>() + t * width, base + l.sliceOffset(layer, 1) + offset, l.dtype, width);
+    kernels_.fromF32(k.as<float>() + t * width, l.dtype, base + l.sliceOffset(layer, 0) + offset, width);
+    kernels_.fromF32(v.as<float>() + t * width, l.dtype, base + l.sliceOffset(layer, 1) + offset, width);
   }
 }
 

@@ -53,6 +53,10 @@ struct KernelTable {
   void (*add)(const float* a, const float* b, float* out, int64_t n);
   // dst[i] = src[i] converted from F32/F16/BF16 to F32.
   void (*toF32)(const void* src, DType dtype, float* dst, int64_t n);
+  // dst[i] = src[i] converted from F32 to F32/F16/BF16, rounded to nearest
+  // even (common/dtype.h's f32ToF16 and f32ToBf16, bit for bit); e.g. new
+  // keys and values into an F16 KV cache.
+  void (*fromF32)(const float* src, DType dtype, void* dst, int64_t n);
   void (*attend)(const AttendArgs& args);
 };
 

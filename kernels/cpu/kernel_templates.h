@@ -2,6 +2,7 @@
 // kernels_{scalar,avx2,avx512}.cc with theirs. V provides:
 //   F; kWidth; zero(); set1(f); load(p); loadN(p, n); store(p, v);
 //   storeN(p, v, n); loadF16(p); loadF16N(p, n); loadBf16(p); loadBf16N(p, n);
+//   storeF16(p, v); storeF16N(p, v, n) (rounded to nearest even);
 //   add, sub, mul, div, max, fma(a, b, c) = a * b + c; hsum(v); exp(v);
 //   kGemmRows, kGemmVecs: the prefill micro-kernel's register tile;
 //   kBatchTileW: w rows of a decode batch's 4-row register tile (its 4 x
@@ -304,6 +305,29 @@ void toF32(const void* src, DType dtype, float* dst, int64_t n) {
       V::storeN(dst + i, loadAsN<V, T>(src, i, r), r);
     }
   });
+}
+
+// F16 a vector at a time (the processor's conversion; F16C on x86); BF16
+// one value at a time (no store in the vector types: nothing hot writes it).
+template <class V>
+void fromF32(const float* src, DType dtype, void* dst, int64_t n) {
+  switch (dtype) {
+    case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::kF16: {
+      auto* h = static_cast<uint16_t*>(dst);
+      int64_t i = 0;
+      for (; i + V::kWidth <= n; i += V::kWidth) V::storeF16(h + i, V::load(src + i));
+      if (i < n) {
+        const int r = static_cast<int>(n - i);
+        V::storeF16N(h + i, V::loadN(src + i, r), r);
+      }
+      return;
+    }
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(dst)[i] = f32ToBf16(src[i]);
+      return;
+    default: TANDEM_CHECK(false && "fromF32: f32, f16 or bf16");
+  }
 }
 
 }  // namespace tandem::kernels::cpu::impl

@@ -43,6 +43,13 @@ struct Avx2Vec {
     return bf16x8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   static F loadBf16N(const uint16_t* p, int n) { return bf16x8(load16N(p, n)); }
+  static __m128i f16x8(F v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static void storeF16(uint16_t* p, F v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), f16x8(v)); }
+  static void storeF16N(uint16_t* p, F v, int n) {
+    alignas(16) uint16_t tmp[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), f16x8(v));
+    std::memcpy(p, tmp, n * sizeof(uint16_t));
+  }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }

@@ -60,6 +60,9 @@ struct Avx512Vec {
     return join(bf16x8(_mm256_castsi256_si128(h)), bf16x8(hi8(h)));
   }
   static F loadBf16N(const uint16_t* p, int n) { return bf16x16(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static __m256i f16x16(F v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static void storeF16(uint16_t* p, F v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), f16x16(v)); }
+  static void storeF16N(uint16_t* p, F v, int n) { _mm256_mask_storeu_epi16(p, mask(n), f16x16(v)); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }

@@ -26,6 +26,10 @@ struct ScalarVec {
   static F loadF16N(const uint16_t* p, int n) { return n > 0 ? f16ToF32(*p) : 0.0f; }
   static F loadBf16(const uint16_t* p) { return bf16ToF32(*p); }
   static F loadBf16N(const uint16_t* p, int n) { return n > 0 ? bf16ToF32(*p) : 0.0f; }
+  static void storeF16(uint16_t* p, F v) { *p = f32ToF16(v); }
+  static void storeF16N(uint16_t* p, F v, int n) {
+    if (n > 0) *p = f32ToF16(v);
+  }
   static F add(F a, F b) { return a + b; }
   static F sub(F a, F b) { return a - b; }
   static F mul(F a, F b) { return a * b; }

@@ -101,6 +101,7 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   layout.num_kv_heads = cfg.num_kv_heads;
   layout.head_dim = cfg.head_dim;
   layout.block_size = options.block_size;
+  layout.dtype = options.kv_dtype;
   ASSIGN_OR_RETURN(int64_t blocks, chooseNumBlocks(options, layout, le->max_model_len_));
   if (blocks < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -115,7 +116,7 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   }
   ASSIGN_OR_RETURN(le->runner_,
                    ModelRunner::create(*le->weights_, *le->backend_, le->num_blocks_,
-                                       options.block_size, std::move(kv_storage)));
+                                       options.block_size, std::move(kv_storage), options.kv_dtype));
   EngineConfig ec;
   ec.num_blocks = le->num_blocks_;
   ec.block_size = options.block_size;

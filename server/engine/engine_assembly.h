@@ -27,6 +27,12 @@ struct EngineAssemblyOptions {
   // compute threads of the cpu backend; 0 = one per hardware thread.
   int num_threads = 0;
   int block_size = 16;
+  // the KV cache's element type: F32, or F16 (half the bytes a block, so
+  // twice the blocks in a budget and half the reads of attention; BF16 works
+  // too). Workers that move blocks between them must agree: their transfers
+  // check the block size, which tells F32 from F16 but not F16 from BF16, so
+  // the CLI (--kv-cache-dtype) offers f32 and f16 only.
+  DType kv_dtype = DType::kF32;
   // KV cache budget: bytes, or (when kv_fraction > 0) a fraction of the
   // host's available memory. With neither, enough blocks for max_num_seqs
   // sequences of the full context, capped at 10% of available memory.

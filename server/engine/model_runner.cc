@@ -32,16 +32,21 @@ kernels::RopeParams ropeParamsFor(const model::ModelConfig& c) {
 
 absl::StatusOr<ModelRunnerPtr> ModelRunner::create(const model::ModelWeights& weights,
                                                    kernels::Backend& backend, int num_blocks,
-                                                   int block_size, kernels::BufferPtr kv_storage) {
+                                                   int block_size, kernels::BufferPtr kv_storage,
+                                                   DType kv_dtype) {
   if (num_blocks <= 0 || block_size <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad kv cache size: ", num_blocks, " blocks of ", block_size, " tokens"));
+  }
+  if (kv_dtype != DType::kF32 && kv_dtype != DType::kF16 && kv_dtype != DType::kBF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a KV cache of ", std::string(dtypeName(kv_dtype)), ": only f32, f16 and bf16 are supported"));
   }
   ModelRunnerPtr r(new ModelRunner(weights, backend));
   ASSIGN_OR_RETURN(r->tensors_, bindModelTensors(weights, backend));
   const model::ModelConfig& c = r->config_;
   r->cache_.layout = kvcache::KvLayout{c.num_layers, c.num_kv_heads, c.head_dim, block_size,
-                                       DType::kF32};
+                                       kv_dtype};
   r->cache_.num_blocks = num_blocks;
   const size_t cache_bytes = r->cache_.layout.blockBytes() * static_cast<size_t>(num_blocks);
   if (kv_storage != nullptr) {

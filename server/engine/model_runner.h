@@ -30,18 +30,22 @@ using ModelRunnerPtr = std::unique_ptr<ModelRunner>;
 class ModelRunner : public StepModel {
  public:
   // binds `weights` to `backend` and allocates the KV storage: num_blocks
-  // blocks of block_size token slots (F32). `weights` and `backend` must
+  // blocks of block_size token slots, their K and V elements of `kv_dtype`
+  // (F32, or F16 / BF16: half the bytes, rounded to nearest when written;
+  // attention reads them back as F32). `weights` and `backend` must
   // outlive the runner. `kv_storage`, when given, is device memory of
   // `backend` used as the KV storage instead of a fresh allocation (e.g. a
   // shared-memory region the KV transport's receiver exports to prefill
   // workers); the runner keeps it. InvalidArgument when the weights do not
   // match their config or use an unsupported dtype, the sizes are not
-  // positive, or kv_storage is smaller than the storage; ResourceExhausted
-  // when the KV storage cannot be allocated.
+  // positive, kv_dtype is none of F32, F16, BF16, or kv_storage is smaller
+  // than the storage; ResourceExhausted when the KV storage cannot be
+  // allocated.
   static absl::StatusOr<ModelRunnerPtr> create(const model::ModelWeights& weights,
                                                kernels::Backend& backend, int num_blocks,
                                                int block_size,
-                                               kernels::BufferPtr kv_storage = nullptr);
+                                               kernels::BufferPtr kv_storage = nullptr,
+                                               DType kv_dtype = DType::kF32);
 
   // computes one step. Writes the K/V of every token of `batch` into its
   // slots, and sets *logits to [batch.numLogitRows(), vocab] F32: the last

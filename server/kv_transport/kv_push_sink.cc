@@ -16,11 +16,7 @@ KvPushSink::KvPushSink(std::shared_ptr<TransferTable> table, AbortFn on_abort)
 absl::Status KvPushSink::store(const v1::KvChunk& chunk, KvChunkData& data) {
   const KvStorage& storage = table_->storage();
   if (active_ == nullptr) {
-    if (chunk.block_bytes() != storage.block_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("sender blocks have ", chunk.block_bytes(),
-                                                     " bytes, receiver blocks ",
-                                                     storage.block_bytes));
-    }
+    RETURN_IF_ERROR(checkSenderBlockBytes(chunk.block_bytes(), storage));
     ASSIGN_OR_RETURN(active_, table_->claim(chunk.transfer_id(), "grpc", std::move(on_abort_)));
   }
   for (const v1::KvPiece& p : chunk.pieces()) {

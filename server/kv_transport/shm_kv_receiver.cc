@@ -173,11 +173,7 @@ class Server {
         if (c.active || !r.u64(&block_bytes) || !r.bytes(&transfer_id)) {
           return refuse(c, absl::InvalidArgumentError("malformed open"));
         }
-        if (block_bytes != storage.block_bytes) {
-          return refuse(c, absl::InvalidArgumentError(absl::StrCat(
-                               "sender blocks have ", block_bytes, " bytes, receiver blocks ",
-                               storage.block_bytes)));
-        }
+        if (absl::Status s = checkSenderBlockBytes(block_bytes, storage); !s.ok()) return refuse(c, s);
         uint64_t conn_id = idOf(c);
         std::weak_ptr<ShmKvReceiver::Loop> weak = loop_;
         auto claimed = table_->claim(transfer_id, "shm", [weak, conn_id](const absl::Status& s) {

@@ -42,6 +42,13 @@ std::string randomToken() {
 
 }  // namespace
 
+absl::Status checkSenderBlockBytes(uint64_t sender_block_bytes, const KvStorage& storage) {
+  if (sender_block_bytes == storage.block_bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("sender blocks have ", sender_block_bytes, " bytes, receiver blocks ",
+                                                 storage.block_bytes,
+                                                 " (do the workers' --block-size and --kv-cache-dtype agree?)"));
+}
+
 bool tokensEqual(std::string_view a, std::string_view b) {
   if (a.size() != b.size() || a.empty()) return false;
   unsigned char diff = 0;

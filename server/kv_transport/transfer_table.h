@@ -40,6 +40,11 @@ inline constexpr size_t kTransferTokenBytes = 16;
 // where they differ.
 bool tokensEqual(std::string_view a, std::string_view b);
 
+// every receiver's check of a sender's block size against its storage's:
+// InvalidArgument naming both sizes and the flags that set them when they
+// differ (a worker's --block-size and --kv-cache-dtype).
+absl::Status checkSenderBlockBytes(uint64_t sender_block_bytes, const KvStorage& storage);
+
 // called when a claimed transfer ends for a reason outside its transport
 // (timeout, cancel, shutdown), so the transport cuts its sender off.
 using AbortFn = std::function<void(const absl::Status&)>;

@@ -175,10 +175,7 @@ class UcxKvReceiver::Server {
   // claims the transfer for `peer`; fills the reply's handle and offsets.
   absl::Status accept(const ucx::OpenMessage& m, Peer* peer, ucx::OpenedMessage* reply) {
     const KvStorage& storage = table_->storage();
-    if (m.block_bytes != storage.block_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("sender blocks have ", m.block_bytes,
-                                                     " bytes, receiver blocks ", storage.block_bytes));
-    }
+    RETURN_IF_ERROR(checkSenderBlockBytes(m.block_bytes, storage));
     uint64_t handle = 0;
     while (handle == 0 || transfers_.contains(handle)) handle = randomU64();
     std::weak_ptr<Mailbox> mailbox = mailbox_;

@@ -1,7 +1,9 @@
 // Disaggregated serving through real processes: a router, one prefill
 // worker P and two decode workers D on loopback. Long prompts are prefilled
 // on P and their KV reaches D over gRPC and over shared memory; greedy
-// outputs equal the llama.cpp oracle; short prompts stay on D.
+// outputs equal the llama.cpp oracle; short prompts stay on D. With
+// --kv-cache-dtype f16 on both sides the blocks cross at half the bytes; a P
+// whose blocks are F16 against D's F32 is refused and D prefills locally.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -43,10 +45,14 @@ async function runOracle() {
   }
 }
 
+// the KV bytes D received over gRPC for the oracle's prompts with F32 blocks.
+let f32GrpcBytes = 0;
+
 test('long prompts are prefilled on P and their KV reaches D over gRPC; outputs equal the oracle', async () => {
   const before = await counters();
   await runOracle();
   const now = await counters();
+  f32GrpcBytes = now.grpcBytes - before.grpcBytes;
   const n = oracle.cases.length;
   assert.equal(now.served - before.served, n, 'P served one Prefill per request');
   assert.equal(now.remote - before.remote, n, 'D prefilled remotely');
@@ -82,4 +88,30 @@ test('short prompts stay on D: the router counts them local and P serves none', 
   assert.equal(now.routerLocal - before.routerLocal, 4);
   assert.equal(now.served, before.served, 'P served nothing');
   assert.equal(now.routerRemote, before.routerRemote);
+});
+
+test('a P with F16 blocks against D with F32 ones: D refuses them, prefills locally; outputs equal the oracle', async () => {
+  await cluster.prefill[0].stop('SIGTERM');
+  cluster.prefill[0] = await startWorker('prefill', cluster.router, ['--kv-transport', 'grpc', '--kv-cache-dtype', 'f16'], 'prefill-f16');
+  await waitForHealthy(cluster.router, { prefill: 1, decode: 2 });
+  const before = await counters();
+  const failedBefore = await sumOver(cluster.decode, 'tandem:prefills_total', { kind: 'remote_failed' });
+  await runOracle();
+  const now = await counters();
+  const failed = await sumOver(cluster.decode, 'tandem:prefills_total', { kind: 'remote_failed' }) - failedBefore;
+  assert.equal(failed, oracle.cases.length, 'every remote prefill failed on the block size');
+  assert.equal(now.remote, before.remote, 'no KV crossed');
+});
+
+test('with --kv-cache-dtype f16 on P and D the blocks cross at half the bytes; outputs equal the oracle', async () => {
+  assert.ok(f32GrpcBytes > 0, 'the F32 run came first');
+  await Promise.all(cluster.decode.map((d) => d.stop('SIGTERM')));
+  cluster.decode = await Promise.all([0, 1].map((i) =>
+    startWorker('decode', cluster.router, ['--kv-cache-dtype', 'f16'], `decode-f16-${i}`)));
+  await waitForHealthy(cluster.router, { prefill: 1, decode: 2 });
+  const before = await counters();
+  await runOracle();
+  const now = await counters();
+  assert.equal(now.remote - before.remote, oracle.cases.length, 'D prefilled remotely');
+  assert.equal(2 * (now.grpcBytes - before.grpcBytes), f32GrpcBytes, 'F16 blocks are half the bytes');
 });

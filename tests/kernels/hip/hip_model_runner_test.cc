@@ -31,7 +31,7 @@ std::vector<int32_t> blocksOf(int seq) {
 
 class HipModelRunnerTest : public ::testing::Test {
  protected:
-  void start(int warp_size) {
+  void start(int warp_size, DType kv_dtype = DType::kF32) {
     emu::setWarpSize(warp_size);
     auto weights = model::ModelWeights::load(testing::storiesGguf());
     ASSERT_TRUE(weights.ok()) << weights.status();
@@ -40,7 +40,7 @@ class HipModelRunnerTest : public ::testing::Test {
     ASSERT_TRUE(backend.ok()) << backend.status();
     backend_ = std::move(*backend);
     auto runner =
-        engine::ModelRunner::create(*weights_, *backend_, kNumSeqs * kBlocksPerSeq, kBlockSize);
+        engine::ModelRunner::create(*weights_, *backend_, kNumSeqs * kBlocksPerSeq, kBlockSize, nullptr, kv_dtype);
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);
   }
@@ -104,6 +104,13 @@ TEST_F(HipModelRunnerTest, ReproducesGreedyOracleForTwoPromptsChunkedAndBatchedA
 TEST_F(HipModelRunnerTest, ReproducesGreedyOracleWithWholePrefillAtWave32) {
   start(32);
   expectOracle({2}, 1 << 20);
+}
+
+// an F16 KV cache (--kv-cache-dtype f16; llama.cpp made the oracle with one)
+TEST_F(HipModelRunnerTest, ReproducesGreedyOracleWithAnF16KvCache) {
+  start(64, DType::kF16);
+  ASSERT_EQ(runner_->kvLayout().dtype, DType::kF16);
+  expectOracle({3, 4}, 5);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The model runner reproduces llama.cpp's greedy continuations of
 // stories260K token for token: from the GGUF and the HF directory, with 1
-// and 2 threads, with whole and chunked prefill, one sequence at a time and
-// all eight batched together.
+// and 2 threads, with whole and chunked prefill, an F32 and an F16 KV cache
+// (llama.cpp made the oracle with its default F16 one), one sequence at a
+// time and all eight batched together.
 #include "server/engine/model_runner.h"
 
 #include <algorithm>
@@ -29,13 +30,13 @@ std::vector<int32_t> blocksOf(int seq) {
   return table;
 }
 
-// (model path, threads, prefill chunk size; 0 = whole prompt)
-using RunnerParam = std::tuple<std::string, int, int>;
+// (model path, threads, prefill chunk size (0 = whole prompt), KV dtype)
+using RunnerParam = std::tuple<std::string, int, int, DType>;
 
 class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
  protected:
   void SetUp() override {
-    const auto& [path, threads, chunk] = GetParam();
+    const auto& [path, threads, chunk, kv_dtype] = GetParam();
     auto weights = model::ModelWeights::load(path == "gguf" ? testing::storiesGguf()
                                                             : testing::storiesHfDir());
     ASSERT_TRUE(weights.ok()) << weights.status();
@@ -43,9 +44,11 @@ class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
     auto backend = kernels::cpu::CpuBackend::create({.num_threads = threads});
     ASSERT_TRUE(backend.ok()) << backend.status();
     backend_ = std::move(*backend);
-    auto runner = ModelRunner::create(*weights_, *backend_, kNumSeqs * kBlocksPerSeq, kBlockSize);
+    auto runner =
+        ModelRunner::create(*weights_, *backend_, kNumSeqs * kBlocksPerSeq, kBlockSize, nullptr, kv_dtype);
     ASSERT_TRUE(runner.ok()) << runner.status();
     runner_ = std::move(*runner);
+    ASSERT_EQ(runner_->kvLayout().dtype, kv_dtype);
     chunk_ = chunk;
     oracle_ = testing::storiesOracle();
     ASSERT_EQ(oracle_.size(), static_cast<size_t>(kNumSeqs));
@@ -118,12 +121,13 @@ TEST_P(ModelRunnerTest, ReproducesGreedyOracleWithAllSequencesBatched) {
 INSTANTIATE_TEST_SUITE_P(
     Stories, ModelRunnerTest,
     ::testing::Combine(::testing::Values("gguf", "hf"), ::testing::Values(1, 2),
-                       ::testing::Values(0, 7)),
+                       ::testing::Values(0, 7), ::testing::Values(DType::kF32, DType::kF16)),
     [](const ::testing::TestParamInfo<RunnerParam>& info) {
       return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) +
              "threads_" +
              (std::get<2>(info.param) == 0 ? std::string("whole")
-                                           : "chunk" + std::to_string(std::get<2>(info.param)));
+                                           : "chunk" + std::to_string(std::get<2>(info.param))) +
+             "_kv" + std::string(dtypeName(std::get<3>(info.param)));
     });
 
 TEST(ModelRunnerValidationTest, RejectsBadTokensAndShortBlockTables) {
@@ -138,6 +142,14 @@ TEST(ModelRunnerValidationTest, RejectsBadTokensAndShortBlockTables) {
   EXPECT_EQ((*runner)->forward(bad_token, &logits).code(), absl::StatusCode::kInvalidArgument);
   Batch short_table{{{1, std::vector<int32_t>(20, 5), 0, {0}, true}}};
   EXPECT_EQ((*runner)->forward(short_table, &logits).code(), absl::StatusCode::kInvalidArgument);
+  // a KV cache of an element type attention cannot read
+  const auto q8_kv = ModelRunner::create(**weights, **backend, 4, kBlockSize, nullptr, DType::kQ8_0);
+  EXPECT_EQ(q8_kv.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(q8_kv.status().message().find("only f32, f16 and bf16"), std::string::npos) << q8_kv.status();
+  // an F16 cache: half the bytes a block
+  const auto f16_kv = ModelRunner::create(**weights, **backend, 4, kBlockSize, nullptr, DType::kF16);
+  ASSERT_TRUE(f16_kv.ok()) << f16_kv.status();
+  EXPECT_EQ(2 * (*f16_kv)->kvLayout().blockBytes(), (*runner)->kvLayout().blockBytes());
   Batch bad_block{{{1, {1, 2}, 0, {4}, true}}};
   EXPECT_EQ((*runner)->forward(bad_block, &logits).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ModelRunner::create(**weights, **backend, 0, kBlockSize).status().code(),

@@ -208,6 +208,24 @@ TEST_P(KvTransportTest, UnknownTransferIdIsRefused) {
   EXPECT_EQ(waitResult().status.code(), absl::StatusCode::kCancelled);
 }
 
+// a P whose blocks are another size (e.g. F16 against D's F32: another
+// --kv-cache-dtype) is refused before any byte lands: the sender fails with
+// InvalidArgument and the expected transfer stays D's to cancel.
+TEST_P(KvTransportTest, ASenderOfAnotherBlockSizeIsRefused) {
+  const std::vector<int> dst = expect("t-size", 2, std::chrono::seconds(20));
+  std::vector<char> before(kBlockBytes);
+  std::memcpy(before.data(), block(dst[0]), kBlockBytes);
+  std::vector<std::string> args = senderArgs("t-size", 2, 2);
+  args[3] = std::to_string(kBlockBytes / 2);
+  const int code = waitSender(spawnSender(args), std::chrono::seconds(60));
+  EXPECT_TRUE(code == static_cast<int>(absl::StatusCode::kInvalidArgument) ||
+              code == 100 + static_cast<int>(absl::StatusCode::kInvalidArgument))
+      << code;
+  EXPECT_EQ(std::memcmp(before.data(), block(dst[0]), kBlockBytes), 0);
+  EXPECT_TRUE(receiver_->cancel("t-size").ok());
+  EXPECT_EQ(waitResult().status.code(), absl::StatusCode::kCancelled);
+}
+
 TEST_P(KvTransportTest, FinishingWithBlocksMissingFails) {
   expect("t-missing", 6, std::chrono::seconds(20));
   std::vector<std::string> args = senderArgs("t-missing", 6, 2);

@@ -61,6 +61,17 @@ TEST_F(TransferTableTest, AClaimWithTheWrongTokenIsRefusedAndLeavesTheTransferPe
   EXPECT_EQ((*t)->token(), token);
 }
 
+TEST(CheckSenderBlockBytesTest, ADifferentSizeIsRefusedNamingBothAndTheFlags) {
+  char storage[64];
+  const KvStorage s{storage, 32, 2};
+  EXPECT_TRUE(checkSenderBlockBytes(32, s).ok());
+  const absl::Status half = checkSenderBlockBytes(16, s);
+  EXPECT_EQ(half.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(half.message(),
+            "sender blocks have 16 bytes, receiver blocks 32 (do the workers' --block-size and "
+            "--kv-cache-dtype agree?)");
+}
+
 TEST(TokensEqualTest, ComparesWholeNonEmptyTokens) {
   EXPECT_TRUE(tokensEqual("abc", "abc"));
   EXPECT_FALSE(tokensEqual("abc", "abd"));
