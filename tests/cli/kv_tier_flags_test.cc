@@ -1,6 +1,8 @@
-// The KV tier flags (--kv-host-bytes, --kv-disk-*) through the real tandem
-// binary: sizes with suffixes are taken, bad values end with a clear error
-// naming the flag, and greedy output with G2 on equals the oracle.
+// The KV cache flags (--kv-host-bytes, --kv-disk-*, --kv-cache-dtype)
+// through the real tandem binary: sizes with suffixes are taken, bad values
+// end with a clear error naming the flag, and greedy output with G2 on, or
+// with an F16 cache (llama.cpp made the oracle with its default F16 one),
+// equals the oracle; an F16 block takes half an F32 one's bytes.
 #include <filesystem>
 
 #include "common/mapped_file.h"
@@ -76,6 +78,36 @@ TEST_F(KvTierFlagsTest, HostTierOutputEqualsTheOracle) {
       dir_);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["completion_ids"], c["completion_ids"]);
+}
+
+TEST_F(KvTierFlagsTest, F16CacheOutputEqualsTheOracle) {
+  const json c = json::parse(readFile(testing::sourceDir() +
+                                      "/models/stories260K/greedy_oracle.json").value())["cases"][1];
+  std::string ids;
+  for (int id : c["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const CommandResult r = testing::runTandem({"generate", "--model", testing::storiesGguf(), "--prompt-ids",
+                                              ids, "--max-tokens", "48", "--json", "--kv-cache-dtype", "f16"},
+                                             dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["completion_ids"], c["completion_ids"]);
+}
+
+TEST_F(KvTierFlagsTest, F16CacheBlocksTakeHalfTheBytes) {
+  // stories260K's F32 block: 5 layers x K,V x 16 tokens x 32 values x 4
+  // bytes = 20480; 16 KiB holds no F32 block and one F16 block
+  expectError({"--kv-cache-dtype", "f32", "--kv-budget", "16K"}, "holds no block of 20480 bytes");
+  expectError({"--kv-budget", "16K"}, "holds no block of 20480 bytes");  // auto is f32
+  const CommandResult f16 = generate({"--kv-cache-dtype", "f16", "--kv-budget", "16K"});
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  EXPECT_NE(f16.out.find("Once upon a time"), std::string::npos) << f16.out;
+}
+
+TEST_F(KvTierFlagsTest, ACacheTypeNotOfferedIsAClearError) {
+  // bf16 blocks are f16 blocks' size: workers' transfers could not tell
+  // them apart, so the flag does not offer it
+  for (const std::string bad : {"bf16", "q8_0", "fp8"}) {
+    expectError({"--kv-cache-dtype", bad}, "--kv-cache-dtype: " + bad + " not in {auto,f32,f16}");
+  }
 }
 
 }  // namespace
