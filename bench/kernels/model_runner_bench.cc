@@ -29,7 +29,8 @@ namespace {
 
 struct Flags {
   std::string model, shape = "dim=768,layers=12,heads=12,ffn=2048,vocab=32000", dtype = "f32";
-  std::string simd, tests = "pp,tg,batch", kv_dtype = "f32";
+  std::string simd, tests = "pp,tg,batch";
+  DType kv_dtype = DType::kF32;
   int threads = 2, repeats = 5, prompt = 512, decode = 128, batch = 16, batch_decode = 32;
 };
 
@@ -95,8 +96,8 @@ int run(const Flags& f) {
   const int max_len = std::max({f.prompt, f.decode, f.batch_decode}) + 1;
   const int blocks_per_seq = (max_len + kBlockSize - 1) / kBlockSize;
   const int seqs = std::max(f.batch, 1);
-  const DType kv_dtype = f.kv_dtype == "f16" ? DType::kF16 : f.kv_dtype == "bf16" ? DType::kBF16 : DType::kF32;
-  auto runner = engine::ModelRunner::create(**weights, **backend, blocks_per_seq * seqs, kBlockSize, nullptr, kv_dtype);
+  auto runner =
+      engine::ModelRunner::create(**weights, **backend, blocks_per_seq * seqs, kBlockSize, nullptr, f.kv_dtype);
   if (!runner.ok()) return fail(runner.status());
   std::vector<std::vector<int32_t>> tables(seqs, std::vector<int32_t>(blocks_per_seq));
   for (int s = 0; s < seqs; ++s)
@@ -130,7 +131,7 @@ int run(const Flags& f) {
   std::printf("model %s threads %d simd %s kv %s weights streamed per token %.1f MB\n",
               f.model.empty() ? (f.shape + " " + f.dtype).c_str() : f.model.c_str(), f.threads,
               std::string(kernels::cpu::simdLevelName((*backend)->simdLevel())).c_str(),
-              std::string(dtypeName(kv_dtype)).c_str(), weight_bytes / 1e6);
+              std::string(dtypeName(f.kv_dtype)).c_str(), weight_bytes / 1e6);
   // warm-up: fault in the mapped weights and grow the step buffers
   prefill();
   decode(seqs, 2);
@@ -167,7 +168,9 @@ int main(int argc, char** argv) {
     else if (flag == "--decode") f.decode = std::stoi(value);
     else if (flag == "--batch") f.batch = std::stoi(value);
     else if (flag == "--batch-decode") f.batch_decode = std::stoi(value);
-    else if (flag == "--kv-dtype" && (value == "f32" || value == "f16" || value == "bf16")) f.kv_dtype = value;
+    else if (flag == "--kv-dtype" && value == "f32") f.kv_dtype = tandem::DType::kF32;
+    else if (flag == "--kv-dtype" && value == "f16") f.kv_dtype = tandem::DType::kF16;
+    else if (flag == "--kv-dtype" && value == "bf16") f.kv_dtype = tandem::DType::kBF16;
     else if (flag == "--kv-dtype") return tandem::fail(absl::InvalidArgumentError("--kv-dtype " + value + ": f32, f16 or bf16"));
     else return tandem::fail(absl::InvalidArgumentError("unknown flag " + flag));
   }
