@@ -103,9 +103,9 @@ inline void accumulateValues(float (*acc)[kMaxHeadDim], float (*p)[kMaxBlockSize
   int e = 0;
   for (; e + 4 * W <= d; e += 4 * W) {
     F a[QB][4];
+    // rows past nq are never read (zeroed so the compiler need not prove it)
     for (int r = 0; r < QB; ++r) {
-      if (r >= nq) break;
-      for (int c = 0; c < 4; ++c) a[r][c] = V::load(acc[r] + e + c * W);
+      for (int c = 0; c < 4; ++c) a[r][c] = r < nq ? V::load(acc[r] + e + c * W) : V::zero();
     }
     for (int j = 0; j < n; ++j) {
       F v[4];
