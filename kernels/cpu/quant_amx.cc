@@ -18,7 +18,7 @@ AmxBlock256Activations amxBlock256Activations(const QuantDotTable& table, const 
       const ActBlock256& blk = x[r * blocks + i];
       dx[i * 16 + r] = blk.d;
       for (int j = 0; j < 8; ++j) {
-        xs[(i * 8 + j) * 16 + r] = static_cast<float>(blk.bsums[2 * j] + blk.bsums[2 * j + 1]);
+        xs[(i * 8 + j) * 16 + r] = blk.sub_sums[j];
         // values 32 j + 4 p .. + 3 are 4 bytes together in either layout
         // (quant_dot.h, act256Value): grouped at 32 p + 4 j, else 32 j + 4 p
         for (int p = 0; p < 8; ++p) {

@@ -24,11 +24,15 @@ struct ActBlock32 {
   int8_t qs[32];
 };
 
-// 256 activations: x ~= d * qs; bsums[i] = sum of qs[16 i .. 16 i + 15].
-// Aligned so that every block's values start on a 32-byte boundary.
+// 256 activations: x ~= d * qs; bsums[i] = sum of qs[16 i .. 16 i + 15];
+// sub_sums[j] = bsums[2 j] + bsums[2 j + 1] as a float (exact), made once a
+// row so a Q4_K dot takes its mins' lanes with one load instead of a widening
+// and a conversion per weight row. Aligned so that every block's values (and
+// sub_sums) start on a 32-byte boundary.
 struct alignas(32) ActBlock256 {
   int8_t qs[256];
   int16_t bsums[16];
+  float sub_sums[8];
   float d;
 };
 

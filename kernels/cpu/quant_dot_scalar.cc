@@ -38,6 +38,7 @@ void quantize256(const float* x, ActBlock256* out, int64_t n) {
       for (int l = 0; l < 16; ++l) sum += out[i].qs[16 * j + l];
       out[i].bsums[j] = static_cast<int16_t>(sum);
     }
+    for (int j = 0; j < 8; ++j) out[i].sub_sums[j] = static_cast<float>(out[i].bsums[2 * j] + out[i].bsums[2 * j + 1]);
   }
 }
 

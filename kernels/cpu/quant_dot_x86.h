@@ -183,6 +183,8 @@ void quantize256(const float* x, ActBlock256* out, int64_t n) {
       s = _mm_hadd_epi32(s, s);
       out[i].bsums[j] = static_cast<int16_t>(_mm_cvtsi128_si32(s));
     }
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(out[i].bsums));
+    _mm256_storeu_ps(out[i].sub_sums, _mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, _mm256_set1_epi16(1))));
     if constexpr (kGroupedAct256) {
       // the values transposed by 4-byte words (QuantDotTable::x256_grouped)
       __m256i v[8];
@@ -333,7 +335,7 @@ void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, 
     const ActBlock256* xb = x + i;
     for (int r = 0; r < R; ++r) {
       const ActBlock256& xr = xb[r * x_stride];
-      // lane j: sub-block j's sum of q * x, and of x (bsums 2j + 2j + 1)
+      // lane j: sub-block j's sum of q * x (and sub_sums j: of x)
       __m256i sumq;
       if constexpr (kUnsignedAct32) {
         __m256i s = _mm256_setzero_si256(), s2 = _mm256_setzero_si256();
@@ -352,8 +354,7 @@ void dotQ4_KGrouped(const BlockQ4_K* b, const ActBlock256* x, int64_t x_stride, 
         }
         sumq = _mm256_madd_epi16(_mm256_add_epi16(p, p2), ones);
       }
-      const __m256i sumx = _mm256_madd_epi16(load32(xr.bsums), ones);
-      const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(sumq), dsc, _mm256_mul_ps(_mm256_cvtepi32_ps(sumx), dm));
+      const __m256 t = _mm256_fmsub_ps(_mm256_cvtepi32_ps(sumq), dsc, _mm256_mul_ps(_mm256_loadu_ps(xr.sub_sums), dm));
       acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&xr.d), t, acc[r]);
     }
   }

@@ -294,7 +294,7 @@ struct Q4_KTile {
         }
       }
       for (int c = 0; c < XN; ++c) {
-        const __m256 sumx = _mm256_cvtepi32_ps(_mm256_madd_epi16(load32(xb[c]->bsums), ones));
+        const __m256 sumx = _mm256_loadu_ps(xb[c]->sub_sums);
         const __m256 dx = _mm256_broadcast_ss(&xb[c]->d);
         for (int w = 0; w < WN; ++w) {
           const RunQ4_K& p = pack[w * kTileChunkRuns + g];

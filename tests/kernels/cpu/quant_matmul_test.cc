@@ -293,6 +293,7 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
         ASSERT_EQ(xs256[b].qs[l], act256Value(*v, xv256[b], l)) << "block " << b << " value " << l;
       }
       ASSERT_EQ(std::memcmp(xs256[b].bsums, xv256[b].bsums, sizeof(xs256[b].bsums)), 0);
+      ASSERT_EQ(std::memcmp(xs256[b].sub_sums, xv256[b].sub_sums, sizeof(xs256[b].sub_sums)), 0);
     }
     for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
       std::vector<char> wq(rowBytes(t, k));
