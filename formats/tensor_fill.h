@@ -17,6 +17,8 @@ namespace tandem::model {
 
 // fills out[0, count) with elements [first, first + count) (row-major) of
 // the tensor with index `tensor` in the order the writer was given them.
+// Called from several threads at once (streamTensor): it must be a pure
+// function of its arguments.
 using TensorFill = std::function<void(size_t tensor, uint64_t first, size_t count, float* out)>;
 
 // the number of elements of a tensor of this shape.
@@ -33,6 +35,8 @@ void appendAs(DType dtype, const float* values, size_t count, std::string* bytes
 // writes the data of one tensor of `numel` elements to `out` in chunks,
 // asking `fill` for the values; `out` is an open stdio stream. A quantized
 // tensor's rows must be whole blocks (chunks are a multiple of 256 values).
+// Chunks are filled and converted on up to one thread a core, written in
+// order: the file is the same whatever the thread count.
 absl::Status streamTensor(std::FILE* out, const std::string& path, size_t tensor, uint64_t numel,
                           DType dtype, const TensorFill& fill);
 

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <limits>
 
+#include "common/quant_blocks.h"
+#include "kernels/reference/operand_rounding.h"
+
 namespace tandem::bench::gpu {
 
 using kernels::Tensor;
@@ -75,10 +78,17 @@ absl::StatusOr<Tensor> CheckTensors::patterned(DType dtype, int64_t rows, int64_
   const Tensor shape{nullptr, dtype, rows, cols};
   auto buf = backend_->allocate(shape.bytes());
   if (!buf.ok()) return buf.status();
-  const size_t elem = dtypeSize(dtype);
-  std::vector<char> chunk(size_t{1} << 20);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i + elem <= chunk.size(); i += elem) store(dtype, dist(rng_), &chunk[i]);
+  std::vector<char> chunk;
+  if (quant::isQuantized(dtype)) {
+    // random blocks with sane scales, a whole number of them a chunk
+    const int64_t blocks = (int64_t{1} << 20) / static_cast<int64_t>(quant::blockBytes(dtype));
+    chunk = kernels::randomQuantBlocks(dtype, 1, blocks * quant::blockValues(dtype), rng_);
+  } else {
+    const size_t elem = dtypeSize(dtype);
+    chunk.resize(size_t{1} << 20);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (size_t i = 0; i + elem <= chunk.size(); i += elem) store(dtype, dist(rng_), &chunk[i]);
+  }
   char* dst = static_cast<char*>((*buf)->data());
   for (size_t off = 0; off < shape.bytes(); off += chunk.size()) {
     backend_->upload(dst + off, chunk.data(), std::min(chunk.size(), shape.bytes() - off));
@@ -87,6 +97,11 @@ absl::StatusOr<Tensor> CheckTensors::patterned(DType dtype, int64_t rows, int64_
   Tensor t = Tensor::of(**buf, dtype, rows, cols);
   device_.push_back(std::move(*buf));
   return t;
+}
+
+void CheckTensors::releaseDevice() {
+  backend_->synchronize();
+  device_.clear();
 }
 
 Tensor CheckTensors::toHost(const Tensor& dev) {

@@ -30,10 +30,14 @@ class CheckTensors {
   // a device copy of `host` (the backend's allocate + upload).
   absl::StatusOr<kernels::Tensor> toDevice(const kernels::Tensor& host);
   // device memory of `rows` x `cols` filled with a cheap repeating pattern
-  // of values in [-1, 1] (for benchmark weights of hundreds of MB).
+  // of values in [-1, 1] (for benchmark weights of hundreds of MB); for a
+  // quantized dtype, random blocks with sane scales.
   absl::StatusOr<kernels::Tensor> patterned(DType dtype, int64_t rows, int64_t cols);
   // waits for the backend, then copies `dev` into a fresh host tensor.
   kernels::Tensor toHost(const kernels::Tensor& dev);
+  // frees every device tensor made so far (they must no longer be used):
+  // benchmarks of hundreds of MB a shape free them between shapes.
+  void releaseDevice();
 
   std::mt19937& rng() { return rng_; }
 

@@ -5,7 +5,9 @@
 //   tandem_gpu_check info
 //   tandem_gpu_check parity [--large]
 //   tandem_gpu_check oracle [--model GGUF] [--oracle JSON] [--prompts N] [--tokens N]
-//   tandem_gpu_check bench  [--repeats N] [--small] [--peak-tflops X]
+//   tandem_gpu_check bench  [--repeats N] [--small] [--peak-tflops X] [--sections a,b]
+//   tandem_gpu_check e2e    --model PATH [--prompts 512,2048] [--batches 1,16,64]
+//                           [--decode-steps 64] [--repeats 3] [--kv-dtype f16|bf16|f32]
 // common: [--device N] [--out FILE] (the JSON report; stdout always has it)
 //
 // Exit status: 0 when every check passes (bench: when it ran), 1 when one
@@ -17,7 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "bench/gpu/device_probe.h"
+#include "bench/gpu/e2e_bench.h"
 #include "bench/gpu/kernel_bench.h"
 #include "bench/gpu/oracle_check.h"
 #include "bench/gpu/parity_check.h"
@@ -39,6 +44,8 @@ struct Args {
   bool small = false;
   int repeats = 7;
   double peak_tflops = 0;
+  std::string sections;
+  E2eOptions e2e;
   OracleOptions oracle{
       .model_path = TANDEM_GPU_CHECK_SOURCE_DIR "/models/stories260K/gguf/stories260K.gguf",
       .oracle_path = TANDEM_GPU_CHECK_SOURCE_DIR "/models/stories260K/greedy_oracle.json"};
@@ -46,10 +53,22 @@ struct Args {
 
 int usage(const std::string& why) {
   std::cerr << "tandem_gpu_check: " << why
-            << "\nusage: tandem_gpu_check info|parity|oracle|bench [--device N] [--out FILE]"
+            << "\nusage: tandem_gpu_check info|parity|oracle|bench|e2e [--device N] [--out FILE]"
                " [--large] [--model GGUF] [--oracle JSON] [--prompts N] [--tokens N]"
-               " [--repeats N] [--small] [--peak-tflops X]\n";
+               " [--repeats N] [--small] [--peak-tflops X] [--sections a,b]"
+               " [--prompts 512,2048] [--batches 1,16] [--decode-steps N] [--kv-dtype f16]\n";
   return 2;
+}
+
+// "512,2048" as positive integers.
+bool parseList(const std::string& text, std::vector<int>* out) {
+  out->clear();
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v <= 0) return false;
+    out->push_back(v);
+  }
+  return !out->empty();
 }
 
 bool parse(int argc, char** argv, Args* a, std::string* error) {
@@ -77,10 +96,27 @@ bool parse(int argc, char** argv, Args* a, std::string* error) {
         a->out = v;
       } else if (flag == "--model" && value(&v)) {
         a->oracle.model_path = v;
+        a->e2e.model = v;
+      } else if (flag == "--sections" && value(&v)) {
+        a->sections = v;
+      } else if (flag == "--batches" && value(&v)) {
+        if (!parseList(v, &a->e2e.batches)) throw std::invalid_argument(v);
+      } else if (flag == "--decode-steps" && value(&v)) {
+        a->e2e.decode_steps = std::stoi(v);
+      } else if (flag == "--kv-dtype" && value(&v)) {
+        if (v == "f16") a->e2e.kv_dtype = DType::kF16;
+        else if (v == "bf16") a->e2e.kv_dtype = DType::kBF16;
+        else if (v == "f32") a->e2e.kv_dtype = DType::kF32;
+        else throw std::invalid_argument(v);
       } else if (flag == "--oracle" && value(&v)) {
         a->oracle.oracle_path = v;
       } else if (flag == "--prompts" && value(&v)) {
-        a->oracle.prompts = std::stoi(v);
+        // the oracle's prompt count, or e2e's prompt lengths
+        if (a->command == "e2e") {
+          if (!parseList(v, &a->e2e.prompts)) throw std::invalid_argument(v);
+        } else {
+          a->oracle.prompts = std::stoi(v);
+        }
       } else if (flag == "--tokens" && value(&v)) {
         a->oracle.tokens = std::stoi(v);
       } else if (flag == "--repeats" && value(&v)) {
@@ -118,9 +154,22 @@ int run(const Args& a) {
     std::cerr << "tandem_gpu_check: " << backend.status() << "\n";
     return 3;
   }
+  report["gemm_path"] = (*backend)->gemmPath();
   bool ok = true;
   if (a.command == "info") {
     // the device alone
+  } else if (a.command == "e2e") {
+    if (a.e2e.model.empty()) return usage("e2e needs --model");
+    E2eOptions o = a.e2e;
+    o.repeats = a.repeats;
+    o.device_name = info->name;
+    o.small = a.small;
+    auto e2e = runE2e(**backend, o);
+    if (!e2e.ok()) {
+      std::cerr << "tandem_gpu_check: e2e: " << e2e.status() << "\n";
+      return 1;
+    }
+    report["e2e"] = *e2e;
   } else if (a.command == "parity") {
     int failed = 0;
     for (const ParityResult& r : runParity(**backend, a.large)) {
@@ -157,7 +206,8 @@ int run(const Args& a) {
     auto bench = runBench(**backend, {.repeats = a.repeats,
                                       .small = a.small,
                                       .peak_tflops = a.peak_tflops,
-                                      .device_name = info->name});
+                                      .device_name = info->name,
+                                      .sections = a.sections});
     if (!bench.ok()) {
       std::cerr << "tandem_gpu_check: bench: " << bench.status() << "\n";
       return 1;

@@ -2,58 +2,210 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <functional>
-#include <numeric>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "bench/gpu/bench_timing.h"
 #include "bench/gpu/check_tensors.h"
 #include "bench/gpu/device_probe.h"
+#include "common/status.h"
 
 namespace tandem::bench::gpu {
 namespace {
 
-using kernels::AttentionBatch;
-using kernels::KvCacheView;
 using kernels::Tensor;
 
-struct Timing {
-  double median_s = 0;  // per op
-  std::vector<double> samples_s;
+struct Shape {
+  std::string label;  // model and projection
+  int64_t n, k;
 };
 
-// `repeats` timings of `iters` calls of `op` and one wait; per-op seconds.
-absl::StatusOr<Timing> timeOps(kernels::hip::HipBackend& backend, int repeats, int iters,
-                               const std::function<absl::Status()>& op) {
-  // one untimed round: first launches, lazily created workspaces
-  for (int i = 0; i < std::min(iters, 2); ++i) {
-    if (absl::Status s = op(); !s.ok()) return s;
-  }
-  if (absl::Status s = backend.checkedSynchronize(); !s.ok()) return s;
-  Timing t;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) {
-      if (absl::Status s = op(); !s.ok()) return s;
-    }
-    if (absl::Status s = backend.checkedSynchronize(); !s.ok()) return s;
-    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
-    t.samples_s.push_back(d.count() / iters);
-  }
-  std::vector<double> sorted = t.samples_s;
-  std::sort(sorted.begin(), sorted.end());
-  t.median_s = sorted[sorted.size() / 2];
-  return t;
+// every decode projection of Llama-3-8B and Llama-3.2-1B (q and o share a
+// shape, k and v, gate and up)
+std::vector<Shape> decodeShapes(bool small) {
+  if (small) return {{"small_a", 64, 256}, {"small_b", 96, 128}};
+  return {{"8b_q_o", 4096, 4096},      {"8b_k_v", 1024, 4096},     {"8b_gate_up", 14336, 4096},
+          {"8b_down", 4096, 14336},    {"8b_lm_head", 128256, 4096}, {"1b_q_o", 2048, 2048},
+          {"1b_k_v", 512, 2048},       {"1b_gate_up", 8192, 2048}, {"1b_down", 2048, 8192},
+          {"1b_lm_head", 128256, 2048}};
 }
 
-nlohmann::json entry(const std::string& name, const Timing& t, double value,
-                     const std::string& unit) {
-  return {{"name", name},     {"median_s", t.median_s}, {"samples_s", t.samples_s},
-          {"value", value},   {"unit", unit}};
+// the 8B's prefill projections (the lm_head runs on the last rows only)
+std::vector<Shape> prefillShapes(bool small) {
+  if (small) return {{"small_a", 64, 256}};
+  return {{"8b_q_o", 4096, 4096},
+          {"8b_k_v", 1024, 4096},
+          {"8b_gate_up", 14336, 4096},
+          {"8b_down", 4096, 14336}};
+}
+
+std::string dims(int64_t m, const Shape& s) {
+  return std::to_string(m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + "_" +
+         s.label;
+}
+
+// `copies` device weights of one shape (rotated through by the timed calls)
+absl::StatusOr<std::vector<Tensor>> weights(CheckTensors& t, DType dtype, const Shape& s,
+                                            int copies) {
+  std::vector<Tensor> out;
+  for (int i = 0; i < copies; ++i) {
+    ASSIGN_OR_RETURN(Tensor w, t.patterned(dtype, s.n, s.k));
+    out.push_back(w);
+  }
+  return out;
+}
+
+// ours: backend.matmul on F32 x; peer: the vendor BLAS on x of the weight's
+// 16-bit type (absent when there is no BLAS).
+absl::StatusOr<nlohmann::json> timeMatmul(BenchContext& c, const std::string& name,
+                                          const std::vector<Tensor>& w, int64_t m, int iters,
+                                          bool with_peer) {
+  const Tensor& w0 = w[0];
+  ASSIGN_OR_RETURN(Tensor x, c.tensors.patterned(DType::kF32, m, w0.cols));
+  ASSIGN_OR_RETURN(Tensor y, c.tensors.patterned(DType::kF32, m, w0.rows));
+  const int copies = static_cast<int>(w.size());
+  ASSIGN_OR_RETURN(Timing ours, timeOps(c.backend, c.repeats, iters, [&](int i) {
+                     c.backend.matmul(x, w[i % copies], nullptr, y);
+                     return absl::OkStatus();
+                   }));
+  const double bytes = static_cast<double>(w0.bytes());
+  const double flops = 2.0 * m * w0.rows * w0.cols;
+  nlohmann::json e = entry(name, ours, bytes / ours.median_s / 1e9, "GB/s (weights read)");
+  e["tflops"] = flops / ours.median_s / 1e12;
+  e["fraction_of_copy_bandwidth"] = bytes / ours.median_s / c.copy_bandwidth;
+  if (c.peak_tflops > 0) e["fraction_of_peak"] = flops / ours.median_s / 1e12 / c.peak_tflops;
+  if (with_peer && !quant::isQuantized(w0.dtype)) {
+    ASSIGN_OR_RETURN(Tensor x16, c.tensors.patterned(w0.dtype, m, w0.cols));
+    auto peer = timeOps(c.backend, c.repeats, iters,
+                        [&](int i) { return c.backend.vendorGemm(x16, w[i % copies], y); });
+    if (peer.ok()) {
+      e["peer"] = {{"name", c.backend.gemmPath()},
+                   {"median_s", peer->median_s},
+                   {"timing", peer->graph ? "graph" : "loop"},
+                   {"GBps", bytes / peer->median_s / 1e9},
+                   {"tflops", flops / peer->median_s / 1e12}};
+      e["speed_vs_peer"] = peer->median_s / ours.median_s;
+    } else {
+      e["peer"] = {{"error", peer.status().ToString()}};
+    }
+  }
+  return e;
+}
+
+absl::Status copyBandwidth(BenchContext& c, nlohmann::json* out) {
+  const size_t bytes = c.small ? (size_t{1} << 20) : (size_t{1} << 30);
+  ASSIGN_OR_RETURN(kernels::BufferPtr src, c.backend.allocate(bytes));
+  ASSIGN_OR_RETURN(kernels::BufferPtr dst, c.backend.allocate(bytes));
+  c.backend.synchronize();
+  // plain copies on the runtime's own stream, each round waited for (no
+  // graph: the runtime's copy is the limit the kernels are held to)
+  const int reps = c.small ? 1 : 10;
+  RETURN_IF_ERROR(deviceCopies(dst->data(), src->data(), bytes, 1));
+  Timing copy;
+  for (int r = 0; r < c.repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(deviceCopies(dst->data(), src->data(), bytes, reps));
+    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
+    copy.samples_s.push_back(d.count() / reps);
+  }
+  std::vector<double> sorted = copy.samples_s;
+  std::sort(sorted.begin(), sorted.end());
+  copy.median_s = sorted[sorted.size() / 2];
+  c.copy_bandwidth = 2.0 * bytes / copy.median_s;
+  *out = entry("device_to_device_copy_" + std::to_string(bytes >> 20) + "MiB", copy,
+               c.copy_bandwidth / 1e9, "GB/s (read + written)");
+  return absl::OkStatus();
 }
 
 }  // namespace
+
+absl::Status benchGemv(BenchContext& c, nlohmann::json* out) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (const Shape& s : decodeShapes(c.small)) {
+      const Tensor shape{nullptr, dtype, s.n, s.k};
+      ASSIGN_OR_RETURN(auto w, weights(c.tensors, dtype, s, c.small ? 1 : rotatingCopies(shape.bytes())));
+      for (int64_t m : c.small ? std::vector<int64_t>{1, 8} : std::vector<int64_t>{1, 2, 4, 8}) {
+        ASSIGN_OR_RETURN(nlohmann::json e,
+                         timeMatmul(c, "gemv_" + std::string(dtypeName(dtype)) + "_" + dims(m, s),
+                                    w, m, c.small ? 2 : 40, true));
+        out->push_back(e);
+      }
+      c.tensors.releaseDevice();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status benchGemvQuant(BenchContext& c, nlohmann::json* out) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    for (const Shape& s : prefillShapes(c.small)) {
+      const Tensor shape{nullptr, dtype, s.n, s.k};
+      ASSIGN_OR_RETURN(auto w, weights(c.tensors, dtype, s, c.small ? 1 : rotatingCopies(shape.bytes())));
+      for (int64_t m : c.small ? std::vector<int64_t>{1, 8} : std::vector<int64_t>{1, 2, 4, 8}) {
+        ASSIGN_OR_RETURN(nlohmann::json e,
+                         timeMatmul(c, "gemv_" + std::string(dtypeName(dtype)) + "_" + dims(m, s),
+                                    w, m, c.small ? 2 : 40, false));
+        e["unit"] = "GB/s (quantized weights read)";
+        out->push_back(e);
+      }
+      c.tensors.releaseDevice();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status benchGemm(BenchContext& c, nlohmann::json* out) {
+  const std::vector<int64_t> rows =
+      c.small ? std::vector<int64_t>{70} : std::vector<int64_t>{128, 512, 2048};
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (const Shape& s : prefillShapes(c.small)) {
+      ASSIGN_OR_RETURN(auto w, weights(c.tensors, dtype, s, 1));
+      for (int64_t m : rows) {
+        ASSIGN_OR_RETURN(nlohmann::json e,
+                         timeMatmul(c, "gemm_" + std::string(dtypeName(dtype)) + "_" + dims(m, s),
+                                    w, m, c.small ? 1 : 10, true));
+        e["activations"] = "f32, rounded to " + std::string(dtypeName(dtype)) + " on the device";
+        out->push_back(e);
+      }
+      c.tensors.releaseDevice();
+    }
+  }
+  // quantized weights in prefill: dequantized to F16, then the BLAS; the
+  // peer is the F16 BLAS on the same shape
+  const int64_t m = c.small ? 70 : 512;
+  for (DType dtype : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0}) {
+    for (const Shape& s : prefillShapes(c.small)) {
+      ASSIGN_OR_RETURN(auto w, weights(c.tensors, dtype, s, 1));
+      ASSIGN_OR_RETURN(auto w16, weights(c.tensors, DType::kF16, s, 1));
+      ASSIGN_OR_RETURN(nlohmann::json e,
+                       timeMatmul(c, "gemm_" + std::string(dtypeName(dtype)) + "_" + dims(m, s), w,
+                                  m, c.small ? 1 : 10, false));
+      ASSIGN_OR_RETURN(nlohmann::json f16,
+                       timeMatmul(c, "f16", w16, m, c.small ? 1 : 10, true));
+      if (f16.contains("peer") && f16["peer"].contains("tflops")) {
+        e["f16_blas_tflops"] = f16["peer"]["tflops"];
+        e["fraction_of_f16_blas"] = e["tflops"].get<double>() / f16["peer"]["tflops"].get<double>();
+      }
+      out->push_back(e);
+      c.tensors.releaseDevice();
+    }
+  }
+  // tandem's own tiled GEMM (the path without a vendor BLAS), once
+  auto own = kernels::hip::HipBackend::create(c.backend.device(), {.vendor_blas = false});
+  if (own.ok()) {
+    CheckTensors t(own->get());
+    BenchContext oc{**own, t, c.repeats, c.small, c.copy_bandwidth, c.peak_tflops};
+    const Shape s = prefillShapes(c.small)[0];
+    ASSIGN_OR_RETURN(auto w, weights(t, DType::kF16, s, 1));
+    ASSIGN_OR_RETURN(nlohmann::json e,
+                     timeMatmul(oc, "gemm_own_tiled_f16_" + dims(m, s), w, m, c.small ? 1 : 3,
+                                false));
+    out->push_back(e);
+    t.releaseDevice();
+  }
+  return absl::OkStatus();
+}
 
 double peakTflops(const std::string& name) {
   // dense (no sparsity) F16/BF16 tensor throughput at boost clock
@@ -71,8 +223,6 @@ double peakTflops(const std::string& name) {
 
 absl::StatusOr<nlohmann::json> runBench(kernels::hip::HipBackend& backend,
                                         const BenchOptions& options) {
-  const bool small = options.small;
-  const int repeats = std::max(1, options.repeats);
   CheckTensors t(&backend);
   nlohmann::json out;
   const double peak = options.peak_tflops > 0 ? options.peak_tflops
@@ -81,118 +231,19 @@ absl::StatusOr<nlohmann::json> runBench(kernels::hip::HipBackend& backend,
   out["peak_source"] = options.peak_tflops > 0 ? "--peak-tflops"
                        : peak > 0              ? "vendor data sheet, dense, by device name"
                                                : "unknown device: pass --peak-tflops";
-
-  // copy bandwidth: bytes read + written per second
-  const size_t copy_bytes = small ? (size_t{1} << 20) : (size_t{1} << 30);
-  auto src = backend.allocate(copy_bytes);
-  if (!src.ok()) return src.status();
-  auto dst = backend.allocate(copy_bytes);
-  if (!dst.ok()) return dst.status();
-  backend.synchronize();
-  auto copy = timeOps(backend, repeats, small ? 1 : 10, [&] {
-    return deviceCopies((*dst)->data(), (*src)->data(), copy_bytes, 1);
-  });
-  if (!copy.ok()) return copy.status();
-  const double copy_bw = 2.0 * copy_bytes / copy->median_s;
-  out["copy"] = entry("device_to_device_copy_" + std::to_string(copy_bytes >> 20) + "MiB", *copy,
-                      copy_bw / 1e9, "GB/s (read + written)");
-  src->reset();
-  dst->reset();
-
-  const std::vector<std::pair<int64_t, int64_t>> shapes =
-      small ? std::vector<std::pair<int64_t, int64_t>>{{64, 96}, {160, 96}}
-            : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {14336, 4096}};
-  for (DType dtype : {DType::kF16, DType::kBF16}) {
-    const std::string dn(dtypeName(dtype));
-    for (auto [n, k] : shapes) {
-      auto w = t.patterned(dtype, n, k);
-      if (!w.ok()) return w.status();
-      const std::string shape = std::to_string(n) + "x" + std::to_string(k);
-      // decode: gemv, weight bytes per second
-      for (int64_t m : {1, 8}) {
-        auto x = t.patterned(DType::kF32, m, k);
-        auto y = t.patterned(DType::kF32, m, n);
-        if (!x.ok() || !y.ok()) return absl::ResourceExhaustedError("gemv operands");
-        auto timing = timeOps(backend, repeats, small ? 1 : 50, [&] {
-          backend.matmul(*x, *w, nullptr, *y);
-          return absl::OkStatus();
-        });
-        if (!timing.ok()) return timing.status();
-        const double bw = static_cast<double>(w->bytes()) / timing->median_s;
-        nlohmann::json e = entry("gemv_" + dn + "_" + std::to_string(m) + "x" + shape, *timing,
-                                 bw / 1e9, "GB/s (weights read)");
-        e["fraction_of_copy_bandwidth"] = bw / copy_bw;
-        out["gemv"].push_back(e);
-      }
-      // prefill: gemm TFLOP/s
-      const int64_t m = small ? 70 : 512;
-      auto x = t.patterned(DType::kF32, m, k);
-      auto y = t.patterned(DType::kF32, m, n);
-      if (!x.ok() || !y.ok()) return absl::ResourceExhaustedError("gemm operands");
-      auto timing = timeOps(backend, repeats, small ? 1 : 10, [&] {
-        backend.matmul(*x, *w, nullptr, *y);
-        return absl::OkStatus();
-      });
-      if (!timing.ok()) return timing.status();
-      const double tflops = 2.0 * m * n * k / timing->median_s / 1e12;
-      nlohmann::json e =
-          entry("gemm_" + dn + "_" + std::to_string(m) + "x" + shape, *timing, tflops, "TFLOP/s");
-      e["activations"] = "f32";
-      e["fraction_of_peak"] = peak > 0 ? nlohmann::json(tflops / peak) : nlohmann::json(nullptr);
-      out["gemm"].push_back(e);
-    }
-  }
-
-  // paged attention, decode: every sequence one query token at the end of
-  // its context
-  const int heads = small ? 4 : 32, kv_heads = small ? 2 : 8, head_dim = small ? 32 : 128;
-  const int block = 16, context = small ? 64 : 4096;
-  for (DType dtype : {DType::kF16, DType::kBF16}) {
-    for (int seqs : small ? std::vector<int>{2} : std::vector<int>{1, 8, 32}) {
-      const kvcache::KvLayout layout{1, kv_heads, head_dim, block, dtype};
-      const int blocks_per_seq = context / block;
-      const int num_blocks = seqs * blocks_per_seq;
-      auto cache = t.patterned(
-          dtype, 1, static_cast<int64_t>(layout.blockBytes() * num_blocks / dtypeSize(dtype)));
-      if (!cache.ok()) return cache.status();
-      const KvCacheView view{cache->data, layout, num_blocks};
-      std::vector<int32_t> tables(num_blocks), seq_info;
-      std::iota(tables.begin(), tables.end(), 0);
-      for (int s = 0; s < seqs; ++s) {
-        seq_info.insert(seq_info.end(), {s, 1, context - 1, s * blocks_per_seq});
-      }
-      AttentionBatch batch;
-      batch.num_seqs = seqs;
-      batch.max_q_len = 1;
-      batch.max_context = context;
-      batch.num_heads = heads;
-      batch.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      auto info = t.toDevice(t.ints(seq_info).reshaped(seqs, 4));
-      auto tab = t.toDevice(t.ints(tables).reshaped(1, num_blocks));
-      auto q = t.patterned(DType::kF32, seqs, static_cast<int64_t>(heads) * head_dim);
-      auto o = t.patterned(DType::kF32, seqs, static_cast<int64_t>(heads) * head_dim);
-      if (!info.ok() || !tab.ok() || !q.ok() || !o.ok()) {
-        return absl::ResourceExhaustedError("attention operands");
-      }
-      batch.seq_info = *info;
-      batch.block_tables = *tab;
-      auto timing = timeOps(backend, repeats, small ? 1 : 20, [&] {
-        backend.pagedAttention(*q, view, 0, batch, *o);
-        return absl::OkStatus();
-      });
-      if (!timing.ok()) return timing.status();
-      const double kv_bytes = static_cast<double>(seqs) * context * kv_heads * head_dim * 2 *
-                              dtypeSize(dtype);
-      const double bw = kv_bytes / timing->median_s;
-      nlohmann::json e = entry("attention_decode_" + std::string(dtypeName(dtype)) + "_" +
-                                   std::to_string(seqs) + "seqs_ctx" + std::to_string(context),
-                               *timing, bw / 1e9, "GB/s (kv read)");
-      e["fraction_of_copy_bandwidth"] = bw / copy_bw;
-      e["heads"] = heads;
-      e["kv_heads"] = kv_heads;
-      e["head_dim"] = head_dim;
-      out["attention"].push_back(e);
-    }
+  out["gemm_path"] = backend.gemmPath();
+  BenchContext c{backend, t, std::max(1, options.repeats), options.small, 0, peak};
+  RETURN_IF_ERROR(copyBandwidth(c, &out["copy"]));
+  const std::vector<std::string> wanted = absl::StrSplit(options.sections, ',', absl::SkipEmpty());
+  auto wants = [&](const std::string& s) {
+    return wanted.empty() || std::find(wanted.begin(), wanted.end(), s) != wanted.end();
+  };
+  if (wants("gemv")) RETURN_IF_ERROR(benchGemv(c, &out["gemv"]));
+  if (wants("gemv_quant")) RETURN_IF_ERROR(benchGemvQuant(c, &out["gemv_quant"]));
+  if (wants("gemm")) RETURN_IF_ERROR(benchGemm(c, &out["gemm"]));
+  if (wants("attention")) RETURN_IF_ERROR(benchAttentionDecode(c, &out["attention"]));
+  if (wants("attention_prefill")) {
+    RETURN_IF_ERROR(benchAttentionPrefill(c, &out["attention_prefill"]));
   }
   return out;
 }

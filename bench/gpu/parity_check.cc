@@ -6,6 +6,9 @@
 #include <numeric>
 
 #include "bench/gpu/check_tensors.h"
+#include "common/quant_blocks.h"
+#include "kernels/hip/gemv_rows.h"
+#include "kernels/reference/operand_rounding.h"
 #include "kernels/reference/reference_backend.h"
 
 namespace tandem::bench::gpu {
@@ -79,6 +82,9 @@ class Parity {
     }
   }
 
+  // the prefill rows' path rounds operands to 16 bits (gpu_blas.h)
+  bool roundsGemmOperands() const { return !backend_.gemmPath().starts_with("tandem"); }
+
   void matmul(int64_t m, int64_t n, int64_t k) {
     for (DType d : kWeightDtypes) {
       for (bool bias : {false, true}) {
@@ -88,7 +94,11 @@ class Parity {
               const Tensor w = t_.random(d, n, k, 0.5f);
               const Tensor b = t_.random(DType::kF32, 1, n);
               const Tensor want = t_.zeros(DType::kF32, m, n);
-              ref_.matmul(x, w, bias ? &b : nullptr, want);
+              const Tensor xr = t_.copyOf(x);
+              if (m > kernels::hip::kGemvMaxRows && d != DType::kF32 && roundsGemmOperands()) {
+                kernels::roundTo16Bit(xr.as<float>(), xr.numel(), d);
+              }
+              ref_.matmul(xr, w, bias ? &b : nullptr, want);
               const Tensor y = dev(t_.zeros(DType::kF32, m, n));
               const Tensor db = dev(b);
               backend_.matmul(dev(x), dev(w), bias ? &db : nullptr, y);
@@ -96,6 +106,38 @@ class Parity {
             });
       }
     }
+  }
+
+  // block-quantized weights, compared with the reference on the operands
+  // each path sees (kernels/reference/operand_rounding.h)
+  void quantMatmul(DType d, int64_t m, int64_t n, int64_t k) {
+    run("matmul_" + dt(d) + "_" + dims(m, n, k), kMatmulTol, [&](std::string& error) {
+      const std::vector<char> blocks = kernels::randomQuantBlocks(d, n, k, t_.rng());
+      const Tensor w = Tensor::of(const_cast<char*>(blocks.data()), d, n, k);
+      const Tensor w_f32 = t_.zeros(DType::kF32, n, k);
+      for (int64_t r = 0; r < n; ++r) {
+        quant::dequantizeRow(d, blocks.data() + r * w.rowBytes(), w_f32.as<float>() + r * k, k);
+      }
+      const Tensor x = t_.random(DType::kF32, m, k);
+      const Tensor xr = t_.copyOf(x);
+      if (m <= kernels::hip::kGemvMaxRows) {
+        kernels::roundTripActQ8(xr.as<float>(), xr.numel());
+      } else if (roundsGemmOperands()) {
+        kernels::roundTo16Bit(xr.as<float>(), xr.numel(), DType::kF16);
+        kernels::roundTo16Bit(w_f32.as<float>(), w_f32.numel(), DType::kF16);
+      }
+      const Tensor want = t_.zeros(DType::kF32, m, n);
+      ref_.matmul(xr, w_f32, nullptr, want);
+      auto imported = backend_.importHost(blocks.data(), blocks.size());
+      if (!imported.ok()) {
+        error = imported.status().ToString();
+        return std::pair{want, want};
+      }
+      const Tensor y = dev(t_.zeros(DType::kF32, m, n));
+      backend_.matmul(dev(x), Tensor::of(**imported, d, n, k), nullptr, y);
+      const Tensor got = t_.toHost(y);
+      return std::pair{got, want};
+    });
   }
 
   void rope(int head_dim) {
@@ -249,6 +291,10 @@ std::vector<ParityResult> runParity(kernels::hip::HipBackend& backend, bool larg
   p.rmsNorm(67);
   p.rmsNorm(1000);
   for (int64_t m : {1, 3, 8, 9, 70}) p.matmul(m, 65, 130);
+  for (int64_t m : {1, 4, 8, 9, 70}) p.matmul(m, 64, 256);  // the 16-byte gemv
+  for (DType d : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    for (int64_t m : {1, 3, 8, 40}) p.quantMatmul(d, m, 67, 512);
+  }
   p.rope(20);
   p.rope(128);
   p.elementwise(130);
@@ -259,11 +305,17 @@ std::vector<ParityResult> runParity(kernels::hip::HipBackend& backend, bool larg
     p.attention(4, 1, 20, 5, d, "decode", decode);
   }
   p.attention(2, 2, 128, 16, DType::kF16, "decode", decode);
+  p.attention(8, 2, 64, 16, DType::kBF16, "decode", decode);
   if (large) {
     p.rmsNorm(4096);
     p.matmul(1, 4096, 4096);
+    p.matmul(8, 1024, 4096);
     p.matmul(130, 1024, 4096);
+    p.quantMatmul(DType::kQ4_K, 8, 4096, 4096);
+    p.quantMatmul(DType::kQ6_K, 1, 1024, 4096);
+    p.quantMatmul(DType::kQ8_0, 130, 1024, 4096);
     p.attention(32, 8, 128, 16, DType::kBF16, "decode4k", {{4095, 1}, {1000, 1}, {0, 1}});
+    p.attention(32, 8, 128, 16, DType::kF16, "decode32k", {{32767, 1}, {7000, 1}, {0, 1}});
     p.attention(32, 8, 128, 16, DType::kF16, "prefill", {{0, 300}, {512, 77}});
   }
   return p.results();

@@ -20,7 +20,7 @@
 
 #include "common/status.h"
 #include "kernels/cpu/cpu_backend.h"
-#include "server/engine/model_runner.h"
+#include "bench/kernels/runner_steps.h"
 #include "server/model/synth.h"
 #include "server/model/weights.h"
 
@@ -92,42 +92,19 @@ int run(const Flags& f) {
   auto backend = kernels::cpu::CpuBackend::create(bo);
   if (!backend.ok()) return fail(backend.status());
 
-  constexpr int kBlockSize = 16;
-  const int max_len = std::max({f.prompt, f.decode, f.batch_decode}) + 1;
-  const int blocks_per_seq = (max_len + kBlockSize - 1) / kBlockSize;
-  const int seqs = std::max(f.batch, 1);
-  auto runner =
-      engine::ModelRunner::create(**weights, **backend, blocks_per_seq * seqs, kBlockSize, nullptr, f.kv_dtype);
-  if (!runner.ok()) return fail(runner.status());
-  std::vector<std::vector<int32_t>> tables(seqs, std::vector<int32_t>(blocks_per_seq));
-  for (int s = 0; s < seqs; ++s)
-    for (int b = 0; b < blocks_per_seq; ++b) tables[s][b] = s * blocks_per_seq + b;
-  const model::ModelConfig& config = (*weights)->config();
-  auto tokenAt = [&](int i) { return static_cast<int32_t>((i * 7919 + 13) % config.vocab_size); };
-  std::vector<float> logits;
+  auto steps = bench::RunnerSteps::create(**weights, **backend, f.prompt,
+                                          std::max(f.decode, f.batch_decode),
+                                          std::max(f.batch, 1), f.kv_dtype);
+  if (!steps.ok()) return fail(steps.status());
   bool ok = true;
-
-  auto prefill = [&]() -> int {
-    std::vector<int32_t> tokens(f.prompt);
-    for (int i = 0; i < f.prompt; ++i) tokens[i] = tokenAt(i);
-    engine::Batch b{{{0, tokens, 0, tables[0], true}}};
-    ok = ok && (*runner)->forward(b, &logits).ok();
-    return f.prompt;
+  auto count = [&](absl::StatusOr<int> n) {
+    ok = ok && n.ok();
+    return n.ok() ? *n : 0;
   };
-  // `steps` decode steps of sequences [0, n), each from an empty cache.
-  auto decode = [&](int n, int steps) -> int {
-    for (int step = 0; step < steps; ++step) {
-      engine::Batch b;
-      for (int s = 0; s < n; ++s) b.seqs.push_back({static_cast<engine::SeqId>(s), {tokenAt(step + s)}, step, tables[s], true});
-      ok = ok && (*runner)->forward(b, &logits).ok();
-    }
-    return n * steps;
-  };
-
-  uint64_t weight_bytes = 0;  // what one decode step streams: all but the embedding table
-  for (const auto& [name, t] : (*weights)->tensors()) {
-    if (name != "model.embed_tokens.weight" || config.tie_word_embeddings) weight_bytes += t.bytes;
-  }
+  auto prefill = [&] { return count((*steps)->prefill(f.prompt)); };
+  auto decode = [&](int n, int steps_) { return count((*steps)->decode(n, steps_)); };
+  const uint64_t weight_bytes = (*steps)->weightBytesPerStep();
+  const int seqs = std::max(f.batch, 1);
   std::printf("model %s threads %d simd %s kv %s weights streamed per token %.1f MB\n",
               f.model.empty() ? (f.shape + " " + f.dtype).c_str() : f.model.c_str(), f.threads,
               std::string(kernels::cpu::simdLevelName((*backend)->simdLevel())).c_str(),

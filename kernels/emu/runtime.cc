@@ -14,8 +14,17 @@
 
 #include "kernels/emu/block_runner.h"
 
+struct ihipGraph_t {
+  std::vector<std::function<void()>> tasks;
+};
+
+struct ihipGraphExec_t {
+  std::vector<std::function<void()>> tasks;
+};
+
 struct ihipStream_t {
   std::deque<std::function<void()>> queue;
+  ihipGraph_t* capture = nullptr;  // recording instead of queueing
 };
 
 struct ihipEvent_t {
@@ -53,6 +62,23 @@ struct Lock {
 };
 
 ihipStream_t* resolve(hipStream_t s) { return s == nullptr ? &device().null_stream : s; }
+
+// queues `task` on `s`, or records it into the graph `s` is capturing.
+void push(hipStream_t stream, std::function<void()> task) {
+  ihipStream_t* s = resolve(stream);
+  if (s->capture != nullptr) {
+    s->capture->tasks.push_back(std::move(task));
+  } else {
+    s->queue.push_back(std::move(task));
+  }
+}
+
+bool capturing() {
+  for (ihipStream_t* s : device().streams) {
+    if (s->capture != nullptr) return true;
+  }
+  return false;
+}
 
 // runs the queued work of `s` in order; after a kernel failed, the work
 // behind it is dropped, as a GPU context is lost. The null stream is HIP's
@@ -121,7 +147,7 @@ hipError_t enqueueLaunch(const char* name, dim3 grid, dim3 block, hipStream_t st
     return hipErrorInvalidConfiguration;
   }
   const LaunchShape shape{name, grid, block, d.warp_size};
-  resolve(stream)->queue.push_back([shape, body = std::move(body)] {
+  push(stream, [shape, body = std::move(body)] {
     Device& dev = device();
     if (dev.runner == nullptr) dev.runner = std::make_unique<BlockRunner>();
     for (unsigned z = 0; z < shape.grid.z; ++z) {
@@ -200,6 +226,7 @@ hipError_t hipHostUnregister(void* ptr) {
 
 hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind) {
   const Lock lock;
+  if (tandem::emu::capturing()) return hipErrorStreamCaptureUnsupported;
   tandem::emu::drainAll();
   std::memmove(dst, src, bytes);
   return tandem::emu::takeExecError();
@@ -208,13 +235,13 @@ hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind) {
 hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind,
                           hipStream_t stream) {
   const Lock lock;
-  tandem::emu::resolve(stream)->queue.push_back([=] { std::memmove(dst, src, bytes); });
+  tandem::emu::push(stream, [=] { std::memmove(dst, src, bytes); });
   return hipSuccess;
 }
 
 hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t stream) {
   const Lock lock;
-  tandem::emu::resolve(stream)->queue.push_back([=] { std::memset(dst, value, bytes); });
+  tandem::emu::push(stream, [=] { std::memset(dst, value, bytes); });
   return hipSuccess;
 }
 
@@ -236,6 +263,7 @@ hipError_t hipStreamDestroy(hipStream_t stream) {
 
 hipError_t hipStreamSynchronize(hipStream_t stream) {
   const Lock lock;
+  if (tandem::emu::resolve(stream)->capture != nullptr) return hipErrorStreamCaptureUnsupported;
   tandem::emu::drain(tandem::emu::resolve(stream));
   return tandem::emu::takeExecError();
 }
@@ -245,7 +273,7 @@ hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned) {
   if (event == nullptr) return hipErrorInvalidResourceHandle;
   // the waiting stream, when it gets there, first runs the event's stream up
   // to (and past) the event
-  tandem::emu::resolve(stream)->queue.push_back([event] {
+  tandem::emu::push(stream, [event] {
     if (event->pending && event->stream != nullptr) tandem::emu::drain(event->stream);
   });
   return hipSuccess;
@@ -268,8 +296,8 @@ hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
   if (event == nullptr) return hipErrorInvalidResourceHandle;
   ihipStream_t* s = tandem::emu::resolve(stream);
   event->stream = s;
-  event->pending = true;
-  s->queue.push_back([event] {
+  event->pending = s->capture == nullptr;
+  tandem::emu::push(stream, [event] {
     event->pending = false;
     event->when = std::chrono::steady_clock::now();
   });
@@ -297,6 +325,7 @@ hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) {
 
 hipError_t hipDeviceSynchronize() {
   const Lock lock;
+  if (tandem::emu::capturing()) return hipErrorStreamCaptureUnsupported;
   tandem::emu::drainAll();
   return tandem::emu::takeExecError();
 }
@@ -331,6 +360,50 @@ hipError_t hipGetDevice(int* device_id) {
   return hipSuccess;
 }
 
+hipError_t hipStreamBeginCapture(hipStream_t stream, hipStreamCaptureMode) {
+  const Lock lock;
+  ihipStream_t* s = tandem::emu::resolve(stream);
+  if (s == &device().null_stream || s->capture != nullptr) return hipErrorStreamCaptureUnsupported;
+  s->capture = new ihipGraph_t();
+  return hipSuccess;
+}
+
+hipError_t hipStreamEndCapture(hipStream_t stream, hipGraph_t* graph) {
+  const Lock lock;
+  ihipStream_t* s = tandem::emu::resolve(stream);
+  if (s->capture == nullptr) return hipErrorStreamCaptureInvalidated;
+  *graph = s->capture;
+  s->capture = nullptr;
+  return hipSuccess;
+}
+
+hipError_t hipGraphInstantiate(hipGraphExec_t* exec, hipGraph_t graph, hipGraphNode_t*, char*,
+                               size_t) {
+  const Lock lock;
+  if (graph == nullptr) return hipErrorInvalidValue;
+  *exec = new ihipGraphExec_t{graph->tasks};
+  return hipSuccess;
+}
+
+hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t stream) {
+  const Lock lock;
+  if (exec == nullptr) return hipErrorInvalidValue;
+  for (const auto& task : exec->tasks) tandem::emu::push(stream, task);
+  return hipSuccess;
+}
+
+hipError_t hipGraphDestroy(hipGraph_t graph) {
+  const Lock lock;
+  delete graph;
+  return hipSuccess;
+}
+
+hipError_t hipGraphExecDestroy(hipGraphExec_t exec) {
+  const Lock lock;
+  delete exec;
+  return hipSuccess;
+}
+
 hipError_t hipGetLastError() {
   const Lock lock;
   hipError_t e = device().launch_error;
@@ -355,6 +428,10 @@ const char* hipGetErrorString(hipError_t error) {
       return "hipErrorNotReady";
     case hipErrorLaunchFailure:
       return "hipErrorLaunchFailure";
+    case hipErrorStreamCaptureUnsupported:
+      return "hipErrorStreamCaptureUnsupported";
+    case hipErrorStreamCaptureInvalidated:
+      return "hipErrorStreamCaptureInvalidated";
   }
   return "unknown hip error";
 }

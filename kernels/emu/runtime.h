@@ -29,6 +29,8 @@ enum hipError_t {
   hipErrorInvalidResourceHandle = 400,
   hipErrorNotReady = 600,
   hipErrorLaunchFailure = 719,
+  hipErrorStreamCaptureUnsupported = 900,
+  hipErrorStreamCaptureInvalidated = 901,
 };
 
 enum hipMemcpyKind {
@@ -41,8 +43,19 @@ enum hipMemcpyKind {
 
 struct ihipStream_t;
 struct ihipEvent_t;
+struct ihipGraph_t;
+struct ihipGraphExec_t;
 using hipStream_t = ihipStream_t*;
 using hipEvent_t = ihipEvent_t*;
+using hipGraph_t = ihipGraph_t*;
+using hipGraphExec_t = ihipGraphExec_t*;
+using hipGraphNode_t = void*;
+
+enum hipStreamCaptureMode {
+  hipStreamCaptureModeGlobal = 0,
+  hipStreamCaptureModeThreadLocal = 1,
+  hipStreamCaptureModeRelaxed = 2,
+};
 
 struct hipDeviceProp_t {
   char name[256];
@@ -85,6 +98,18 @@ inline constexpr unsigned hipHostRegisterDefault = 0;
 [[nodiscard]] hipError_t hipSetDevice(int device);
 [[nodiscard]] hipError_t hipGetDevice(int* device);
 [[nodiscard]] hipError_t hipGetLastError();
+// stream capture, as HIP's graphs: between begin and end the stream's work
+// is recorded into a graph instead of queued (a synchronizing call on the
+// stream meanwhile fails, as on a GPU); launching an instantiated graph
+// queues the recorded work again, in order, on any stream.
+[[nodiscard]] hipError_t hipStreamBeginCapture(hipStream_t stream, hipStreamCaptureMode mode);
+[[nodiscard]] hipError_t hipStreamEndCapture(hipStream_t stream, hipGraph_t* graph);
+[[nodiscard]] hipError_t hipGraphInstantiate(hipGraphExec_t* exec, hipGraph_t graph,
+                                             hipGraphNode_t* error_node, char* log,
+                                             size_t log_bytes);
+[[nodiscard]] hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t stream);
+[[nodiscard]] hipError_t hipGraphDestroy(hipGraph_t graph);
+[[nodiscard]] hipError_t hipGraphExecDestroy(hipGraphExec_t exec);
 const char* hipGetErrorString(hipError_t error);
 
 namespace tandem::emu {

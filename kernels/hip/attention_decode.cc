@@ -6,40 +6,199 @@ namespace tandem::kernels::hip {
 
 namespace {
 
-constexpr int kThreads = kDecodePartition;  // one key per thread when scoring
+constexpr int kThreads = 256;
 constexpr int kMaxD = kAttentionMaxHeadDim;
 constexpr int kMaxGroup = kDecodeMaxGroup;
+constexpr int kMaxPartition = kDecodeMaxPartition;
+// query heads a lane holds while scoring (16 values each), and heads a
+// thread accumulates while summing values (8 values each): registers, not
+// the group size, bound them; a larger group takes more passes.
+constexpr int kScoreHeads = 4;
+constexpr int kValueHeads = 8;
 
-int numSplits(const AttentionArgs& a) {
-  return (a.max_context + kDecodePartition - 1) / kDecodePartition;
+int numSplits(const AttentionArgs& a, int partition) {
+  return (a.max_context + partition - 1) / partition;
 }
 
-// grid (splits, kv heads, sequences). Partial results per (sequence, query
-// head, split): acc[head_dim] (unnormalised), then max and sum.
+// where a sequence's position p of this layer and kv head starts in the cache
+struct CacheRows {
+  const int32_t* table;
+  int block_size;
+  int64_t block_elems, kv_width;
+  __device__ __forceinline__ int64_t offset(int p) const {
+    return table[p / block_size] * block_elems + (p % block_size) * kv_width;
+  }
+};
+
+// --- 16-byte loads of n values (n a multiple of 8) ---
+__device__ __forceinline__ void loadValues(const float* p, int n, float* out) {
+  for (int i = 0; i < n; i += 4) {
+    const gpu::F32x4 v = *reinterpret_cast<const gpu::F32x4*>(p + i);
+    out[i] = v.x, out[i + 1] = v.y, out[i + 2] = v.z, out[i + 3] = v.w;
+  }
+}
+template <class T>
+__device__ __forceinline__ void loadValues(const T* p, int n, float* out) {
+  for (int i = 0; i < n; i += 8) {
+    const gpu::U32x4 v = *reinterpret_cast<const gpu::U32x4*>(p + i);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    for (int j = 0; j < 4; ++j) {
+      out[i + 2 * j] = gpu::toFloat(T{static_cast<uint16_t>(w[j] & 0xffffu)});
+      out[i + 2 * j + 1] = gpu::toFloat(T{static_cast<uint16_t>(w[j] >> 16)});
+    }
+  }
+}
+
+// grid (splits, kv heads, sequences). Scores the partition's keys into LDS
+// (head_dim / 16 lanes a key), turns them into exp(s - max) with one wave a
+// query head, then sums the values (head_dim / 8 threads a value row, the
+// block's key groups reduced through LDS). One split: the normalized output;
+// else partial results per (sequence, query head, split): acc[head_dim]
+// (unnormalized), max and sum.
+template <class T>
+static __global__ void flashDecodeKernel(const float* q, const T* cache, int num_layers,
+                                         int block_size, int num_kv_heads, int head_dim,
+                                         int layer, const int32_t* seq_info,
+                                         const int32_t* block_tables, int num_heads, float scale,
+                                         int partition, int num_splits, float* partial,
+                                         float* out) {
+  TANDEM_SHARED(float, scores, [kMaxGroup][kMaxPartition]);
+  TANDEM_SHARED(float, stats, [kMaxGroup][2]);
+  TANDEM_SHARED(float, red, [kThreads * 8]);
+
+  const int32_t* info = seq_info + 4 * blockIdx.z;
+  const int q_row = info[0], n_keys = info[2] + info[1];
+  const int k_begin = blockIdx.x * partition;
+  if (k_begin >= n_keys) return;  // the whole block: past this sequence's context
+  const int k_end = n_keys - k_begin < partition ? n_keys : k_begin + partition;
+  const int n = k_end - k_begin;
+  const int kvh = blockIdx.y, group = num_heads / num_kv_heads, d = head_dim;
+  const int64_t kv_width = static_cast<int64_t>(num_kv_heads) * d;
+  const int64_t slice = static_cast<int64_t>(block_size) * kv_width;
+  const CacheRows rows{block_tables + info[3], block_size, slice * 2 * num_layers, kv_width};
+  const T* k_base = cache + static_cast<int64_t>(layer) * 2 * slice + kvh * d;
+  const T* v_base = k_base + slice;
+  const float* q_heads = q + static_cast<int64_t>(q_row) * num_heads * d + kvh * group * d;
+
+  // scores: a key's head_dim values over `lanes` lanes, 16 each
+  {
+    const int lanes = d / 16, sub = threadIdx.x % lanes;
+    const int slot = threadIdx.x / lanes, per_pass = kThreads / lanes;
+    for (int g0 = 0; g0 < group; g0 += kScoreHeads) {
+      float qv[kScoreHeads][16];
+      for (int g = 0; g < kScoreHeads; ++g) {
+        for (int e = 0; e < 16; ++e) {
+          qv[g][e] = g0 + g < group ? q_heads[(g0 + g) * d + sub * 16 + e] * scale : 0.0f;
+        }
+      }
+      // the same trip count for every lane: the sums' shuffles span waves
+      for (int base = k_begin; base < k_end; base += per_pass) {
+        const int p = base + slot;
+        float kv[16] = {};
+        if (p < k_end) loadValues(k_base + rows.offset(p) + sub * 16, 16, kv);
+        for (int g = 0; g < kScoreHeads; ++g) {
+          if (g0 + g >= group) break;
+          float s = 0.0f;
+          for (int e = 0; e < 16; ++e) s += qv[g][e] * kv[e];
+          s = gpu::groupSum(s, lanes);
+          if (sub == 0 && p < k_end) scores[g0 + g][p - k_begin] = s;
+        }
+      }
+    }
+  }
+  __syncthreads();
+
+  // softmax over the partition: wave w takes query heads w, w + waves, ...
+  {
+    const int lane = threadIdx.x % warpSize, waves = kThreads / warpSize;
+    for (int g = threadIdx.x / warpSize; g < group; g += waves) {
+      float m = -INFINITY;
+      for (int j = lane; j < n; j += warpSize) m = fmaxf(m, scores[g][j]);
+      m = gpu::warpMax(m);
+      float l = 0.0f;
+      for (int j = lane; j < n; j += warpSize) {
+        const float e = expf(scores[g][j] - m);
+        scores[g][j] = e;
+        l += e;
+      }
+      l = gpu::warpSum(l);
+      if (lane == 0) {
+        stats[g][0] = m;
+        stats[g][1] = l;
+      }
+    }
+  }
+  __syncthreads();
+
+  // values: thread (key group kg, column chunk c8) sums 8 columns over the
+  // key group's positions; the key groups meet in LDS
+  const int chunks = d / 8, c8 = threadIdx.x % chunks, kg = threadIdx.x / chunks;
+  const int groups = kThreads / chunks;
+  for (int g0 = 0; g0 < group; g0 += kValueHeads) {
+    float acc[kValueHeads][8];
+    for (int g = 0; g < kValueHeads; ++g) {
+      for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+    }
+    for (int p = k_begin + kg; p < k_end; p += groups) {
+      float vv[8];
+      loadValues(v_base + rows.offset(p) + c8 * 8, 8, vv);
+      for (int g = 0; g < kValueHeads; ++g) {
+        if (g0 + g >= group) break;
+        const float w = scores[g0 + g][p - k_begin];
+        for (int e = 0; e < 8; ++e) acc[g][e] += w * vv[e];
+      }
+    }
+    for (int g = 0; g < kValueHeads && g0 + g < group; ++g) {
+      for (int e = 0; e < 8; ++e) red[kg * d + c8 * 8 + e] = acc[g][e];
+      __syncthreads();
+      const int h = kvh * group + g0 + g;
+      for (int c = threadIdx.x; c < d; c += kThreads) {
+        float o = 0.0f;
+        for (int j = 0; j < groups; ++j) o += red[j * d + c];
+        if (num_splits == 1) {
+          out[static_cast<int64_t>(q_row) * num_heads * d + h * d + c] = o / stats[g0 + g][1];
+        } else {
+          float* part = partial + ((static_cast<int64_t>(blockIdx.z) * num_heads + h) * num_splits +
+                                   blockIdx.x) *
+                                      (d + 2);
+          part[c] = o;
+          if (c == 0) {
+            part[d] = stats[g0 + g][0];
+            part[d + 1] = stats[g0 + g][1];
+          }
+        }
+      }
+      __syncthreads();  // red is rewritten for the next head
+    }
+  }
+}
+
+// the general kernel, any head_dim: one key a thread when scoring, and a
+// thread per output element when summing values.
 template <class T>
 static __global__ void attentionDecodeKernel(const float* q, const T* cache, int num_layers,
                                              int block_size, int num_kv_heads, int head_dim,
                                              int layer, const int32_t* seq_info,
                                              const int32_t* block_tables, int num_heads,
-                                             float scale, int num_splits, float* partial) {
+                                             float scale, int partition, int num_splits,
+                                             float* partial) {
   TANDEM_SHARED(float, qs, [kMaxGroup][kMaxD]);
-  TANDEM_SHARED(float, ps, [kMaxGroup][kDecodePartition]);
+  TANDEM_SHARED(float, ps, [kMaxGroup][kMaxPartition]);
   TANDEM_SHARED(float, stats, [kMaxGroup][2]);
   TANDEM_SHARED(float, scratch, [gpu::kMaxWarps]);
 
   const int32_t* info = seq_info + 4 * blockIdx.z;
   const int q_row = info[0], n_keys = info[2] + info[1];
-  const int32_t* table = block_tables + info[3];
-  const int k_begin = blockIdx.x * kDecodePartition;
+  const int k_begin = blockIdx.x * partition;
   if (k_begin >= n_keys) return;  // the whole block: past this sequence's context
-  const int k_end = n_keys - k_begin < kDecodePartition ? n_keys : k_begin + kDecodePartition;
+  const int k_end = n_keys - k_begin < partition ? n_keys : k_begin + partition;
   const int kvh = blockIdx.y;
   const int group = num_heads / num_kv_heads;
   const int d = head_dim;
   const int64_t q_cols = static_cast<int64_t>(num_heads) * d;
   const int64_t kv_width = static_cast<int64_t>(num_kv_heads) * d;
   const int64_t slice = static_cast<int64_t>(block_size) * kv_width;
-  const int64_t block_elems = slice * 2 * num_layers;
+  const CacheRows rows{block_tables + info[3], block_size, slice * 2 * num_layers, kv_width};
   const T* k_base = cache + static_cast<int64_t>(layer) * 2 * slice + kvh * d;
   const T* v_base = k_base + slice;
 
@@ -48,23 +207,24 @@ static __global__ void attentionDecodeKernel(const float* q, const T* cache, int
   }
   __syncthreads();
 
-  const int p = k_begin + threadIdx.x;
-  const bool valid = p < k_end;
-  float dots[kMaxGroup];
-  for (int g = 0; g < kMaxGroup; ++g) dots[g] = 0.0f;
-  if (valid) {
-    const T* krow = k_base + table[p / block_size] * block_elems + (p % block_size) * kv_width;
-    for (int c = 0; c < d; ++c) {
-      const float kc = gpu::toFloat(krow[c]);
-      for (int g = 0; g < group; ++g) dots[g] += qs[g][c] * kc;
-    }
-  }
+  // positions k_begin + t, k_begin + t + kThreads, ... of the partition
   for (int g = 0; g < group; ++g) {
-    const float s = valid ? dots[g] * scale : -INFINITY;
-    const float m = gpu::blockMax(s, scratch);  // finite: position k_begin is valid
-    const float e = valid ? expf(s - m) : 0.0f;
-    ps[g][threadIdx.x] = e;
-    const float l = gpu::blockSum(e, scratch);
+    float m = -INFINITY;
+    for (int p = k_begin + threadIdx.x; p < k_end; p += kThreads) {
+      const T* krow = k_base + rows.offset(p);
+      float s = 0.0f;
+      for (int c = 0; c < d; ++c) s += qs[g][c] * gpu::toFloat(krow[c]);
+      ps[g][p - k_begin] = s * scale;
+      m = fmaxf(m, s * scale);
+    }
+    m = gpu::blockMax(m, scratch);  // finite: position k_begin is valid
+    float l = 0.0f;
+    for (int p = k_begin + threadIdx.x; p < k_end; p += kThreads) {
+      const float e = expf(ps[g][p - k_begin] - m);
+      ps[g][p - k_begin] = e;
+      l += e;
+    }
+    l = gpu::blockSum(l, scratch);
     if (threadIdx.x == 0) {
       stats[g][0] = m;
       stats[g][1] = l;
@@ -76,11 +236,7 @@ static __global__ void attentionDecodeKernel(const float* q, const T* cache, int
   for (int e = threadIdx.x; e < group * d; e += kThreads) {
     const int g = e / d, c = e % d;
     float o = 0.0f;
-    for (int j = 0; j < n; ++j) {
-      const int pj = k_begin + j;
-      const T* vrow = v_base + table[pj / block_size] * block_elems + (pj % block_size) * kv_width;
-      o += ps[g][j] * gpu::toFloat(vrow[c]);
-    }
+    for (int j = 0; j < n; ++j) o += ps[g][j] * gpu::toFloat(v_base[rows.offset(k_begin + j) + c]);
     const int h = kvh * group + g;
     float* part =
         partial +
@@ -96,11 +252,11 @@ static __global__ void attentionDecodeKernel(const float* q, const T* cache, int
 // grid (heads, sequences), one thread per output element: merges the
 // partitions the sequence used.
 static __global__ void attentionDecodeCombineKernel(const float* partial, const int32_t* seq_info,
-                                                    int num_heads, int head_dim, int num_splits,
-                                                    float* out) {
+                                                    int num_heads, int head_dim, int partition,
+                                                    int num_splits, float* out) {
   const int32_t* info = seq_info + 4 * blockIdx.y;
   const int q_row = info[0], n_keys = info[2] + info[1];
-  const int used = (n_keys + kDecodePartition - 1) / kDecodePartition;
+  const int used = (n_keys + partition - 1) / partition;
   const int h = blockIdx.x, d = head_dim;
   const float* part =
       partial + (static_cast<int64_t>(blockIdx.y) * num_heads + h) * num_splits * (d + 2);
@@ -117,34 +273,66 @@ static __global__ void attentionDecodeCombineKernel(const float* partial, const 
   }
 }
 
-}  // namespace
-
-size_t attentionDecodeWorkspace(const AttentionArgs& a) {
-  return static_cast<size_t>(a.num_seqs) * a.num_heads * numSplits(a) * (a.head_dim + 2);
+// 16-byte rows: head_dim / 16 lanes a key must be a power of two that
+// divides a wave, and every row start 16-byte aligned.
+bool flashShape(const AttentionArgs& a) {
+  const int d = a.head_dim;
+  const bool pow2 = d == 16 || d == 32 || d == 64 || d == 128;
+  const size_t elem = a.shape.dtype == DType::kF32 ? 4 : 2;
+  return pow2 && reinterpret_cast<uintptr_t>(a.cache) % 16 == 0 && d * elem % 16 == 0;
 }
 
-hipError_t launchAttentionDecode(const AttentionArgs& a, float* workspace, hipStream_t stream) {
+}  // namespace
+
+int attentionDecodePartition(const AttentionArgs& a, int partition) {
+  if (partition > 0) return partition;
+  // the largest of 512, 256, 128, 64 that still gives ~4 blocks a
+  // multiprocessor: long single sequences split finely, large batches not
+  const int64_t target = 4 * static_cast<int64_t>(gpu::hostMultiprocessors());
+  int p = kMaxPartition;
+  while (p > 64 && static_cast<int64_t>(numSplits(a, p)) * a.num_kv_heads * a.num_seqs < target) {
+    p /= 2;
+  }
+  return p;
+}
+
+size_t attentionDecodeWorkspace(const AttentionArgs& a, int partition) {
+  const int p = attentionDecodePartition(a, partition);
+  return static_cast<size_t>(a.num_seqs) * a.num_heads * numSplits(a, p) * (a.head_dim + 2);
+}
+
+hipError_t launchAttentionDecode(const AttentionArgs& a, float* workspace, hipStream_t stream,
+                                 int partition) {
+  const int p = attentionDecodePartition(a, partition);
   if (a.head_dim > kMaxD || a.head_dim <= 0 || a.num_kv_heads <= 0 ||
       a.num_heads % a.num_kv_heads != 0 || a.num_heads / a.num_kv_heads > kMaxGroup ||
-      a.max_q_len != 1) {
+      a.max_q_len != 1 || p <= 0 || p > kMaxPartition || p % 32 != 0) {
     return hipErrorInvalidValue;
   }
   if (a.num_seqs == 0) return hipSuccess;
-  const int splits = numSplits(a);
+  const int splits = numSplits(a, p);
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(a.num_kv_heads),
                   static_cast<unsigned>(a.num_seqs));
+  const bool flash = flashShape(a);
   const hipError_t e = TANDEM_DISPATCH_ELEM(a.shape.dtype, T, [&] {
+    const T* cache = static_cast<const T*>(a.cache);
+    if (flash) {
+      return gpu::launch("attention_decode_flash", flashDecodeKernel<T>, grid, dim3(kThreads),
+                         stream, a.q, cache, a.shape.num_layers, a.shape.block_size,
+                         a.num_kv_heads, a.head_dim, a.layer, a.seq_info, a.block_tables,
+                         a.num_heads, a.scale, p, splits, workspace, a.out);
+    }
     return gpu::launch("attention_decode", attentionDecodeKernel<T>, grid, dim3(kThreads), stream,
-                       a.q, static_cast<const T*>(a.cache), a.shape.num_layers, a.shape.block_size,
-                       a.num_kv_heads, a.head_dim, a.layer, a.seq_info, a.block_tables, a.num_heads,
-                       a.scale, splits, workspace);
+                       a.q, cache, a.shape.num_layers, a.shape.block_size, a.num_kv_heads,
+                       a.head_dim, a.layer, a.seq_info, a.block_tables, a.num_heads, a.scale, p,
+                       splits, workspace);
   });
-  if (e != hipSuccess) return e;
+  if (e != hipSuccess || (flash && splits == 1)) return e;
   const unsigned threads = a.head_dim <= 64 ? 64 : 128;
   return gpu::launch("attention_decode_combine", attentionDecodeCombineKernel,
                      dim3(static_cast<unsigned>(a.num_heads), static_cast<unsigned>(a.num_seqs)),
-                     dim3(threads), stream, workspace, a.seq_info, a.num_heads, a.head_dim, splits,
-                     a.out);
+                     dim3(threads), stream, workspace, a.seq_info, a.num_heads, a.head_dim, p,
+                     splits, a.out);
 }
 
 }  // namespace tandem::kernels::hip

@@ -1,9 +1,16 @@
-// Paged attention for decode (one query row per sequence), split-K: the
-// context is cut into partitions of 256 positions, one block per (partition,
-// kv head, sequence) scores all of the kv head's query heads (GQA: each key
-// and value is read once for the group), and a second kernel merges the
-// partitions' softmax statistics. Long contexts fill the GPU this way even
-// at batch size one.
+// Paged attention for decode (one query row per sequence) as flash-decoding:
+// the context is split into partitions, one block per (partition, kv head,
+// sequence) scores all of the kv head's query heads (GQA: each key and value
+// is read once for the group), and a second kernel merges the partitions'
+// softmax statistics. The partition is chosen per launch so that even one
+// sequence fills the device (64 to 512 positions: the largest that still
+// gives about four blocks a multiprocessor), and 64 sequences at 32k do not
+// drown it in tiny blocks.
+//
+// Two kernels behind one launch: for head_dim 16, 32, 64 or 128 the lanes
+// read keys and values 16 bytes at a time (a key row is read by head_dim / 16
+// lanes, a value row by head_dim / 8); any other head_dim takes a general
+// kernel with one key a thread.
 #pragma once
 
 #include <cstddef>
@@ -14,16 +21,22 @@
 
 namespace tandem::kernels::hip {
 
-inline constexpr int kDecodePartition = 256;
 inline constexpr int kDecodeMaxGroup = 16;
+inline constexpr int kDecodeMaxPartition = 512;
+
+// the partition (positions a block scores) a launch uses for this batch on
+// the current device: `partition` when positive (tests and benchmarks pin
+// it; a multiple of 32 up to kDecodeMaxPartition), else chosen as above.
+int attentionDecodePartition(const AttentionArgs& args, int partition = 0);
 
 // floats of workspace launchAttentionDecode needs for this batch.
-size_t attentionDecodeWorkspace(const AttentionArgs& args);
+size_t attentionDecodeWorkspace(const AttentionArgs& args, int partition = 0);
 
 // every sequence must have q_len == 1 (args.max_q_len == 1). workspace:
-// attentionDecodeWorkspace(args) floats of device memory.
+// attentionDecodeWorkspace(args, partition) floats of device memory.
 // hipErrorInvalidValue for head_dim > kAttentionMaxHeadDim, a GQA group over
-// kDecodeMaxGroup or max_q_len != 1.
-hipError_t launchAttentionDecode(const AttentionArgs& args, float* workspace, hipStream_t stream);
+// kDecodeMaxGroup, max_q_len != 1 or a bad partition.
+hipError_t launchAttentionDecode(const AttentionArgs& args, float* workspace, hipStream_t stream,
+                                 int partition = 0);
 
 }  // namespace tandem::kernels::hip

@@ -71,6 +71,13 @@ __device__ __forceinline__ float groupSum(float v, int width) {
   return v;
 }
 
+// the maximum over aligned groups of `width` lanes (a power of two <= warpSize).
+__device__ __forceinline__ float groupMax(float v, int width) {
+  for (int offset = width / 2; offset > 0; offset >>= 1)
+    v = fmaxf(v, TANDEM_SHFL_XOR_WIDTH(v, offset, width));
+  return v;
+}
+
 __device__ __forceinline__ float warpMax(float v) {
   for (int offset = warpSize / 2; offset > 0; offset >>= 1)
     v = fmaxf(v, TANDEM_SHFL_XOR(v, offset));

@@ -1,18 +1,18 @@
 // Matrix-vector products for decode: y = x * w^T (+ bias) for a handful of
-// rows of x. Bandwidth-bound: every weight is read once for all rows. A
-// group of lanes (sized to k: 4 for tiny rows, a whole wave for 4096) owns
-// one output column, strides over k and reduces with shuffles inside the
-// group, so short rows do not leave most of a wave idle.
+// rows of x. Bandwidth-bound: every weight is read once for all rows. Rows
+// of whole 16-byte chunks (k % 8 == 0, aligned) take the vector kernel: a
+// wave owns 1-4 weight rows, each lane reads 16 bytes at a time with several
+// loads in flight; any other shape a general kernel whose lane groups (4
+// lanes up to a wave, sized to k) own one output column each.
 #pragma once
 
 #include <cstdint>
 
 #include "common/dtype.h"
+#include "kernels/hip/gemv_rows.h"
 #include "kernels/hip/gpu_vendor.h"
 
 namespace tandem::kernels::hip {
-
-inline constexpr int kGemvMaxRows = 8;
 
 // x [m, k] F32 with 1 <= m <= kGemvMaxRows, w [n, k] of `w_dtype`, bias [n]
 // F32 or null, y [m, n] F32. hipErrorInvalidValue when m is out of range.

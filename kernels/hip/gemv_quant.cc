@@ -1,70 +1,90 @@
 #include "kernels/hip/gemv_quant.h"
 
 #include "kernels/hip/device_utils.h"
-#include "kernels/hip/quant_device.h"
 
 namespace tandem::kernels::hip {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kGroup = 8;  // values a lane dequantizes at once
+constexpr int kThreads = 128;
 
-// lane group g of block b (groups of `lanes` threads) computes column
-// n = b * (threads / lanes) + g for every row of x; lane `sub` takes the
-// groups of eight sub, sub + lanes, ... of the column's packed row, so
-// neighbouring lanes read neighbouring bytes of one block.
-template <class Q>
-static __global__ void gemvQuantKernel(const float* x, const typename Q::Block* w,
-                                       const float* bias, float* y, int m, int64_t n, int64_t k,
-                                       int lanes) {
-  const int sub = threadIdx.x % lanes;
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * (blockDim.x / lanes) + threadIdx.x / lanes;
-  // the whole group leaves together: its shuffles stay among live lanes
-  if (col >= n) return;
-  float acc[kGemvMaxRows];
-  for (int r = 0; r < kGemvMaxRows; ++r) acc[r] = 0.0f;
-  const typename Q::Block* wr = w + col * (k / Q::kValues);
-  for (int64_t j = static_cast<int64_t>(sub) * kGroup; j < k;
-       j += static_cast<int64_t>(lanes) * kGroup) {
-    float wv[kGroup];
-    gpu::dequantRow8<Q>(wr, j, wv);
-    for (int r = 0; r < m; ++r) {
-      const float* xr = x + r * k + j;
-      float s = 0.0f;
-      for (int i = 0; i < kGroup; ++i) s += xr[i] * wv[i];
-      acc[r] += s;
+// a wave owns R consecutive weight rows; lane l takes the units l, l + wave,
+// ... of each (loads of neighbouring lanes are neighbouring units), dots each
+// with the M rows of quantized activations and the wave sums at the end.
+template <class Q, int M, int R>
+static __global__ void gemvQuantKernel(const gpu::ActQ8* act, const typename Q::Block* w,
+                                       const float* bias, float* y, int64_t n, int64_t k) {
+  const int lane = threadIdx.x % warpSize;
+  const int64_t row0 =
+      (static_cast<int64_t>(blockIdx.x) * (blockDim.x / warpSize) + threadIdx.x / warpSize) * R;
+  // the whole wave leaves together: its shuffles stay among live lanes
+  if (row0 >= n) return;
+  const int64_t blocks_per_row = k / Q::kValues, acts_per_row = k / gpu::kActValues;
+  const int64_t units = k / Q::kUnitValues;
+  const typename Q::Block* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = w + (row0 + r < n ? row0 + r : row0) * blocks_per_row;
+  float acc[M][R];
+  for (int i = 0; i < M; ++i) {
+    for (int r = 0; r < R; ++r) acc[i][r] = 0.0f;
+  }
+  TANDEM_UNROLL(2)
+  for (int64_t u = lane; u < units; u += warpSize) {
+    typename Q::Unit wu[R];
+    for (int r = 0; r < R; ++r) Q::load(rows[r], u, wu[r]);
+    for (int i = 0; i < M; ++i) {
+      for (int r = 0; r < R; ++r) acc[i][r] += Q::dot(wu[r], act + i * acts_per_row, u);
     }
   }
-  for (int r = 0; r < m; ++r) {
-    const float total = gpu::groupSum(acc[r], lanes);
-    if (sub == 0) y[r * n + col] = total + (bias != nullptr ? bias[col] : 0.0f);
+  for (int i = 0; i < M; ++i) {
+    for (int r = 0; r < R; ++r) {
+      const float total = gpu::warpSum(acc[i][r]);
+      if (lane == 0 && row0 + r < n) {
+        y[i * n + row0 + r] = total + (bias != nullptr ? bias[row0 + r] : 0.0f);
+      }
+    }
   }
 }
 
-// lanes per column: about four groups of eight each, a power of two from 4
-// to the wave size.
-int lanesFor(int64_t k) {
-  const int wave = gpu::hostWarpSize();
-  int lanes = 4;
-  while (lanes < wave && lanes * 4 * kGroup < k) lanes *= 2;
-  return lanes;
+// weight rows a wave takes for M rows of x: the activations' int8 bytes
+// read per weight byte stay about 2 or below.
+constexpr int rowsPerWave(int m) { return m <= 2 ? 1 : m <= 4 ? 2 : 4; }
+
+template <class Q, int M>
+hipError_t launchRows(const gpu::ActQ8* act, const typename Q::Block* w, const float* bias,
+                      float* y, int64_t n, int64_t k, hipStream_t stream) {
+  constexpr int kR = rowsPerWave(M);
+  const int64_t rows_per_block = static_cast<int64_t>(kThreads / gpu::hostWarpSize()) * kR;
+  const dim3 grid(static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block));
+  return gpu::launch("gemv_quant", gemvQuantKernel<Q, M, kR>, grid, dim3(kThreads), stream, act, w,
+                     bias, y, n, k);
 }
 
 }  // namespace
 
-hipError_t launchGemvQuant(const float* x, const void* w, DType w_dtype, const float* bias,
+size_t gemvQuantWorkspace(int64_t m, int64_t k) {
+  return static_cast<size_t>(m * (k / gpu::kActValues)) * sizeof(gpu::ActQ8);
+}
+
+hipError_t launchGemvQuant(const gpu::ActQ8* act, const void* w, DType w_dtype, const float* bias,
                            float* y, int64_t m, int64_t n, int64_t k, hipStream_t stream) {
-  if (m < 1 || m > kGemvMaxRows) return hipErrorInvalidValue;
-  return TANDEM_DISPATCH_QUANT(w_dtype, Q, [&]() -> hipError_t {
+  if (m < 1 || m > kGemvMaxRows || reinterpret_cast<uintptr_t>(w) % 4 != 0) {
+    return hipErrorInvalidValue;
+  }
+  return TANDEM_DISPATCH_QUANT_DOT(w_dtype, Q, [&]() -> hipError_t {
     if (k % Q::kValues != 0) return hipErrorInvalidValue;
     if (n == 0) return hipSuccess;
-    const int lanes = lanesFor(k);
-    const int64_t cols_per_block = kThreads / lanes;
-    const dim3 grid(static_cast<unsigned>((n + cols_per_block - 1) / cols_per_block));
-    return gpu::launch("gemv_quant", gemvQuantKernel<Q>, grid, dim3(kThreads), stream, x,
-                       static_cast<const typename Q::Block*>(w), bias, y, static_cast<int>(m), n, k,
-                       lanes);
+    const auto* wb = static_cast<const typename Q::Block*>(w);
+    static_assert(kGemvMaxRows == 8);
+    switch (m) {
+      case 1: return launchRows<Q, 1>(act, wb, bias, y, n, k, stream);
+      case 2: return launchRows<Q, 2>(act, wb, bias, y, n, k, stream);
+      case 3: return launchRows<Q, 3>(act, wb, bias, y, n, k, stream);
+      case 4: return launchRows<Q, 4>(act, wb, bias, y, n, k, stream);
+      case 5: return launchRows<Q, 5>(act, wb, bias, y, n, k, stream);
+      case 6: return launchRows<Q, 6>(act, wb, bias, y, n, k, stream);
+      case 7: return launchRows<Q, 7>(act, wb, bias, y, n, k, stream);
+      default: return launchRows<Q, 8>(act, wb, bias, y, n, k, stream);
+    }
   });
 }
 

@@ -7,7 +7,10 @@
 // TANDEM_SHARED for __shared__ arrays (bounds-checked on the emulator),
 // TANDEM_SHFL* / TANDEM_BALLOT (mask-free, as HIP's), TANDEM_MFMA_F32_16X16X4
 // (CDNA's matrix instruction, selected at compile time with a portable
-// fallback) and gpu::launch.
+// fallback), gpu::dot4I8 (dp4a), the 16-byte vectors U32x4/F32x4,
+// TANDEM_UNROLL, stream capture into graphs (hipStreamBeginCapture ...,
+// gpu::graphInstantiate) and gpu::launch. The vendor's BLAS is named below
+// in hipBLASLt's names and wrapped by gpu_blas.h.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +21,7 @@
 #include <hip/hip_runtime.h>
 #define TANDEM_GPU_AMD 1
 #elif defined(__CUDACC__)
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #define TANDEM_GPU_NVIDIA 1
 #else
@@ -64,10 +68,64 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipGetDevice cudaGetDevice
 #define hipGetLastError cudaGetLastError
 #define hipGetErrorString cudaGetErrorString
+using hipGraph_t = cudaGraph_t;
+using hipGraphExec_t = cudaGraphExec_t;
+#define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphDestroy cudaGraphDestroy
+#define hipGraphExecDestroy cudaGraphExecDestroy
 #endif
 
 #if !defined(TANDEM_GPU_EMU)
 #define TANDEM_SHARED(type, name, dims) __shared__ type name dims
+#endif
+
+// The vendor's BLAS, in hipBLASLt's names (gpu_blas.cc is written in them):
+// NVIDIA's cuBLASLt under those names, AMD's hipBLASLt where ROCm ships it
+// (ROCm >= 6; Debian's ROCm 5.2 has none). TANDEM_GPU_VENDOR_BLAS says
+// whether this build has one; gpu_blas.cc loads the library at run time, so
+// a binary without it on the machine still runs (on tandem's own GEMM).
+#if defined(TANDEM_GPU_NVIDIA)
+#include <cublasLt.h>
+#define TANDEM_GPU_VENDOR_BLAS 1
+#define TANDEM_GPU_VENDOR_BLAS_LIBS {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}
+#define hipblasStatus_t cublasStatus_t
+#define hipblasOperation_t cublasOperation_t
+#define hipblasComputeType_t cublasComputeType_t
+#define hipDataType cudaDataType_t
+#define hipblasLtHandle_t cublasLtHandle_t
+#define hipblasLtMatmulDesc_t cublasLtMatmulDesc_t
+#define hipblasLtMatrixLayout_t cublasLtMatrixLayout_t
+#define hipblasLtMatmulPreference_t cublasLtMatmulPreference_t
+#define hipblasLtMatmulHeuristicResult_t cublasLtMatmulHeuristicResult_t
+#define HIPBLAS_STATUS_SUCCESS CUBLAS_STATUS_SUCCESS
+#define HIPBLAS_OP_N CUBLAS_OP_N
+#define HIPBLAS_OP_T CUBLAS_OP_T
+#define HIPBLAS_COMPUTE_32F CUBLAS_COMPUTE_32F
+#define HIP_R_32F CUDA_R_32F
+#define HIP_R_16F CUDA_R_16F
+#define HIP_R_16BF CUDA_R_16BF
+#define HIPBLASLT_MATMUL_DESC_TRANSA CUBLASLT_MATMUL_DESC_TRANSA
+#define HIPBLASLT_MATMUL_DESC_TRANSB CUBLASLT_MATMUL_DESC_TRANSB
+#define HIPBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+#define hipblasLtCreate cublasLtCreate
+#define hipblasLtDestroy cublasLtDestroy
+#define hipblasLtMatmulDescCreate cublasLtMatmulDescCreate
+#define hipblasLtMatmulDescDestroy cublasLtMatmulDescDestroy
+#define hipblasLtMatmulDescSetAttribute cublasLtMatmulDescSetAttribute
+#define hipblasLtMatrixLayoutCreate cublasLtMatrixLayoutCreate
+#define hipblasLtMatrixLayoutDestroy cublasLtMatrixLayoutDestroy
+#define hipblasLtMatmulPreferenceCreate cublasLtMatmulPreferenceCreate
+#define hipblasLtMatmulPreferenceDestroy cublasLtMatmulPreferenceDestroy
+#define hipblasLtMatmulPreferenceSetAttribute cublasLtMatmulPreferenceSetAttribute
+#define hipblasLtMatmulAlgoGetHeuristic cublasLtMatmulAlgoGetHeuristic
+#define hipblasLtMatmul cublasLtMatmul
+#elif defined(TANDEM_GPU_AMD) && __has_include(<hipblaslt/hipblaslt.h>)
+#include <hipblaslt/hipblaslt.h>
+#define TANDEM_GPU_VENDOR_BLAS 1
+#define TANDEM_GPU_VENDOR_BLAS_LIBS {"libhipblaslt.so.1", "libhipblaslt.so.0", "libhipblaslt.so"}
 #endif
 
 namespace tandem::gpu {
@@ -98,8 +156,15 @@ __device__ __forceinline__ uint64_t ballot(bool p) { return __ballot_sync(0xffff
 #define TANDEM_GPU_HIP_COLLECTIVES 1
 #endif
 
-// 16-bit float bits to float, exactly (f16 subnormals included).
+// 16-bit float bits to float, exactly (f16 subnormals included): the
+// hardware's conversion in device code (exact for every f16), the same
+// result in software on the emulator and in host passes.
 __device__ __forceinline__ float halfBitsToFloat(uint16_t h) {
+#if defined(TANDEM_GPU_NVIDIA) && defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(h));
+#elif defined(TANDEM_GPU_AMD) && defined(__HIP_DEVICE_COMPILE__)
+  return static_cast<float>(__builtin_bit_cast(_Float16, h));
+#else
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t mant = h & 0x3ffu;
@@ -118,6 +183,7 @@ __device__ __forceinline__ float halfBitsToFloat(uint16_t h) {
   float f;
   memcpy(&f, &bits, 4);
   return f;
+#endif
 }
 
 __device__ __forceinline__ float bf16BitsToFloat(uint16_t h) {
@@ -169,6 +235,50 @@ __device__ __forceinline__ void mfma16x16x4F32(float a, float b, float (&acc)[4]
 }  // namespace tandem::gpu
 #endif
 
+// TANDEM_UNROLL(n): unroll the next loop n times where a GPU compiler
+// compiles it (more loads in flight); nothing on the emulator.
+#if defined(TANDEM_GPU_EMU)
+#define TANDEM_UNROLL(n)
+#else
+#define TANDEM_UNROLL_PRAGMA(x) _Pragma(#x)
+#define TANDEM_UNROLL(n) TANDEM_UNROLL_PRAGMA(unroll n)
+#endif
+
+namespace tandem::gpu {
+
+// 16 bytes loaded or stored as one vector access (the widest a lane issues):
+// the runtime's own uint4/float4, a plain aligned struct on the emulator.
+#if defined(TANDEM_GPU_EMU)
+struct alignas(16) U32x4 {
+  uint32_t x, y, z, w;
+};
+struct alignas(16) F32x4 {
+  float x, y, z, w;
+};
+#else
+using U32x4 = uint4;
+using F32x4 = float4;
+#endif
+
+// c + the dot product of the four signed bytes of a and b (dp4a /
+// v_dot4_i32_i8, where the device has them).
+__device__ __forceinline__ int dot4I8(int a, int b, int c) {
+#if defined(TANDEM_GPU_NVIDIA) && defined(__CUDA_ARCH__)
+  return __dp4a(a, b, c);
+#elif defined(TANDEM_GPU_AMD) && defined(__HIP_DEVICE_COMPILE__) && \
+    (defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__))
+  return __builtin_amdgcn_sdot4(a, b, c, false);
+#else
+  for (int i = 0; i < 4; ++i) {
+    c += static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i))) *
+         static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(b) >> (8 * i)));
+  }
+  return c;
+#endif
+}
+
+}  // namespace tandem::gpu
+
 namespace tandem::gpu {
 
 // the wave size of the device kernels launch on, for grid shapes on the host.
@@ -190,6 +300,20 @@ inline int hostWarpSize() {
 #endif
 }
 
+// multiprocessors (CUs / SMs) of the current device, for grid shapes that
+// must fill it; cached per thread and device as hostWarpSize().
+inline int hostMultiprocessors() {
+  thread_local int device = -1, count = 1;
+  int current = 0;
+  if (hipGetDevice(&current) != hipSuccess) return count;
+  if (current != device) {
+    hipDeviceProp_t p;
+    count = hipGetDeviceProperties(&p, current) == hipSuccess ? p.multiProcessorCount : 1;
+    device = current;
+  }
+  return count;
+}
+
 // what went wrong: the runtime's name for `e`, and on the emulator why the
 // kernel failed (which thread, which barrier or shared array).
 inline std::string errorMessage(hipError_t e) {
@@ -199,6 +323,16 @@ inline std::string errorMessage(hipError_t e) {
   if (e != hipSuccess && !why.empty()) msg += ": " + why;
 #endif
   return msg;
+}
+
+// an executable graph of a captured stream (hipGraphInstantiate, whose
+// signature differs between HIP and CUDA 12+).
+inline hipError_t graphInstantiate(hipGraphExec_t* exec, hipGraph_t graph) {
+#if defined(TANDEM_GPU_NVIDIA)
+  return cudaGraphInstantiate(exec, graph, 0);
+#else
+  return hipGraphInstantiate(exec, graph, nullptr, nullptr, 0);
+#endif
 }
 
 // kernel<<<grid, block, 0, stream>>>(args...); returns the launch error.

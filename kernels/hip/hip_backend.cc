@@ -9,14 +9,17 @@
 #include "common/status.h"
 #include "kernels/hip/attention_decode.h"
 #include "kernels/hip/attention_prefill.h"
+#include "kernels/hip/convert.h"
 #include "kernels/hip/embedding.h"
 #include "kernels/hip/gather_rows.h"
 #include "kernels/hip/gemm.h"
 #include "kernels/hip/gemm_quant.h"
 #include "kernels/hip/gemv.h"
 #include "kernels/hip/gemv_quant.h"
+#include "kernels/hip/gpu_blas.h"
 #include "kernels/hip/gpu_vendor.h"
 #include "kernels/hip/kv_cache.h"
+#include "kernels/hip/quantize_act.h"
 #include "kernels/hip/residual_add.h"
 #include "kernels/hip/rms_norm.h"
 #include "kernels/hip/rope.h"
@@ -78,7 +81,7 @@ class PinnedBuffer : public Buffer {
 
 }  // namespace
 
-absl::StatusOr<HipBackendPtr> HipBackend::create(int device) {
+absl::StatusOr<HipBackendPtr> HipBackend::create(int device, HipBackendOptions options) {
   int count = 0;
   const hipError_t e = hipGetDeviceCount(&count);
   if (e != hipSuccess || count == 0) {
@@ -101,8 +104,22 @@ absl::StatusOr<HipBackendPtr> HipBackend::create(int device) {
       hipEventCreate(&compute_done) != hipSuccess || hipEventCreate(&transfer_done) != hipSuccess) {
     return absl::UnavailableError("hip: cannot create streams and events (no device?)");
   }
-  return HipBackendPtr(new HipBackend(device, stream, transfer, compute_done, transfer_done));
+  HipBackendPtr backend(new HipBackend(device, stream, transfer, compute_done, transfer_done));
+  backend->decode_partition_ = options.decode_partition;
+  std::string why = "no vendor BLAS asked for";
+  if (options.vendor_blas) backend->blas_ = VendorBlas::open(&why);
+  backend->gemm_path_ = backend->blas_ != nullptr ? backend->blas_->name()
+                                                  : "tandem tiled GEMM (" + why + ")";
+  return backend;
 }
+
+HipBackend::HipBackend(int device, Handle stream, Handle transfer, Handle compute_done,
+                       Handle transfer_done)
+    : device_(device),
+      stream_(stream),
+      transfer_(transfer),
+      compute_done_(compute_done),
+      transfer_done_(transfer_done) {}
 
 void HipBackend::bind() const {
   thread_local int bound = -1;
@@ -115,6 +132,10 @@ HipBackend::~HipBackend() {
   bind();
   (void)hipDeviceSynchronize();
   decode_workspace_.reset();
+  act_workspace_.reset();
+  blas_activations_.reset();
+  blas_weights_.reset();
+  blas_.reset();
   copy_pairs_.reset();
   rope_tables_.clear();
   TANDEM_CHECK(live_buffers_ == 0 && "hip backend destroyed before its buffers");
@@ -252,35 +273,131 @@ void HipBackend::rmsNorm(const Tensor& x, const Tensor& weight, float eps, const
 }
 
 void HipBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
+  SharedX shared;
+  matmulShared(x, w, bias, y, &shared);
+}
+
+void HipBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) {
+  SharedX shared;
+  for (const MatmulOutput& o : outputs) matmulShared(x, *o.w, o.bias, *o.y, &shared);
+}
+
+void HipBackend::matmulShared(const Tensor& x, const Tensor& w, const Tensor* bias,
+                              const Tensor& y, SharedX* shared) {
   bind();
   TANDEM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
   TANDEM_CHECK(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows);
   TANDEM_CHECK(bias == nullptr || (bias->dtype == DType::kF32 && bias->numel() == w.rows));
+  // block-quantized weights: rows of whole blocks
+  TANDEM_CHECK(!quant::isQuantized(w.dtype) || w.cols % quant::blockValues(w.dtype) == 0);
   const float* b = bias != nullptr ? bias->as<float>() : nullptr;
-  // block-quantized weights: dequantized in registers (gemv) or into the
-  // LDS tile (gemm); their rows are whole blocks
-  if (quant::isQuantized(w.dtype)) {
-    TANDEM_CHECK(w.cols % quant::blockValues(w.dtype) == 0);
-    if (x.rows <= kGemvMaxRows) {
-      check(launchGemvQuant(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows,
-                            x.cols, asStream(stream_)),
-            "matmul (gemv, quantized)");
-    } else {
-      check(launchGemmQuant(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows,
-                            x.cols, asStream(stream_)),
-            "matmul (gemm, quantized)");
-    }
-    return;
-  }
   if (x.rows <= kGemvMaxRows) {
-    check(launchGemv(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows, x.cols,
-                     asStream(stream_)),
-          "matmul (gemv)");
+    gemvRows(x, w, b, y, shared);
+  } else if (blas_ != nullptr) {
+    blasRows(x, w, b, y, shared);
+  } else if (quant::isQuantized(w.dtype)) {
+    // dequantized into the LDS tile
+    check(launchGemmQuant(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows,
+                          x.cols, asStream(stream_)),
+          "matmul (gemm, quantized)");
   } else {
     check(launchGemm(x.as<float>(), w.data, w.dtype, b, y.as<float>(), x.rows, w.rows, x.cols,
                      asStream(stream_)),
           "matmul (gemm)");
   }
+}
+
+void HipBackend::gemvRows(const Tensor& x, const Tensor& w, const float* bias, const Tensor& y,
+                          SharedX* shared) {
+  const hipStream_t s = asStream(stream_);
+  if (quant::isQuantized(w.dtype)) {
+    if (shared->acts_q8 == nullptr) {
+      auto* acts = static_cast<gpu::ActQ8*>(
+          scratch(act_workspace_, gemvQuantWorkspace(x.rows, x.cols)));
+      check(launchQuantizeActQ8(x.as<float>(), x.rows, x.cols, acts, s), "matmul (quantize x)");
+      shared->acts_q8 = acts;
+    }
+    check(launchGemvQuant(static_cast<const gpu::ActQ8*>(shared->acts_q8), w.data, w.dtype, bias,
+                          y.as<float>(), x.rows, w.rows, x.cols, s),
+          "matmul (gemv, quantized)");
+    return;
+  }
+  check(launchGemv(x.as<float>(), w.data, w.dtype, bias, y.as<float>(), x.rows, w.rows, x.cols, s),
+        "matmul (gemv)");
+}
+
+// F32 weights as they are; F16/BF16 weights with x rounded to their type
+// (the matrix cores' operands, as PyTorch feeds them); quantized weights
+// dequantized to F16 first, with x in F16.
+void HipBackend::blasRows(const Tensor& x, const Tensor& w, const float* bias, const Tensor& y,
+                          SharedX* shared) {
+  const hipStream_t s = asStream(stream_);
+  const void* a = x.data;
+  const void* wb = w.data;
+  BlasOperand type = BlasOperand::kF32;
+  if (w.dtype != DType::kF32) {
+    const DType operand = w.dtype == DType::kBF16 ? DType::kBF16 : DType::kF16;
+    type = operand == DType::kBF16 ? BlasOperand::kBF16 : BlasOperand::kF16;
+    if (shared->x16 == nullptr || shared->x16_type != operand) {
+      void* xs = scratch(blas_activations_, static_cast<size_t>(x.numel()) * 2);
+      check(launchConvertF32(x.as<float>(), x.numel(), operand, xs, s), "matmul (convert x)");
+      shared->x16 = xs;
+      shared->x16_type = operand;
+    }
+    a = shared->x16;
+    if (quant::isQuantized(w.dtype)) {
+      auto* ws = static_cast<uint16_t*>(scratch(blas_weights_, static_cast<size_t>(w.numel()) * 2));
+      check(launchDequantizeF16(w.data, w.dtype, w.rows, w.cols, ws, s), "matmul (dequantize)");
+      wb = ws;
+    }
+  }
+  check(blas_->gemm(type, a, wb, y.as<float>(), x.rows, w.rows, x.cols, s), "matmul (vendor BLAS)");
+  if (bias != nullptr) check(launchAddBias(y.as<float>(), bias, x.rows, w.rows, s), "matmul (bias)");
+}
+
+HipBackend::Graph::~Graph() {
+  backend_->bind();
+  (void)hipGraphExecDestroy(static_cast<hipGraphExec_t>(exec_));
+  (void)hipGraphDestroy(static_cast<hipGraph_t>(graph_));
+}
+
+absl::Status HipBackend::Graph::replay() {
+  backend_->bind();
+  const hipError_t e =
+      hipGraphLaunch(static_cast<hipGraphExec_t>(exec_), asStream(backend_->stream_));
+  if (e != hipSuccess) return absl::InternalError("hip: graph launch: " + deviceMessage(e));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<HipBackend::Graph>> HipBackend::capture(
+    const std::function<void()>& ops) {
+  bind();
+  // relaxed: the caching pool may still hipMalloc while capturing
+  hipError_t e = hipStreamBeginCapture(asStream(stream_), hipStreamCaptureModeRelaxed);
+  if (e != hipSuccess) return absl::InternalError("hip: begin capture: " + deviceMessage(e));
+  ops();
+  hipGraph_t graph = nullptr;
+  e = hipStreamEndCapture(asStream(stream_), &graph);
+  if (e != hipSuccess) return absl::InternalError("hip: end capture: " + deviceMessage(e));
+  hipGraphExec_t exec = nullptr;
+  if (e = gpu::graphInstantiate(&exec, graph); e != hipSuccess) {
+    (void)hipGraphDestroy(graph);
+    return absl::InternalError("hip: graph instantiate: " + deviceMessage(e));
+  }
+  return std::unique_ptr<Graph>(new Graph(this, graph, exec));
+}
+
+absl::Status HipBackend::vendorGemm(const Tensor& x, const Tensor& w, const Tensor& y) {
+  bind();
+  if (blas_ == nullptr) return absl::UnavailableError(gemm_path_);
+  TANDEM_CHECK(x.dtype == w.dtype && y.dtype == DType::kF32 && x.cols == w.cols);
+  const BlasOperand type = w.dtype == DType::kF16    ? BlasOperand::kF16
+                           : w.dtype == DType::kBF16 ? BlasOperand::kBF16
+                                                     : BlasOperand::kF32;
+  const hipError_t e =
+      blas_->gemm(type, x.data, w.data, y.as<float>(), x.rows, w.rows, x.cols, asStream(stream_));
+  if (e != hipSuccess) return absl::InternalError("vendor BLAS: " + deviceMessage(e));
+  return absl::OkStatus();
 }
 
 void HipBackend::rope(const Tensor& x, const Tensor& positions, const RopeParams& params) {
@@ -327,9 +444,10 @@ void HipBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int l
   a.scale = batch.scale;
   a.out = out.as<float>();
   if (batch.max_q_len == 1 && batch.num_heads / l.num_kv_heads <= kDecodeMaxGroup) {
-    float* ws = static_cast<float*>(
-        scratch(decode_workspace_, attentionDecodeWorkspace(a) * sizeof(float)));
-    check(launchAttentionDecode(a, ws, asStream(stream_)), "pagedAttention (decode)");
+    float* ws = static_cast<float*>(scratch(
+        decode_workspace_, attentionDecodeWorkspace(a, decode_partition_) * sizeof(float)));
+    check(launchAttentionDecode(a, ws, asStream(stream_), decode_partition_),
+          "pagedAttention (decode)");
   } else {
     check(launchAttentionPrefill(a, asStream(stream_)), "pagedAttention (prefill)");
   }

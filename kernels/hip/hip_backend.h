@@ -13,6 +13,7 @@
 // so code built by any C++ compiler can include it and link either build.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,14 +25,28 @@ namespace tandem::kernels::hip {
 
 class HipBackend;
 using HipBackendPtr = std::unique_ptr<HipBackend>;
+class VendorBlas;
+
+struct HipBackendOptions {
+  // matmuls of more than kGemvMaxRows rows through the vendor's BLAS
+  // (gpu_blas.h) when it loads; false: tandem's own tiled GEMM always.
+  bool vendor_blas = true;
+  // positions a decode-attention block scores (a multiple of 32 up to
+  // kDecodeMaxPartition); 0: chosen per batch to fill the device
+  // (attention_decode.h). Tests pin it to cover long contexts cheaply.
+  int decode_partition = 0;
+};
 
 class HipBackend : public Backend {
  public:
+  // the runtime's hipStream_t / hipEvent_t / hipGraph_t ..., opaque here
+  using Handle = void*;
+
   // the backend on device `device` (0-based, as the runtime numbers them).
   // Unavailable when the runtime finds no device (its message and the
   // device count in the error) or no stream can be had; InvalidArgument when
   // `device` is not below the device count.
-  static absl::StatusOr<HipBackendPtr> create(int device = 0);
+  static absl::StatusOr<HipBackendPtr> create(int device = 0, HipBackendOptions options = {});
   // every buffer of this backend must be gone first.
   ~HipBackend() override;
 
@@ -47,8 +62,40 @@ class HipBackend : public Backend {
   // a stream of its own (not transfer_, which copyBlocks orders against the
   // compute stream with events from the engine's thread).
   absl::StatusOr<TransferStreamPtr> createTransferStream() override;
+  // the device this backend runs on (as the runtime numbers them).
+  int device() const { return device_; }
   // device bytes held by the pool for reuse (not in any live buffer).
   size_t pooledBytes() const { return pooled_bytes_; }
+  // what computes matmuls of more than kGemvMaxRows rows: the vendor BLAS's
+  // name, or "tandem tiled GEMM (<why the BLAS is not used>)".
+  const std::string& gemmPath() const { return gemm_path_; }
+
+  // A captured sequence of ops (hipGraph / cudaGraph; the emulator records
+  // them alike): replay() queues all of them again as one launch, reading
+  // and writing the same buffers. Owns the graph; the backend must outlive it.
+  class Graph {
+   public:
+    ~Graph();
+    // queues the ops on the compute stream (returns at once, like an op).
+    absl::Status replay();
+
+   private:
+    friend class HipBackend;
+    Graph(HipBackend* backend, Handle graph, Handle exec)
+        : backend_(backend), graph_(graph), exec_(exec) {}
+    HipBackend* backend_;
+    Handle graph_, exec_;
+  };
+  // runs `ops` (calls of this backend's ops: no upload, download or
+  // synchronize, and every scratch buffer they need already grown by an
+  // earlier run of the same ops) with the compute stream capturing instead
+  // of running them. Internal when the runtime refuses the capture.
+  absl::StatusOr<std::unique_ptr<Graph>> capture(const std::function<void()>& ops);
+
+  // the vendor BLAS alone: y [m, n] F32 = x [m, k] * w [n, k]^T with x and w
+  // of one type (F32, F16, BF16), no conversion (benchmarks' peer).
+  // Unavailable without a vendor BLAS.
+  absl::Status vendorGemm(const Tensor& x, const Tensor& w, const Tensor& y);
 
   // Backend
   std::string_view name() const override { return "hip"; }
@@ -61,6 +108,9 @@ class HipBackend : public Backend {
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override;
   void rmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  // x quantized (decode rows, quantized weights) or rounded to 16 bits (the
+  // BLAS) once for all outputs.
+  void matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) override;
   void rope(const Tensor& x, const Tensor& positions, const RopeParams& params) override;
   void writeKv(const Tensor& k, const Tensor& v, const Tensor& slots, const KvCacheView& cache,
                int layer) override;
@@ -76,16 +126,24 @@ class HipBackend : public Backend {
   class PooledBuffer;
   friend class PooledBuffer;
 
-  // the runtime's hipStream_t / hipEvent_t
-  using Handle = void*;
 
   HipBackend(int device, Handle stream, Handle transfer, Handle compute_done,
-             Handle transfer_done)
-      : device_(device),
-        stream_(stream),
-        transfer_(transfer),
-        compute_done_(compute_done),
-        transfer_done_(transfer_done) {}
+             Handle transfer_done);
+
+  // x as the matmuls of one matmuls() call share it: its 8-bit blocks (the
+  // quantized gemvs) and its 16-bit copy (the BLAS), each made once.
+  struct SharedX {
+    const void* acts_q8 = nullptr;
+    DType x16_type = DType::kF32;
+    const void* x16 = nullptr;
+  };
+  void matmulShared(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                    SharedX* shared);
+  // the routes: decode rows (gemv), or prefill through the BLAS
+  void gemvRows(const Tensor& x, const Tensor& w, const float* bias, const Tensor& y,
+                SharedX* shared);
+  void blasRows(const Tensor& x, const Tensor& w, const float* bias, const Tensor& y,
+                SharedX* shared);
 
   // makes device_ the calling thread's current device (the runtime's is per
   // thread; the engine loop is not the thread that created the backend).
@@ -106,6 +164,12 @@ class HipBackend : public Backend {
   size_t pooled_bytes_ = 0;
   int live_buffers_ = 0;
   BufferPtr decode_workspace_;
+  BufferPtr act_workspace_;     // quantized activations (gemv_quant.h)
+  BufferPtr blas_activations_;  // x rounded to the weights' 16-bit type
+  BufferPtr blas_weights_;      // quantized weights dequantized to F16
+  std::unique_ptr<VendorBlas> blas_;
+  std::string gemm_path_;
+  int decode_partition_ = 0;
   BufferPtr copy_pairs_;
   std::vector<int32_t> copy_pairs_host_;
   struct RopeTable {

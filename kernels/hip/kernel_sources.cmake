@@ -9,6 +9,9 @@ set(TANDEM_HIP_KERNEL_SOURCES
   gemv.cc
   gemm_quant.cc
   gemv_quant.cc
+  quantize_act.cc
+  convert.cc
+  gpu_blas.cc
   attention_prefill.cc
   attention_decode.cc
   silu_mul.cc

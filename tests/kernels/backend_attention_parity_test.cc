@@ -72,6 +72,13 @@ std::vector<AttentionCase> attentionCases() {
       {17, 1, 8, 16, DType::kF32, "decode", decode},
       {2, 2, 128, 16, DType::kF32, "decode", decode},
       {12, 12, 16, 16, DType::kF32, "decode16", decode16},
+      // the flash-decoding kernel's shapes (head_dim 64, 128): GQA groups of
+      // 4, 8 (two scoring passes) and 16 (two value passes), F16/BF16
+      // caches, contexts over one 512-position partition
+      {8, 2, 64, 16, DType::kF16, "decode", decode},
+      {16, 2, 128, 16, DType::kBF16, "decode", decode},
+      {16, 1, 64, 5, DType::kF32, "decode", decode},
+      {8, 8, 128, 16, DType::kF16, "decode16", decode16},
   };
 }
 
@@ -159,6 +166,10 @@ TEST_P(AttentionParityTest, WritesKvAndAttendsLikeTheReference) {
 }
 
 TANDEM_PARITY_CASES(Attention, AttentionParityTest, attentionCases());
+INSTANTIATE_TEST_SUITE_P(AttentionOwnKernels, AttentionParityTest,
+                         ::testing::Combine(::testing::ValuesIn(hipOwnKernelsOnEmulatorBackends()),
+                                            ::testing::ValuesIn(attentionCases())),
+                         parityName<AttentionCase>);
 
 // --- block copies ---
 

@@ -49,6 +49,10 @@ struct Tolerances {
 struct BackendUnderTest {
   std::string name;
   Tolerances tol;
+  // matmuls of more than 8 rows run on a vendor BLAS's 16-bit operands: x
+  // is rounded to F16/BF16 weights' own type (to F16 beside quantized
+  // weights, which are dequantized to F16): the reference rounds alike.
+  bool rounds_gemm_operands = false;
   // a fresh backend (for the emulator this sets its wave size first).
   std::function<absl::StatusOr<std::unique_ptr<Backend>>()> create;
   // waits for the backend and returns the first kernel error, if any.
@@ -65,6 +69,12 @@ const std::vector<BackendUnderTest>& backendsUnderTest();
 // those of them that run the hip kernels on the host emulator, for the hip
 // backend's own tests (wave 64 and 32).
 std::vector<BackendUnderTest> hipOnEmulatorBackends();
+// the hip backend on the emulator with its own kernels where the others
+// take the vendor BLAS's reference (`hip_wave64_own`, `hip_wave32_own`),
+// and decode attention pinned to 64-position partitions: the paths a build
+// without a vendor BLAS (Debian's ROCm) and long contexts take. Matmul and
+// attention parity run on these too.
+std::vector<BackendUnderTest> hipOwnKernelsOnEmulatorBackends();
 
 // a backend under test, started for one test: `backend()` is it, `ref_`
 // the reference backend, and ParityTensors' helpers move tensors between

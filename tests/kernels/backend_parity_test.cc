@@ -138,7 +138,8 @@ TEST_P(MatmulParityTest, MatchesReferenceForGemvAndTiledGemmShapes) {
   const Tensor w = random(c.weight_dtype, c.n, c.k, c.w_scale);
   const Tensor bias = random(DType::kF32, 1, c.n);
   const Tensor want = zeros(DType::kF32, c.m, c.n);
-  ref_.matmul(x, w, c.bias ? &bias : nullptr, want);
+  const bool rounds = entry().rounds_gemm_operands && c.m > 8 && c.weight_dtype != DType::kF32;
+  ref_.matmul(rounds ? roundedTo(x, c.weight_dtype) : x, w, c.bias ? &bias : nullptr, want);
   const Tensor y = toDevice(zeros(DType::kF32, c.m, c.n));
   const Tensor dbias = toDevice(bias);
   backend().matmul(toDevice(x), toDevice(w), c.bias ? &dbias : nullptr, y);
@@ -146,6 +147,58 @@ TEST_P(MatmulParityTest, MatchesReferenceForGemvAndTiledGemmShapes) {
 }
 
 TANDEM_PARITY_CASES(Matmul, MatmulParityTest, matmulCases());
+INSTANTIATE_TEST_SUITE_P(MatmulOwnKernels, MatmulParityTest,
+                         ::testing::Combine(::testing::ValuesIn(hipOwnKernelsOnEmulatorBackends()),
+                                            ::testing::ValuesIn(matmulCases())),
+                         parityName<MatmulCase>);
+
+// --- matmuls: several weights sharing x (q, k, v; gate, up) ---
+
+struct MatmulsCase {
+  int64_t m, k;
+  DType weight_dtype;
+  std::string name() const {
+    return dt(weight_dtype) + "_" + std::to_string(m) + "x" + std::to_string(k) + "_qkv";
+  }
+};
+
+std::vector<MatmulsCase> matmulsCases() {
+  std::vector<MatmulsCase> out;
+  for (DType dtype : kWeightDtypes) {
+    for (int64_t m : {3, 20}) out.push_back({m, 64, dtype});
+  }
+  return out;
+}
+
+using MatmulsParityTest = BackendParityTest<MatmulsCase>;
+
+TEST_P(MatmulsParityTest, EachOutputMatchesItsOwnMatmul) {
+  const MatmulsCase& c = testCase();
+  const Tensor x = random(DType::kF32, c.m, c.k);
+  const bool rounds = entry().rounds_gemm_operands && c.m > 8 && c.weight_dtype != DType::kF32;
+  const Tensor xr = rounds ? roundedTo(x, c.weight_dtype) : x;
+  const int64_t widths[] = {37, 16, 16};
+  std::vector<Tensor> ws, ys, wants, dws;
+  const Tensor bias = random(DType::kF32, 1, widths[0]);
+  for (int64_t n : widths) {
+    ws.push_back(random(c.weight_dtype, n, c.k, 0.5f));
+    wants.push_back(zeros(DType::kF32, c.m, n));
+    ref_.matmul(xr, ws.back(), ws.size() == 1 ? &bias : nullptr, wants.back());
+    dws.push_back(toDevice(ws.back()));
+    ys.push_back(toDevice(zeros(DType::kF32, c.m, n)));
+  }
+  const Tensor dbias = toDevice(bias);
+  const Backend::MatmulOutput outputs[] = {
+      {&dws[0], &dbias, &ys[0]}, {&dws[1], nullptr, &ys[1]}, {&dws[2], nullptr, &ys[2]}};
+  backend().matmuls(toDevice(x), outputs);
+  for (size_t i = 0; i < ys.size(); ++i) expectNear(toHost(ys[i]), wants[i], tol().matmul);
+}
+
+TANDEM_PARITY_CASES(Matmuls, MatmulsParityTest, matmulsCases());
+INSTANTIATE_TEST_SUITE_P(MatmulsOwnKernels, MatmulsParityTest,
+                         ::testing::Combine(::testing::ValuesIn(hipOwnKernelsOnEmulatorBackends()),
+                                            ::testing::ValuesIn(matmulsCases())),
+                         parityName<MatmulsCase>);
 
 // --- rope ---
 

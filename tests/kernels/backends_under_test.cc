@@ -41,13 +41,17 @@ BackendUnderTest cpuBackend(cpu::SimdLevel level, int threads) {
   return b;
 }
 
-BackendUnderTest hipOnEmulator(int wave) {
+BackendUnderTest hipOnEmulator(int wave, bool vendor_blas = true) {
   BackendUnderTest b;
-  b.name = "hip_wave" + std::to_string(wave);
+  b.name = "hip_wave" + std::to_string(wave) + (vendor_blas ? "" : "_own");
   b.tol = kHipTolerances;
-  b.create = [wave]() -> absl::StatusOr<std::unique_ptr<Backend>> {
+  b.rounds_gemm_operands = vendor_blas;
+  b.create = [wave, vendor_blas]() -> absl::StatusOr<std::unique_ptr<Backend>> {
     emu::setWarpSize(wave);
-    auto backend = hip::HipBackend::create();
+    hip::HipBackendOptions options;
+    options.vendor_blas = vendor_blas;
+    options.decode_partition = vendor_blas ? 0 : 64;
+    auto backend = hip::HipBackend::create(0, options);
     if (!backend.ok()) return backend.status();
     return std::unique_ptr<Backend>(std::move(*backend));
   };
@@ -84,6 +88,10 @@ std::vector<BackendUnderTest> hipOnEmulatorBackends() {
     if (b.name.starts_with("hip_")) out.push_back(b);
   }
   return out;
+}
+
+std::vector<BackendUnderTest> hipOwnKernelsOnEmulatorBackends() {
+  return {hipOnEmulator(64, false), hipOnEmulator(32, false)};
 }
 
 }  // namespace tandem::kernels

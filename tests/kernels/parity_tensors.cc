@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gtest/gtest.h"
+#include "kernels/reference/operand_rounding.h"
 #include "kernels/reference/reference_backend.h"  // storeElement
 
 namespace tandem::kernels {
@@ -57,6 +58,12 @@ Tensor ParityTensors::toHost(const Tensor& dev) {
 void ParityTensors::finish() {
   const absl::Status s = finish_();
   EXPECT_TRUE(s.ok()) << s;
+}
+
+Tensor ParityTensors::roundedTo(const Tensor& x, DType dtype) {
+  Tensor out = copyOf(x);
+  roundTo16Bit(out.as<float>(), out.numel(), dtype);
+  return out;
 }
 
 void ParityTensors::expectNear(const Tensor& got, const Tensor& want, float rel) {

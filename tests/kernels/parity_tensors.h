@@ -47,6 +47,9 @@ class ParityTensors {
 
   // every element within rel * max(1, |want|) of the reference (F32).
   static void expectNear(const Tensor& got, const Tensor& want, float rel);
+  // an F32 copy of F32 `x` with every value rounded to `dtype` (F16 or
+  // BF16, to nearest even) and back: a matrix unit's operand.
+  Tensor roundedTo(const Tensor& x, DType dtype);
 
   std::mt19937& rng() { return rng_; }
 
