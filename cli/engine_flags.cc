@@ -85,6 +85,9 @@ void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
   cmd->add_option("--chunk-size", o.chunk_size, "prefill chunk size")->capture_default_str();
   cmd->add_option("--max-model-len", o.max_model_len, "0 = the model's context")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache, "disable prefix caching");
+  cmd->add_flag("--enforce-eager", o.enforce_eager,
+                "launch every op of a decode step from the host (no captured graphs; --backend "
+                "hip replays a graph a batch shape by default)");
   engine::KvTierOptions& t = o.tiers;
   cmd->add_option("--kv-host-bytes", flags->kv_host_bytes,
                   "G2: host memory for KV blocks evicted from the pool (512M, 4G; 0 = off)")

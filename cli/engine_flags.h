@@ -26,7 +26,7 @@ struct EngineFlags {
 
 // adds --backend, --device, --threads, --kv-budget, --block-size, --kv-cache-dtype,
 // --max-num-seqs,
-// --max-batched-tokens, --chunk-size, --max-model-len, --no-prefix-cache,
+// --max-batched-tokens, --chunk-size, --max-model-len, --no-prefix-cache, --enforce-eager,
 // --kv-host-bytes, --kv-disk-path, --kv-disk-bytes, --kv-disk-io,
 // --kv-disk-queue-depth, --kv-disk-min-hits.
 void addEngineFlags(CLI::App* cmd, EngineFlags* flags);

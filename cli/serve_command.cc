@@ -87,6 +87,7 @@ absl::StatusOr<std::vector<std::string>> workerEngineFlags(const ServeArgs& args
   if (options.backend != kernels::BackendKind::kCpu) {
     flags.insert(flags.end(), {"--backend", std::string(kernels::backendKindName(options.backend)),
                                "--device", std::to_string(options.device)});
+    if (options.enforce_eager) flags.push_back("--enforce-eager");
   }
   if (options.kv_budget_bytes > 0) {
     const uint64_t bytes = std::max<uint64_t>(1, options.kv_budget_bytes / workers);

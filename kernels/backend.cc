@@ -42,6 +42,10 @@ absl::StatusOr<BufferPtr> Backend::pinHost(void* host, size_t bytes) {
   return HostBuffer::alias(host, bytes);
 }
 
+absl::StatusOr<OpGraphPtr> Backend::captureOps(const std::function<void()>&) {
+  return absl::UnimplementedError(std::string(name()) + " backend: no graphs");
+}
+
 absl::StatusOr<TransferStreamPtr> Backend::createTransferStream() {
   return TransferStreamPtr(new HostTransferStream());
 }

@@ -20,8 +20,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <functional>
+#include <memory>
 #include <span>
+#include <vector>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -51,6 +53,16 @@ struct RopeParams {
   std::vector<float> freq_factors;
 };
 
+// a recorded sequence of ops (Backend::captureOps).
+class OpGraph {
+ public:
+  virtual ~OpGraph() = default;
+  // queues the recorded ops again, in order, on the same buffers; returns
+  // at once like an op. Internal when the device refuses the launch.
+  virtual absl::Status replay() = 0;
+};
+using OpGraphPtr = std::unique_ptr<OpGraph>;
+
 // a KV storage: num_blocks blocks laid out as kvcache::KvLayout describes.
 struct KvCacheView {
   void* data = nullptr;  // device address of block 0
@@ -70,7 +82,9 @@ struct AttentionBatch {
   Tensor block_tables;  // [1, total] I32
   int num_seqs = 0;
   int max_q_len = 0;    // host-side bounds, for launch shapes
-  int max_context = 0;  // max over s of start_pos + q_len
+  // at least the max over s of start_pos + q_len (a launch bound: the model
+  // runner rounds decode steps' up to a bucket, see ModelRunner)
+  int max_context = 0;
   int num_heads = 0;    // query heads; a multiple of layout.num_kv_heads
   float scale = 0.0f;   // usually 1 / sqrt(head_dim)
 };
@@ -109,6 +123,14 @@ class Backend {
   // (kernels/transfer_stream.h). Host backends: copies run at once.
   // Unavailable when the device has no stream to give.
   virtual absl::StatusOr<TransferStreamPtr> createTransferStream();
+
+  // --- graphs (a whole step as one launch) ---
+  // records the ops `ops` issues, instead of running them, into a graph that
+  // replays them as one launch on the same buffers (hipGraph / cudaGraph).
+  // `ops` issues ops only (no upload, download or synchronize), and every
+  // workspace they need must have grown in an earlier run of the same ops.
+  // Unimplemented where the backend has none (cpu: its ops run at once).
+  virtual absl::StatusOr<OpGraphPtr> captureOps(const std::function<void()>& ops);
 
   // --- ops ---
   // out[i, :] = table[ids[i], :] converted to F32. table [V, D] F32/F16/BF16,

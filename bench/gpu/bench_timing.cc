@@ -23,7 +23,7 @@ absl::StatusOr<Timing> timeOps(kernels::hip::HipBackend& backend, int repeats, i
   }
   if (absl::Status s = backend.checkedSynchronize(); !s.ok()) return s;
   absl::Status inside = absl::OkStatus();
-  auto graph = backend.capture([&] {
+  auto graph = backend.captureOps([&] {
     for (int i = 0; i < iters && inside.ok(); ++i) inside = op(i);
   });
   if (!inside.ok()) return inside;

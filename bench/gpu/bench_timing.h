@@ -1,5 +1,5 @@
 // How bench/gpu times device work: `iters` calls of an op captured once
-// into a graph (HipBackend::capture) and replayed `repeats` times, each
+// into a graph (Backend::captureOps) and replayed `repeats` times, each
 // replay followed by one wait; the per-call time is the median replay over
 // iters. A graph takes the host's launch cost out, as the peers' timings
 // do (bench/gpu/torch_peer.py replays CUDA graphs too). Where capture

@@ -1,9 +1,10 @@
 // `tandem_gpu_check e2e`: whole forward passes of a model on the GPU at hand
 // (bench/kernels/runner_steps.h: the model runner as llama-bench drives
 // llama.cpp), against the device's limits measured in the same process:
-//  - decode: aggregate tok/s of B sequences stepping together; batch 1 as a
-//    fraction of the bandwidth roofline (device copy bandwidth / weight
-//    bytes streamed a step);
+//  - decode: aggregate tok/s of B sequences stepping together, each step
+//    replayed from a captured graph and (`_eager`) launched op by op; batch
+//    1 as a fraction of the bandwidth roofline (device copy bandwidth /
+//    weight bytes streamed a step);
 //  - prefill: tok/s of one N-token prompt as a fraction of the compute
 //    roofline ((2 * matmul params * N + causal attention 4 * layers * heads
 //    * head_dim * N^2 / 2) / the vendor BLAS's own F16 throughput measured

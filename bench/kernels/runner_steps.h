@@ -35,6 +35,10 @@ class RunnerSteps {
   // returns tokens computed (n * steps).
   absl::StatusOr<int> decode(int n, int steps);
 
+  // decode steps replayed from captured graphs (ModelRunner::enableStepGraphs).
+  void enableStepGraphs(bool on) { runner_->enableStepGraphs(on); }
+  int64_t graphReplays() const { return runner_->graphReplays(); }
+
   // bytes a decode step streams: every weight but an untied embedding table.
   uint64_t weightBytesPerStep() const { return weight_bytes_; }
   // parameters of the matmuls (what 2 * params * tokens counts).

@@ -132,6 +132,7 @@ HipBackend::~HipBackend() {
   bind();
   (void)hipDeviceSynchronize();
   decode_workspace_.reset();
+  retired_scratch_.clear();
   act_workspace_.reset();
   blas_activations_.reset();
   blas_weights_.reset();
@@ -233,8 +234,11 @@ void HipBackend::synchronize() {
 
 void* HipBackend::scratch(BufferPtr& slot, size_t bytes) {
   if (slot == nullptr || slot->bytes() < bytes) {
-    auto buf = allocate(std::max<size_t>(bytes, 4096));
+    const size_t grown = std::max({bytes, size_t{4096}, slot != nullptr ? 2 * slot->bytes() : 0});
+    auto buf = allocate(grown);
     TANDEM_CHECK(buf.ok() && "hip backend: scratch allocation");
+    // a graph captured before may still use the old area: retired, not freed
+    if (slot != nullptr) retired_scratch_.push_back(std::move(slot));
     slot = std::move(*buf);
   }
   return slot->data();
@@ -355,22 +359,30 @@ void HipBackend::blasRows(const Tensor& x, const Tensor& w, const float* bias, c
   if (bias != nullptr) check(launchAddBias(y.as<float>(), bias, x.rows, w.rows, s), "matmul (bias)");
 }
 
-HipBackend::Graph::~Graph() {
-  backend_->bind();
-  (void)hipGraphExecDestroy(static_cast<hipGraphExec_t>(exec_));
-  (void)hipGraphDestroy(static_cast<hipGraph_t>(graph_));
-}
+// a captured graph of the compute stream (captureOps).
+class HipBackend::Graph final : public OpGraph {
+ public:
+  Graph(HipBackend* backend, hipGraph_t graph, hipGraphExec_t exec)
+      : backend_(backend), graph_(graph), exec_(exec) {}
+  ~Graph() override {
+    backend_->bind();
+    (void)hipGraphExecDestroy(exec_);
+    (void)hipGraphDestroy(graph_);
+  }
+  absl::Status replay() override {
+    backend_->bind();
+    const hipError_t e = hipGraphLaunch(exec_, asStream(backend_->stream_));
+    if (e != hipSuccess) return absl::InternalError("hip: graph launch: " + deviceMessage(e));
+    return absl::OkStatus();
+  }
 
-absl::Status HipBackend::Graph::replay() {
-  backend_->bind();
-  const hipError_t e =
-      hipGraphLaunch(static_cast<hipGraphExec_t>(exec_), asStream(backend_->stream_));
-  if (e != hipSuccess) return absl::InternalError("hip: graph launch: " + deviceMessage(e));
-  return absl::OkStatus();
-}
+ private:
+  HipBackend* backend_;
+  hipGraph_t graph_;
+  hipGraphExec_t exec_;
+};
 
-absl::StatusOr<std::unique_ptr<HipBackend::Graph>> HipBackend::capture(
-    const std::function<void()>& ops) {
+absl::StatusOr<OpGraphPtr> HipBackend::captureOps(const std::function<void()>& ops) {
   bind();
   // relaxed: the caching pool may still hipMalloc while capturing
   hipError_t e = hipStreamBeginCapture(asStream(stream_), hipStreamCaptureModeRelaxed);
@@ -384,7 +396,7 @@ absl::StatusOr<std::unique_ptr<HipBackend::Graph>> HipBackend::capture(
     (void)hipGraphDestroy(graph);
     return absl::InternalError("hip: graph instantiate: " + deviceMessage(e));
   }
-  return std::unique_ptr<Graph>(new Graph(this, graph, exec));
+  return OpGraphPtr(new Graph(this, graph, exec));
 }
 
 absl::Status HipBackend::vendorGemm(const Tensor& x, const Tensor& w, const Tensor& y) {

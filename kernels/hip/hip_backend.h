@@ -62,6 +62,11 @@ class HipBackend : public Backend {
   // a stream of its own (not transfer_, which copyBlocks orders against the
   // compute stream with events from the engine's thread).
   absl::StatusOr<TransferStreamPtr> createTransferStream() override;
+  // the compute stream captured (hipStreamBeginCapture, relaxed: the pool
+  // may still allocate) into a hipGraph; the emulator records alike.
+  // Internal when the runtime refuses the capture. The graph keeps the
+  // backend's pointer: the backend must outlive it.
+  absl::StatusOr<OpGraphPtr> captureOps(const std::function<void()>& ops) override;
   // the device this backend runs on (as the runtime numbers them).
   int device() const { return device_; }
   // device bytes held by the pool for reuse (not in any live buffer).
@@ -70,27 +75,6 @@ class HipBackend : public Backend {
   // name, or "tandem tiled GEMM (<why the BLAS is not used>)".
   const std::string& gemmPath() const { return gemm_path_; }
 
-  // A captured sequence of ops (hipGraph / cudaGraph; the emulator records
-  // them alike): replay() queues all of them again as one launch, reading
-  // and writing the same buffers. Owns the graph; the backend must outlive it.
-  class Graph {
-   public:
-    ~Graph();
-    // queues the ops on the compute stream (returns at once, like an op).
-    absl::Status replay();
-
-   private:
-    friend class HipBackend;
-    Graph(HipBackend* backend, Handle graph, Handle exec)
-        : backend_(backend), graph_(graph), exec_(exec) {}
-    HipBackend* backend_;
-    Handle graph_, exec_;
-  };
-  // runs `ops` (calls of this backend's ops: no upload, download or
-  // synchronize, and every scratch buffer they need already grown by an
-  // earlier run of the same ops) with the compute stream capturing instead
-  // of running them. Internal when the runtime refuses the capture.
-  absl::StatusOr<std::unique_ptr<Graph>> capture(const std::function<void()>& ops);
 
   // the vendor BLAS alone: y [m, n] F32 = x [m, k] * w [n, k]^T with x and w
   // of one type (F32, F16, BF16), no conversion (benchmarks' peer).
@@ -125,6 +109,8 @@ class HipBackend : public Backend {
  private:
   class PooledBuffer;
   friend class PooledBuffer;
+  class Graph;
+  friend class Graph;
 
 
   HipBackend(int device, Handle stream, Handle transfer, Handle compute_done,
@@ -151,7 +137,10 @@ class HipBackend : public Backend {
   // a device allocation of at least `bytes` (rounded to its size class).
   absl::StatusOr<void*> take(size_t bytes, size_t* rounded);
   void give(void* ptr, size_t rounded);
-  // a device scratch area of `bytes`, grown (never shrunk) on demand.
+  // a device scratch area of `bytes`, grown (never shrunk) on demand, at
+  // least doubling: graphs (captureOps) keep the addresses they captured,
+  // so an outgrown area is retired (kept until the backend goes), at most
+  // one per doubling, never freed for reuse.
   void* scratch(BufferPtr& slot, size_t bytes);
   const float* inverseFrequencies(const RopeParams& params);
 
@@ -164,6 +153,7 @@ class HipBackend : public Backend {
   size_t pooled_bytes_ = 0;
   int live_buffers_ = 0;
   BufferPtr decode_workspace_;
+  std::vector<BufferPtr> retired_scratch_;
   BufferPtr act_workspace_;     // quantized activations (gemv_quant.h)
   BufferPtr blas_activations_;  // x rounded to the weights' 16-bit type
   BufferPtr blas_weights_;      // quantized weights dequantized to F16

@@ -117,6 +117,7 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   ASSIGN_OR_RETURN(le->runner_,
                    ModelRunner::create(*le->weights_, *le->backend_, le->num_blocks_,
                                        options.block_size, std::move(kv_storage), options.kv_dtype));
+  le->runner_->enableStepGraphs(!options.enforce_eager);
   EngineConfig ec;
   ec.num_blocks = le->num_blocks_;
   ec.block_size = options.block_size;

@@ -44,6 +44,10 @@ struct EngineAssemblyOptions {
   // 0 = the model's max_position_embeddings.
   int max_model_len = 0;
   bool enable_prefix_caching = true;
+  // decode steps launched op by op from the host, never replayed from a
+  // captured graph (ModelRunner::enableStepGraphs; vLLM's --enforce-eager).
+  // Graphs need a backend that captures (hip); the cpu backend has none.
+  bool enforce_eager = false;
   // when set, called once with the KV storage's size in bytes; returns the
   // backend memory to hold it (host memory for the cpu backend, e.g. the
   // shared-memory region of the shm KV transport, so prefill workers on this

@@ -127,6 +127,7 @@ absl::Status ModelRunner::reserve(int tokens, int logit_rows) {
     }
     capacity_tokens_ = cap;
     capacity_logit_rows_ = 0;  // its buffers went with scratch_
+    ++buffers_moved_;
   }
   if (logit_rows > capacity_logit_rows_) {
     const int cap = std::max(logit_rows, 8);
@@ -138,11 +139,32 @@ absl::Status ModelRunner::reserve(int tokens, int logit_rows) {
     scratch_.push_back(std::move(last));
     scratch_.push_back(std::move(logits));
     capacity_logit_rows_ = cap;
+    ++buffers_moved_;
   }
   return absl::OkStatus();
 }
 
-absl::Status ModelRunner::uploadStepData(const Batch& batch) {
+namespace {
+
+// the context attention is launched for in a decode step: a power of two
+// from 256 up, so a graph serves a stretch of steps (blocks past a
+// sequence's own context return at once).
+int contextBucket(int max_ctx) {
+  int b = 256;
+  while (b < max_ctx) b *= 2;
+  return b;
+}
+
+bool isDecode(const Batch& batch) {
+  for (const SequenceChunk& c : batch.seqs) {
+    if (c.tokens.size() != 1 || !c.needs_logits) return false;
+  }
+  return !batch.seqs.empty();
+}
+
+}  // namespace
+
+absl::Status ModelRunner::uploadStepData(const Batch& batch, bool decode) {
   const int tokens = batch.numTokens();
   const int bs = cache_.layout.block_size;
   std::vector<int32_t> ids, positions, slots, seq_info, tables, logit_rows;
@@ -167,32 +189,41 @@ absl::Status ModelRunner::uploadStepData(const Batch& batch) {
     max_q = std::max(max_q, n);
     max_ctx = std::max(max_ctx, c.start_pos + n);
   }
-  // one upload of everything: [ids | positions | slots | seq_info | tables | logit rows]
-  step_host_.clear();
-  for (const auto* part : {&ids, &positions, &slots, &seq_info, &tables, &logit_rows}) {
-    step_host_.insert(step_host_.end(), part->begin(), part->end());
+  // one upload of everything, each part at an offset that only the
+  // capacities move: [ids | positions | slots | seq_info | logit rows |
+  // tables], the first three capacity_tokens_ long, seq_info 4 a token
+  if (static_cast<int64_t>(tables.size()) > step_tables_) {
+    step_tables_ = std::max<int64_t>(static_cast<int64_t>(tables.size()) * 2, 1024);
+    step_buffer_.reset();
   }
-  const size_t bytes = step_host_.size() * sizeof(int32_t);
+  const int64_t ct = capacity_tokens_, cl = capacity_logit_rows_;
+  const int64_t offsets[] = {0, ct, 2 * ct, 3 * ct, 7 * ct, 7 * ct + cl};
+  const size_t bytes = static_cast<size_t>(7 * ct + cl + step_tables_) * sizeof(int32_t);
   if (step_buffer_ == nullptr || step_buffer_->bytes() < bytes) {
-    ASSIGN_OR_RETURN(step_buffer_, backend_.allocate(std::max<size_t>(bytes * 2, 4096)));
+    ASSIGN_OR_RETURN(step_buffer_, backend_.allocate(bytes));
+    ++buffers_moved_;
   }
-  backend_.upload(step_buffer_->data(), step_host_.data(), bytes);
+  step_host_.assign(bytes / sizeof(int32_t), 0);
+  int part = 0;
+  for (const auto* values : {&ids, &positions, &slots, &seq_info, &logit_rows, &tables}) {
+    std::copy(values->begin(), values->end(), step_host_.begin() + offsets[part++]);
+  }
+  // through the last table entry: the rest of the buffer is never read
+  const size_t used = static_cast<size_t>(offsets[5] + static_cast<int64_t>(tables.size()));
+  backend_.upload(step_buffer_->data(), step_host_.data(), used * sizeof(int32_t));
   int32_t* base = static_cast<int32_t*>(step_buffer_->data());
-  auto take = [&base](size_t n, int64_t rows, int64_t cols) {
-    Tensor t = Tensor::of(base, DType::kI32, rows, cols);
-    base += n;
-    return t;
-  };
-  ids_ = take(ids.size(), tokens, 1);
-  positions_ = take(positions.size(), tokens, 1);
-  slots_ = take(slots.size(), tokens, 1);
   const int num_seqs = static_cast<int>(seq_info.size() / 4);
-  attention_.seq_info = take(seq_info.size(), num_seqs, kernels::AttentionBatch::kSeqInfoCols);
-  attention_.block_tables = take(tables.size(), 1, static_cast<int64_t>(tables.size()));
-  logit_rows_ = take(logit_rows.size(), static_cast<int64_t>(logit_rows.size()), 1);
+  ids_ = Tensor::of(base + offsets[0], DType::kI32, tokens, 1);
+  positions_ = Tensor::of(base + offsets[1], DType::kI32, tokens, 1);
+  slots_ = Tensor::of(base + offsets[2], DType::kI32, tokens, 1);
+  attention_.seq_info =
+      Tensor::of(base + offsets[3], DType::kI32, num_seqs, kernels::AttentionBatch::kSeqInfoCols);
+  logit_rows_ = Tensor::of(base + offsets[4], DType::kI32, static_cast<int64_t>(logit_rows.size()), 1);
+  attention_.block_tables =
+      Tensor::of(base + offsets[5], DType::kI32, 1, static_cast<int64_t>(tables.size()));
   attention_.num_seqs = num_seqs;
   attention_.max_q_len = max_q;
-  attention_.max_context = max_ctx;
+  attention_.max_context = decode ? contextBucket(max_ctx) : max_ctx;
   return absl::OkStatus();
 }
 
@@ -233,6 +264,39 @@ void ModelRunner::runLayer(int layer, int tokens) {
   backend_.add(x, h, x);
 }
 
+void ModelRunner::runOps(int tokens, int rows) {
+  backend_.embedding(tensors_.embed, ids_, x_.rowRange(0, tokens));
+  for (int layer = 0; layer < config_.num_layers; ++layer) runLayer(layer, tokens);
+  if (rows == 0) return;
+  // only the rows that need logits go through the final norm and lm head
+  const Tensor last = last_.rowRange(0, rows);
+  backend_.gatherRows(x_.rowRange(0, tokens), logit_rows_, last);
+  backend_.rmsNorm(last, tensors_.final_norm, config_.rms_norm_eps, last);
+  backend_.matmul(last, tensors_.lm_head, nullptr, logits_.rowRange(0, rows));
+}
+
+absl::Status ModelRunner::runDecodeGraph(int tokens, int rows) {
+  if (graphs_moved_ != buffers_moved_ || graphs_.size() >= 64) {
+    graphs_.clear();  // they read buffers that have moved, or too many shapes
+    graphs_moved_ = buffers_moved_;
+  }
+  const std::pair<int, int> key{tokens, attention_.max_context};
+  if (auto it = graphs_.find(key); it != graphs_.end()) {
+    ++graph_replays_;
+    return it->second->replay();
+  }
+  runOps(tokens, rows);
+  auto graph = backend_.captureOps([&] { runOps(tokens, rows); });
+  if (graph.ok()) {
+    graphs_.emplace(key, std::move(*graph));
+  } else if (absl::IsUnimplemented(graph.status())) {
+    step_graphs_ = false;  // this backend has none
+  } else {
+    return graph.status();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ModelRunner::forward(const Batch& batch, std::vector<float>* logits) {
   RETURN_IF_ERROR(validate(batch));
   const int tokens = batch.numTokens();
@@ -240,23 +304,17 @@ absl::Status ModelRunner::forward(const Batch& batch, std::vector<float>* logits
   logits->clear();
   if (tokens == 0) return absl::OkStatus();
   RETURN_IF_ERROR(reserve(tokens, rows));
-  RETURN_IF_ERROR(uploadStepData(batch));
-
-  backend_.embedding(tensors_.embed, ids_, x_.rowRange(0, tokens));
-  for (int layer = 0; layer < config_.num_layers; ++layer) runLayer(layer, tokens);
-  if (rows == 0) {
-    backend_.synchronize();
-    return absl::OkStatus();
+  const bool decode = isDecode(batch);
+  RETURN_IF_ERROR(uploadStepData(batch, decode));
+  if (decode && step_graphs_) {
+    RETURN_IF_ERROR(runDecodeGraph(tokens, rows));
+  } else {
+    runOps(tokens, rows);
   }
-  // only the rows that need logits go through the final norm and lm head
-  const Tensor last = last_.rowRange(0, rows);
-  const Tensor out = logits_.rowRange(0, rows);
-  backend_.gatherRows(x_.rowRange(0, tokens), logit_rows_, last);
-  backend_.rmsNorm(last, tensors_.final_norm, config_.rms_norm_eps, last);
-  backend_.matmul(last, tensors_.lm_head, nullptr, out);
   backend_.synchronize();
+  if (rows == 0) return absl::OkStatus();
   logits->resize(static_cast<size_t>(rows) * config_.vocab_size);
-  backend_.download(logits->data(), out.data, out.bytes());
+  backend_.download(logits->data(), logits_.data, static_cast<size_t>(rows) * config_.vocab_size * sizeof(float));
   return absl::OkStatus();
 }
 

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -55,6 +57,16 @@ class ModelRunner : public StepModel {
   // of range.
   absl::Status forward(const Batch& batch, std::vector<float>* logits) override;  // StepModel
 
+  // decode steps (every chunk one token that needs logits) replayed as one
+  // captured graph of the backend's ops, where the backend captures
+  // (Backend::captureOps: hip); keyed by batch size and a power-of-two
+  // bucket of the longest context (attention is launched for the bucket,
+  // in eager steps too, so a step's numbers do not depend on graphs).
+  // Off by default; the engine turns it on unless --enforce-eager.
+  void enableStepGraphs(bool on) { step_graphs_ = on; }
+  // decode steps replayed from a graph so far (for tests and benchmarks).
+  int64_t graphReplays() const { return graph_replays_; }
+
   const model::ModelConfig& config() const { return config_; }
   const kvcache::KvLayout& kvLayout() const { return cache_.layout; }
   int numBlocks() const { return cache_.num_blocks; }
@@ -71,9 +83,16 @@ class ModelRunner : public StepModel {
   absl::Status validate(const Batch& batch) const;
   // grows the activation buffers to hold `tokens` rows and `logit_rows` rows.
   absl::Status reserve(int tokens, int logit_rows);
-  // builds and uploads ids, positions, slots, attention metadata and logit rows.
-  absl::Status uploadStepData(const Batch& batch);
+  // builds and uploads ids, positions, slots, attention metadata and logit
+  // rows, at offsets fixed by the buffers' capacities (a graph reads them
+  // where it was captured). `decode`: attention sized for the context bucket.
+  absl::Status uploadStepData(const Batch& batch, bool decode);
+  // every op of the step: embedding, layers, the logit rows' norm and head.
+  void runOps(int tokens, int rows);
   void runLayer(int layer, int tokens);
+  // the step's ops from the graph of its shape, captured on first sight
+  // (that step runs eagerly first: it grows every workspace the graph needs).
+  absl::Status runDecodeGraph(int tokens, int rows);
 
   model::ModelConfig config_;
   kernels::Backend& backend_;
@@ -88,11 +107,20 @@ class ModelRunner : public StepModel {
   std::vector<kernels::BufferPtr> scratch_;
   kernels::Tensor x_, h_, q_, k_, v_, attn_, gate_, up_;
   kernels::Tensor last_, logits_;
-  // per-step index data: one host staging vector, one device buffer.
+  // per-step index data: one host staging vector, one device buffer with
+  // room for step_tables_ block-table entries.
   std::vector<int32_t> step_host_;
   kernels::BufferPtr step_buffer_;
+  int64_t step_tables_ = 0;
   kernels::Tensor ids_, positions_, slots_, logit_rows_;
   kernels::AttentionBatch attention_;
+
+  // decode graphs by (tokens, context bucket); all dropped when a buffer
+  // they read moves (buffers_moved_ counts reallocations).
+  bool step_graphs_ = false;
+  uint64_t buffers_moved_ = 0, graphs_moved_ = 0;
+  std::map<std::pair<int, int>, kernels::OpGraphPtr> graphs_;
+  int64_t graph_replays_ = 0;
 };
 
 }  // namespace tandem::engine

@@ -4,6 +4,7 @@
 // decoded together at wave 64, and a third prompt prefilled whole at wave 32.
 // Every token of every step goes through the HIP kernels.
 #include <algorithm>
+#include <numeric>
 
 #include "gtest/gtest.h"
 #include "kernels/emu/runtime.h"
@@ -111,6 +112,40 @@ TEST_F(HipModelRunnerTest, ReproducesGreedyOracleWithAnF16KvCache) {
   start(64, DType::kF16);
   ASSERT_EQ(runner_->kvLayout().dtype, DType::kF16);
   expectOracle({3, 4}, 5);
+}
+
+// decode steps replayed from captured graphs (issue 38): the oracle still,
+// every decode step after each shape's first one a replay, and the logits
+// bit for bit those of the eager steps (attention is launched for the same
+// context bucket either way).
+TEST_F(HipModelRunnerTest, ReplaysDecodeStepsFromGraphsWithTheEagerStepsLogits) {
+  start(32);
+  runner_->enableStepGraphs(true);
+  expectOracle({5, 6}, 1 << 20);
+  EXPECT_GT(runner_->graphReplays(), 30);
+
+  auto eager = engine::ModelRunner::create(*weights_, *backend_, kNumSeqs * kBlocksPerSeq,
+                                           kBlockSize);
+  ASSERT_TRUE(eager.ok()) << eager.status();
+  // a 240-token prompt, then steps across the 256-position context bucket's
+  // edge (a second graph from there)
+  std::vector<int32_t> prompt(240);
+  for (int i = 0; i < 240; ++i) prompt[i] = (i * 37 + 11) % runner_->config().vocab_size;
+  std::vector<int32_t> table(20);  // 320 positions: the blocks of prompts 0-2
+  std::iota(table.begin(), table.end(), 0);
+  std::vector<float> want, got;
+  for (engine::ModelRunner* r : {eager->get(), runner_.get()}) {
+    ASSERT_TRUE(r->forward(engine::Batch{{{0, prompt, 0, table, true}}}, &want).ok());
+  }
+  const int64_t replays = runner_->graphReplays();
+  for (int pos = 240; pos < 270; ++pos) {
+    const engine::Batch step{{{0, {static_cast<int32_t>(pos % 100)}, pos, table, true}}};
+    ASSERT_TRUE((*eager)->forward(step, &want).ok());
+    ASSERT_TRUE(runner_->forward(step, &got).ok());
+    ASSERT_EQ(got, want) << "position " << pos;
+  }
+  // captured at 240 (bucket 256) and 256 (bucket 512), replayed otherwise
+  EXPECT_EQ(runner_->graphReplays() - replays, 28);
 }
 
 }  // namespace
