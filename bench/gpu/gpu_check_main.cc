@@ -5,6 +5,7 @@
 //   tandem_gpu_check info
 //   tandem_gpu_check parity [--large]
 //   tandem_gpu_check oracle [--model GGUF] [--oracle JSON] [--prompts N] [--tokens N]
+//                           [--tie-gap 0.05] [--graphs]
 //   tandem_gpu_check bench  [--repeats N] [--small] [--peak-tflops X] [--sections a,b]
 //   tandem_gpu_check e2e    --model PATH [--prompts 512,2048] [--batches 1,16,64]
 //                           [--decode-steps 64] [--repeats 3] [--kv-dtype f16|bf16|f32]
@@ -54,7 +55,7 @@ struct Args {
 int usage(const std::string& why) {
   std::cerr << "tandem_gpu_check: " << why
             << "\nusage: tandem_gpu_check info|parity|oracle|bench|e2e [--device N] [--out FILE]"
-               " [--large] [--model GGUF] [--oracle JSON] [--prompts N] [--tokens N]"
+               " [--large] [--model GGUF] [--oracle JSON] [--prompts N] [--tokens N] [--tie-gap G] [--graphs]"
                " [--repeats N] [--small] [--peak-tflops X] [--sections a,b]"
                " [--prompts 512,2048] [--batches 1,16] [--decode-steps N] [--kv-dtype f16]\n";
   return 2;
@@ -97,6 +98,10 @@ bool parse(int argc, char** argv, Args* a, std::string* error) {
       } else if (flag == "--model" && value(&v)) {
         a->oracle.model_path = v;
         a->e2e.model = v;
+      } else if (flag == "--tie-gap" && value(&v)) {
+        a->oracle.tie_gap = std::stod(v);
+      } else if (flag == "--graphs") {
+        a->oracle.graphs = true;
       } else if (flag == "--sections" && value(&v)) {
         a->sections = v;
       } else if (flag == "--batches" && value(&v)) {
@@ -197,6 +202,8 @@ int run(const Args& a) {
     for (const OracleResult& r : *results) {
       report["prompts"].push_back(
           {{"index", r.prompt_index}, {"exact", r.exact()}, {"want", r.want}, {"got", r.got}});
+      report["tie_gap"] = r.tie_gap;
+      report["graphs"] = a.oracle.graphs;
       exact += r.exact();
     }
     report["exact"] = exact;

@@ -9,6 +9,7 @@
 #include "bench/gpu/bench_timing.h"
 #include "bench/gpu/check_tensors.h"
 #include "bench/gpu/device_probe.h"
+#include "common/quant_blocks.h"
 #include "common/status.h"
 
 namespace tandem::bench::gpu {

@@ -14,6 +14,7 @@ constexpr int kBlockSize = 16;
 
 struct Case {
   std::vector<int32_t> prompt, completion;
+  std::vector<float> gaps;
 };
 
 absl::StatusOr<std::vector<Case>> readOracle(const std::string& path) {
@@ -26,7 +27,8 @@ absl::StatusOr<std::vector<Case>> readOracle(const std::string& path) {
   std::vector<Case> out;
   for (const auto& c : j.at("cases")) {
     out.push_back({c.at("prompt_ids").get<std::vector<int32_t>>(),
-                   c.at("completion_ids").get<std::vector<int32_t>>()});
+                   c.at("completion_ids").get<std::vector<int32_t>>(),
+                   c.value("top2_gaps", std::vector<float>{})});
   }
   return out;
 }
@@ -50,8 +52,15 @@ absl::StatusOr<std::vector<OracleResult>> runOracle(kernels::hip::HipBackend& ba
     if (options.tokens > 0 && options.tokens < static_cast<int>(c.completion.size())) {
       c.completion.resize(options.tokens);
     }
+    if (options.tie_gap > 0 && c.gaps.size() < c.completion.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          options.oracle_path, ": case ", s, " has no top2_gaps for --tie-gap"));
+    }
+    c.gaps.resize(c.completion.size());
     results[s].prompt_index = s;
     results[s].want = c.completion;
+    results[s].gaps = c.gaps;
+    results[s].tie_gap = options.tie_gap;
     max_len = std::max<int>(max_len, c.prompt.size() + c.completion.size());
   }
   const int blocks_per_seq = (max_len + kBlockSize - 1) / kBlockSize;
@@ -65,6 +74,7 @@ absl::StatusOr<std::vector<OracleResult>> runOracle(kernels::hip::HipBackend& ba
   if (!weights.ok()) return weights.status();
   auto runner = engine::ModelRunner::create(**weights, backend, n * blocks_per_seq, kBlockSize);
   if (!runner.ok()) return runner.status();
+  (*runner)->enableStepGraphs(options.graphs);
   const int vocab = (*runner)->config().vocab_size;
   std::vector<float> logits;
 
@@ -93,10 +103,11 @@ absl::StatusOr<std::vector<OracleResult>> runOracle(kernels::hip::HipBackend& ba
     engine::Batch b;
     for (int s = 0; s < n; ++s) {
       if (results[s].got.size() >= results[s].want.size()) continue;
-      const int pos =
-          static_cast<int>((*cases)[s].prompt.size() + results[s].got.size()) - 1;
-      b.seqs.push_back(
-          {static_cast<engine::SeqId>(s), {results[s].got.back()}, pos, blocksOf(s), true});
+      const size_t done = results[s].got.size();
+      const int pos = static_cast<int>((*cases)[s].prompt.size() + done) - 1;
+      // teacher-forced under a tie gap: the oracle's token, not our own
+      const int32_t fed = options.tie_gap > 0 ? results[s].want[done - 1] : results[s].got.back();
+      b.seqs.push_back({static_cast<engine::SeqId>(s), {fed}, pos, blocksOf(s), true});
     }
     if (b.seqs.empty()) break;
     if (absl::Status st = (*runner)->forward(b, &logits); !st.ok()) return st;

@@ -18,7 +18,7 @@ no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
 mkdir -p "$no_llama"
 
 covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh soak.sh faults.sh bad_input.sh
-         gpu/run_on_device.sh gpu/prepare_carry.sh
+         gpu/run_on_device.sh gpu/prepare_carry.sh gpu/pack_tandem.sh
          gpu/build_check.sh  # built and run by the gpucheck_build_* ctests (gpu_compile)
          lib/e2e_setup.sh)   # sourced by soak.sh, faults.sh and bad_input.sh, run with them
 for script in "$root"/bench/*.sh "$root"/bench/*/*.sh; do
@@ -66,9 +66,12 @@ run bad_input '"server_alive":true' bash "$root/bench/bad_input.sh" "$build" "$w
 run faults 'faults: sigkill-decode: {"requests"' bash "$root/bench/faults.sh" "$build" 4 2 "$work/faults.json" sigkill-decode
 # the lent-GPU script against the host emulator's tandem_gpu_check
 run gpu_prepare_carry "prepare_carry: packages:" env NO_BINARY=1 bash "$root/bench/gpu/prepare_carry.sh" "$work/gpu-carry"
-run gpu_run_on_device "oracle: 2/2 stories260K prompts token-exact" \
+run gpu_run_on_device "oracle.json: 2/2 prompts pass (token-exact, graphs off)" \
   env GPU_CHECK="$build/bench/gpu/tandem_gpu_check_emu" GPU_CARRY="$work/gpu-carry" \
   bash "$root/bench/gpu/run_on_device.sh" "$work/gpu-out"
+
+run gpu_pack_tandem "pack_tandem: $work/tandem.tar.xz" \
+  bash "$root/bench/gpu/pack_tandem.sh" "$build" "$work/tandem.tar.xz"
 
 if ((${#failed[@]})); then
   echo "failed: ${failed[*]}"
