@@ -60,6 +60,12 @@ int blockValues(DType t);
 // bytes per block; dtypeSize() for the dense types.
 size_t blockBytes(DType t);
 
+// how many consecutive activations share one 8-bit scale when a decode
+// matmul with weights of quantized type `t` quantizes them, as llama.cpp's
+// CPU does: 256 for the k-quants (block_q8_K), 32 for q8_0 and q4_0
+// (block_q8_0).
+inline int activationGroup(DType t) { return t == DType::kQ4_K || t == DType::kQ6_K ? 256 : 32; }
+
 // q4_k's packing of sub-block j's (0..7) 6-bit scale and min.
 inline void scaleMinK4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   if (j < 4) {

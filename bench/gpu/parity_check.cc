@@ -121,7 +121,7 @@ class Parity {
       const Tensor x = t_.random(DType::kF32, m, k);
       const Tensor xr = t_.copyOf(x);
       if (m <= kernels::hip::kGemvMaxRows) {
-        kernels::roundTripActQ8(xr.as<float>(), xr.numel());
+        kernels::roundTripActQ8(xr.as<float>(), xr.numel(), quant::activationGroup(d));
       } else if (roundsGemmOperands()) {
         kernels::roundTo16Bit(xr.as<float>(), xr.numel(), DType::kF16);
         kernels::roundTo16Bit(w_f32.as<float>(), w_f32.numel(), DType::kF16);

@@ -315,11 +315,14 @@ void HipBackend::gemvRows(const Tensor& x, const Tensor& w, const float* bias, c
                           SharedX* shared) {
   const hipStream_t s = asStream(stream_);
   if (quant::isQuantized(w.dtype)) {
-    if (shared->acts_q8 == nullptr) {
+    const int group = quant::activationGroup(w.dtype);
+    if (shared->acts_q8 == nullptr || shared->acts_group != group) {
       auto* acts = static_cast<gpu::ActQ8*>(
           scratch(act_workspace_, gemvQuantWorkspace(x.rows, x.cols)));
-      check(launchQuantizeActQ8(x.as<float>(), x.rows, x.cols, acts, s), "matmul (quantize x)");
+      check(launchQuantizeActQ8(x.as<float>(), x.rows, x.cols, group, acts, s),
+            "matmul (quantize x)");
       shared->acts_q8 = acts;
+      shared->acts_group = group;
     }
     check(launchGemvQuant(static_cast<const gpu::ActQ8*>(shared->acts_q8), w.data, w.dtype, bias,
                           y.as<float>(), x.rows, w.rows, x.cols, s),

@@ -120,6 +120,7 @@ class HipBackend : public Backend {
   // quantized gemvs) and its 16-bit copy (the BLAS), each made once.
   struct SharedX {
     const void* acts_q8 = nullptr;
+    int acts_group = 0;  // the activation group acts_q8 was made with
     DType x16_type = DType::kF32;
     const void* x16 = nullptr;
   };

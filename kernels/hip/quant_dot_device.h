@@ -4,8 +4,8 @@
 // instructions than the memory allows; four products at a time through
 // gpu::dot4I8 (dp4a) keep a GEMV bound by bandwidth even at 8 rows of x.
 //
-// Activations: ActQ8 blocks of 32 values, x ~ d * q with q = round(x / d),
-// d = max|x| / 127 (quantize_act.h). The dot products below are exactly
+// Activations: ActQ8 blocks of 32 values, x ~ d * q (quantize_act.h: llama.cpp's
+// quantization, a scale per 32 or 256 values). The dot products below are exactly
 // (up to the order of F32 sums) the products of the dequantized weights with
 // x' = d * q, the activations' round trip; that is the kernels' contract and
 // what the tests compare with.

@@ -7,12 +7,14 @@
 
 namespace tandem::kernels {
 
-void roundTripActQ8(float* x, int64_t n) {
-  for (int64_t b = 0; b + 32 <= n; b += 32) {
+void roundTripActQ8(float* x, int64_t n, int group) {
+  for (int64_t b = 0; b + group <= n; b += group) {
     float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b + i]));
-    const float d = amax / 127.0f;
-    for (int i = 0; i < 32; ++i) x[b + i] = d > 0.0f ? d * std::round(x[b + i] / d) : 0.0f;
+    for (int i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[b + i]));
+    float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    if (group == 32) d = f16ToF32(f32ToF16(d));
+    for (int i = 0; i < group; ++i) x[b + i] = d * std::nearbyint(x[b + i] * id);
   }
 }
 

@@ -67,7 +67,7 @@ TEST_P(HipQuantMatmulTest, MatchesDequantizedF32Reference) {
   const Tensor want = zeros(DType::kF32, c.m, c.n);
   if (c.m <= 8) {
     const Tensor xq = copyOf(x);
-    roundTripActQ8(xq.as<float>(), xq.numel());
+    roundTripActQ8(xq.as<float>(), xq.numel(), quant::activationGroup(c.weight_dtype));
     ref_.matmul(xq, w_f32, c.bias ? &bias : nullptr, want);
   } else if (entry().rounds_gemm_operands) {
     ref_.matmul(roundedTo(x, DType::kF16), roundedTo(w_f32, DType::kF16), c.bias ? &bias : nullptr,
@@ -94,7 +94,7 @@ TEST_P(HipQuantMatmulTest, SharedXGivesEachOutputItsOwnResult) {
   const QuantMatmulCase& c = testCase();
   const Tensor x = random(DType::kF32, c.m, c.k);
   const Tensor xr = copyOf(x);
-  if (c.m <= 8) roundTripActQ8(xr.as<float>(), xr.numel());
+  if (c.m <= 8) roundTripActQ8(xr.as<float>(), xr.numel(), quant::activationGroup(c.weight_dtype));
   if (c.m > 8 && entry().rounds_gemm_operands) roundTo16Bit(xr.as<float>(), xr.numel(), DType::kF16);
   std::vector<std::vector<char>> blocks;
   std::vector<BufferPtr> imported;
