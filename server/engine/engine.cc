@@ -123,8 +123,10 @@ std::vector<TokenOutput> Engine::runStep() {
     Request* req = scheduler_.findRequest(chunk.seq_id);
     TANDEM_CHECK(req != nullptr);
     const std::span<const float> logits(logits_.data() + row * vocab, vocab);
+    // the budget keeps a whole sentence reachable before length ends it.
     const grammar::TokenMask* allowed =
-        req->grammar != nullptr ? &req->grammar->allowedTokens() : nullptr;
+        req->grammar != nullptr ? &req->grammar->allowedTokens(scheduler_.tokensLeft(*req))
+                                : nullptr;
     samples.push_back(sampler_.sample(logits, req->params, {req->prompt(), req->output()},
                                       req->rng, allowed));
     // the mask allowed it (it always allows a token: end-of-sequence when

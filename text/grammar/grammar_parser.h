@@ -23,15 +23,34 @@
 
 namespace tandem::grammar {
 
-// size limits: a grammar above them is refused (InvalidArgument).
+// size limits: a grammar above them is refused (InvalidArgument naming
+// the limit). A grammar comes from a stranger (the `grammar` field, or a
+// JSON schema compiled to one), so every structure the parser, the
+// lowering and the matcher walk is bounded here.
 inline constexpr int kMaxGrammarTextBytes = 1 << 20;
 inline constexpr int kMaxRepetition = 100000;
+// elements once repetitions are expanded (bytes, rule references, ends):
+// bounds the lowering's memory and work (~8 bytes each) whatever the text.
 inline constexpr int kMaxGrammarElements = 1 << 22;
+// rules, the helpers made for groups and repetitions included: a rule costs
+// ~100 bytes besides its elements.
+inline constexpr int kMaxGrammarRules = 1 << 20;
+// groups ( ... ) inside groups. The parser, the lowering and the syntax
+// tree's destructor recurse once per level (~1-2 KB of stack a level, more
+// under sanitizers), so the bound keeps them far from any thread's stack
+// limit; hand-written grammars nest a few levels and the JSON-schema
+// compiler's output at most ~2 a schema level (64 levels, kMaxSchemaDepth).
+inline constexpr int kMaxGrammarNesting = 256;
+// alternatives of one rule (or group): each is a parse stack the matcher
+// carries while they share a prefix, so a huge word list would make every
+// step slow; 16384 words is far beyond a hand-written grammar.
+inline constexpr int kMaxRuleAlternatives = 16384;
 
 // the grammar of `text` starting at rule `root`. InvalidArgument naming
 // the line and column of a syntax error ("grammar syntax error at line 3,
 // column 7: expected '::='"), an undefined rule (and where it is used), a
-// missing root, a left-recursive rule, or a grammar over the size limits.
+// missing root, a left-recursive rule, or a grammar over the size limits
+// (the message names the limit: "groups nest deeper than 256 levels").
 absl::StatusOr<Grammar> parseGrammar(std::string_view text, std::string_view root = "root");
 
 }  // namespace tandem::grammar

@@ -21,10 +21,15 @@ void TokenMatcher::sync() {
   }
 }
 
-const TokenMask& TokenMatcher::allowedTokens() {
+const TokenMask& TokenMatcher::allowedTokens(int64_t tokens_left) {
   sync();
   if (ended_) return automaton_->endedMask();
-  return automaton_->mask(state_);
+  return automaton_->maskWithin(state_, tokens_left, within_);
+}
+
+uint32_t TokenMatcher::distance() {
+  sync();
+  return ended_ ? 0 : automaton_->distance(state_);
 }
 
 bool TokenMatcher::accept(int32_t token) {

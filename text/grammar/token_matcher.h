@@ -24,7 +24,18 @@ class TokenMatcher {
   // sentence of the grammar, plus end-of-sequence when the text is a whole
   // sentence; after an end-of-sequence token, end-of-sequence only. the
   // reference is valid until the next call on any matcher of this grammar.
-  const TokenMask& allowedTokens();
+  //
+  // `tokens_left`: how many tokens may still be generated, this one
+  // included (max_tokens and the context, whichever ends first). As it
+  // comes down to the distance of the text from a whole sentence, only the
+  // tokens that keep one reachable within it are allowed
+  // (GrammarAutomaton::maskWithin), so that output cut at the budget is
+  // still a sentence whenever the budget was at least the distance of the
+  // empty text (GrammarAutomaton::distance of the initial state).
+  const TokenMask& allowedTokens(int64_t tokens_left = GrammarAutomaton::kUnlimited);
+  // the fewest tokens known to complete a sentence from here (see
+  // GrammarAutomaton::distance; 0 once ended).
+  uint32_t distance();
   // advances over `token`; false (nothing changes) when it is not allowed.
   bool accept(int32_t token);
   // accept() over each token in order; false at the first refused one
@@ -48,6 +59,9 @@ class TokenMatcher {
   bool ended_ = false;
   // the tokens accepted, to replay after the automaton trimmed its states.
   std::vector<int32_t> tokens_;
+  // allowedTokens()' result when the budget removes tokens (this
+  // matcher's own, so a batch's matchers never share it).
+  TokenMask within_;
 };
 
 }  // namespace tandem::grammar
