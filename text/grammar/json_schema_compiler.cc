@@ -324,7 +324,7 @@ class SchemaCompiler {
         const std::string sub_path = absl::StrCat(path, "/properties/", pointerSegment(key));
         std::string value = visit(sub, sub_path, depth + 1);
         names.emplace(key, props.size());
-        props.push_back({absl::StrCat(literal(Json(key)), " ws \":\" ws"), value});
+        props.push_back({absl::StrCat(literal(Json(key)), " \":\" ws"), value});
       }
     }
     required.assign(props.size(), false);
@@ -351,7 +351,7 @@ class SchemaCompiler {
     if (additional != schema.end() && !(additional->is_boolean() && !additional->get<bool>())) {
       const std::string value =
           visit(*additional, absl::StrCat(path, "/additionalProperties"), depth + 1);
-      extra = define("extra", absl::StrCat(use("string"), " ws \":\" ws ", value));
+      extra = define("extra", absl::StrCat(use("string"), " \":\" ws ", value));
     }
     if (!status_.ok()) return "";
     use("ws");
@@ -359,11 +359,11 @@ class SchemaCompiler {
     const size_t n = props.size();
     std::vector<std::string> first(n + 1);
     std::vector<std::string> rest(n + 1);
-    rest[n] = extra.empty() ? "" : absl::StrCat("( ws \",\" ws ", extra, " )*");
-    first[n] = extra.empty() ? "" : absl::StrCat("( ", extra, " ( ws \",\" ws ", extra, " )* )?");
+    rest[n] = extra.empty() ? "" : absl::StrCat("( \",\" ws ", extra, " )*");
+    first[n] = extra.empty() ? "" : absl::StrCat("( ", extra, " ( \",\" ws ", extra, " )* )?");
     for (size_t k = n; k-- > 0;) {
       const std::string member = absl::StrCat(props[k].first, " ", props[k].second);
-      const std::string rest_body = absl::StrCat("ws \",\" ws ", member, " ", rest[k + 1]);
+      const std::string rest_body = absl::StrCat("\",\" ws ", member, " ", rest[k + 1]);
       const std::string first_body = absl::StrCat(member, " ", rest[k + 1]);
       if (required[k]) {
         rest[k] = define("rest", rest_body);
@@ -374,7 +374,7 @@ class SchemaCompiler {
         first[k] = define("first", absl::StrCat("( ", first_body, " | ", first[k + 1], " )"));
       }
     }
-    return define("object", absl::StrCat("\"{\" ws ", first[0], " ws \"}\""));
+    return define("object", absl::StrCat("\"{\" ", first[0], " \"}\""));
   }
 
   std::string array(const Json& schema, const std::string& path, int depth) {
@@ -413,19 +413,19 @@ class SchemaCompiler {
       for (size_t i = 0; i < it->size(); ++i) {
         parts.push_back(visit((*it)[i], absl::StrCat(path, "/prefixItems/", i), depth + 1));
       }
-      std::string body = absl::StrCat("\"[\" ws ", absl::StrJoin(parts, " ws \",\" ws "));
-      if (items_allowed) absl::StrAppend(&body, " ( ws \",\" ws ", item, " )*");
-      return define("tuple", absl::StrCat(body, " ws \"]\""));
+      std::string body = absl::StrCat("\"[\" ", absl::StrJoin(parts, " \",\" ws "));
+      if (items_allowed) absl::StrAppend(&body, " ( \",\" ws ", item, " )*");
+      return define("tuple", absl::StrCat(body, " \"]\""));
     }
-    if (!items_allowed || (max && *max == 0)) return define("array", "\"[\" ws \"]\"");
+    if (!items_allowed || (max && *max == 0)) return define("array", "\"[]\"");
     const int64_t lo = min.value_or(0);
     const std::string more_max = max ? std::to_string(*max - 1) : "";
-    std::string more;  // (ws "," ws item){a,b}
+    std::string more;  // ("," ws item){a,b}
     const int64_t more_min = std::max<int64_t>(lo - 1, 0);
-    more = absl::StrCat("( ws \",\" ws ", item, " ){", more_min, ",", more_max, "}");
-    std::string items = absl::StrCat(item, " ", more, " ws");
+    more = absl::StrCat("( \",\" ws ", item, " ){", more_min, ",", more_max, "}");
+    std::string items = absl::StrCat(item, " ", more);
     if (lo == 0) items = absl::StrCat("( ", items, " )?");
-    return define("array", absl::StrCat("\"[\" ws ", items, " \"]\""));
+    return define("array", absl::StrCat("\"[\" ", items, " \"]\""));
   }
 
   std::string string(const Json& schema, const std::string& path) {

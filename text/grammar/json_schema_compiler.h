@@ -1,9 +1,10 @@
 // JSON Schema -> grammar (tandem's GBNF dialect, grammar_parser.h), for
 // response_format json_schema / json_object and forced tool calls.
 //
-// The grammar generates compact JSON with optional whitespace between
-// tokens (none before the first or after the last byte, so a request ends
-// as soon as its value is complete). Supported:
+// The grammar generates compact JSON: the only whitespace allowed is one
+// optional space after each ':' and ',' (no newlines, no indentation, none
+// before the first or after the last byte, so a request ends as soon as
+// its value is complete and a budget is not spent on padding). Supported:
 //   type (one or a list): object, array, string, number, integer, boolean,
 //     null; an empty schema (or true) is any JSON value;
 //   object: properties (generated in the schema's order; a property not in
