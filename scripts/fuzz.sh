@@ -16,7 +16,7 @@ seconds=${1:-15}
 shift || true
 build=${TANDEM_FUZZ_BUILD:-$root/build-fuzz}
 all=(http_request openai_request tokenizer_json gguf safetensors chat_template
-     kv_chunk kv_events worker_report disk_record)
+     kv_chunk kv_events worker_report disk_record grammar json_schema)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 
