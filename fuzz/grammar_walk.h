@@ -42,14 +42,21 @@ inline void walkGrammar(std::string_view text, int budget, uint32_t seed) {
   }
   if (g->elements.size() > kMaxWalkedElements) return;
   const grammar::TokenVocabularyPtr vocab = storiesVocabulary();
-  // a small memory bound, so trims (and the matcher's replay) happen too.
-  auto automaton = std::make_shared<grammar::GrammarAutomaton>(std::move(*g), vocab, 4 << 20);
+  // small bounds, so that trims (carrying the matcher's state over) and
+  // refused steps and cut masks happen too, and an input stays well within
+  // the fuzzer's time limit under the sanitizers.
+  const grammar::AutomatonLimits limits = {
+      .max_bytes = 4 << 20, .expansions_per_step = 1 << 12, .mask_work = 1 << 18};
+  auto automaton = std::make_shared<grammar::GrammarAutomaton>(std::move(*g), vocab, limits);
   grammar::TokenMatcher m(automaton);
   const bool promised = m.distance() <= static_cast<uint32_t>(budget);
   uint32_t rng = seed * 2654435761u + 1;
   int used = 0;
   bool ended = false;
   for (; used < budget && !m.isTerminated(); ++used) {
+    // a few masks' worth of work in all (the walk's promise is then not
+    // checked: it was not walked to the end)
+    if (automaton->stats().expansions > 4 * limits.mask_work) return;
     const grammar::TokenMask& mask = m.allowedTokens(budget - used);
     const int count = mask.count();
     if (count == 0) __builtin_trap();  // never empty: EOS at the least

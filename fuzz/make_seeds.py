@@ -358,6 +358,9 @@ ws ::= | " " | "\n" [ \t]{0,20}
         "crash_nested_groups": "root ::= " + "(" * 10000 + '"a"' + ")" * 10000 + "\n",
         # nested bounded repetitions: stacks grow with every byte
         "ambiguous_repetition": 'root ::= (("a"{1,40}){1,40}){1,40}\n',
+        # fuzz_grammar's timeout: large states, every call trimming, and the
+        # matcher replaying its output into each new epoch
+        "timeout_trim_replay": 'root ::= (("!"{0,40}){1,39}){0,40}\n',
     }
     for name, text in grammars.items():
         write("grammar", name, bytes([16]) + text.encode())

@@ -16,10 +16,10 @@ uint64_t nodeKey(uint32_t pos, int32_t parent) {
 }  // namespace
 
 GrammarAutomaton::GrammarAutomaton(Grammar grammar, TokenVocabularyPtr vocabulary,
-                                   size_t max_bytes)
+                                   AutomatonLimits limits)
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocabulary)),
-      max_bytes_(max_bytes),
+      limits_(limits),
       completion_(completionCosts(grammar_, *vocab_)),
       ended_mask_(vocab_->size()) {
   for (int32_t id : vocab_->eosIds()) {
@@ -59,7 +59,8 @@ bool GrammarAutomaton::expand(uint32_t pos, int32_t parent) {
     const auto [p, up] = pending_.back();
     pending_.pop_back();
     if (!visited_.insert(nodeKey(p, up)).second) continue;
-    if (visited_.size() > static_cast<size_t>(kMaxExpansionsPerStep)) return false;
+    ++expansions_;
+    if (visited_.size() > static_cast<size_t>(limits_.expansions_per_step)) return false;
     const Element& e = grammar_.elements[p];
     switch (e.kind) {
       case Element::Kind::kBytes:
@@ -168,7 +169,7 @@ const TokenMask& GrammarAutomaton::mask(int32_t state) {
   const std::vector<TokenVocabulary::TrieNode>& trie = vocab_->trie();
   const std::vector<int32_t>& order = vocab_->tokenOrder();
   walk_[0] = state;
-  work_left_ = kMaxMaskWork;
+  work_left_ = limits_.mask_work;
   const auto n = static_cast<int32_t>(trie.size());
   for (int32_t i = 1; i < n;) {
     const TokenVocabulary::TrieNode& node = trie[i];
@@ -236,10 +237,72 @@ const TokenMask& GrammarAutomaton::maskWithin(int32_t state, int64_t tokens_left
   return scratch;
 }
 
+void GrammarAutomaton::untrack(int32_t* slot) {
+  auto it = std::find(tracked_.begin(), tracked_.end(), slot);
+  if (it == tracked_.end()) return;
+  *it = tracked_.back();
+  tracked_.pop_back();
+}
+
 bool GrammarAutomaton::trim() {
-  if (bytes_ <= max_bytes_) return false;
+  if (bytes_ <= limits_.max_bytes) return false;
+  absl::flat_hash_map<int32_t, int32_t> index;  // tracked state -> saved
+  const SavedState saved = saveTracked(index);
   reset();
+  restoreTracked(saved, index);
   return true;
+}
+
+GrammarAutomaton::SavedState GrammarAutomaton::saveTracked(
+    absl::flat_hash_map<int32_t, int32_t>& index) const {
+  SavedState saved;
+  absl::flat_hash_map<int32_t, int32_t> node_index;  // node id -> saved
+  std::vector<int32_t> path;
+  for (const int32_t* slot : tracked_) {
+    if (*slot < 0 || index.contains(*slot)) continue;
+    index.emplace(*slot, static_cast<int32_t>(saved.stacks.size()));
+    const State& state = states_[*slot];
+    std::vector<int32_t>& stacks = saved.stacks.emplace_back();
+    saved.accepting.push_back(state.accepting);
+    for (int32_t top : state.stacks) {
+      // the nodes not saved yet from the top down, then saved bottom up so
+      // a parent always comes before its children.
+      path.clear();
+      for (int32_t n = top; n >= 0 && !node_index.contains(n); n = nodes_[n].parent) path.push_back(n);
+      for (size_t i = path.size(); i-- > 0;) {
+        const Node& node = nodes_[path[i]];
+        const int32_t parent = node.parent < 0 ? -1 : node_index.at(node.parent);
+        node_index.emplace(path[i], static_cast<int32_t>(saved.nodes.size()));
+        saved.nodes.push_back({node.pos, parent});
+      }
+      stacks.push_back(node_index.at(top));
+    }
+  }
+  return saved;
+}
+
+void GrammarAutomaton::restoreTracked(const SavedState& saved,
+                                      const absl::flat_hash_map<int32_t, int32_t>& index) {
+  std::vector<int32_t> ids(saved.nodes.size());
+  for (size_t i = 0; i < saved.nodes.size(); ++i) {
+    const auto [pos, parent] = saved.nodes[i];
+    ids[i] = internNode(pos, parent < 0 ? -1 : ids[parent]);
+  }
+  std::vector<int32_t> remade(saved.stacks.size());
+  for (size_t k = 0; k < saved.stacks.size(); ++k) {
+    out_.clear();
+    for (int32_t n : saved.stacks[k]) out_.push_back(ids[n]);
+    out_accepting_ = saved.accepting[k];
+    remade[k] = internState();
+    if (remade[k] == kDead) {  // a dead-end state (a root that matches nothing)
+      states_.push_back({});
+      states_.back().distance = kInfiniteCost;
+      remade[k] = static_cast<int32_t>(states_.size() - 1);
+    }
+  }
+  for (int32_t* slot : tracked_) {
+    if (*slot >= 0) *slot = remade[index.at(*slot)];
+  }
 }
 
 void GrammarAutomaton::reset() {
@@ -262,6 +325,7 @@ AutomatonStats GrammarAutomaton::stats() const {
   s.trims = trims_;
   s.step_overflows = step_overflows_;
   s.mask_overflows = mask_overflows_;
+  s.expansions = expansions_;
   s.bytes = bytes_;
   return s;
 }

@@ -5,21 +5,11 @@
 namespace tandem::grammar {
 
 TokenMatcher::TokenMatcher(std::shared_ptr<GrammarAutomaton> automaton)
-    : automaton_(std::move(automaton)),
-      epoch_(automaton_->epoch()),
-      state_(automaton_->initialState()) {}
-
-void TokenMatcher::sync() {
-  automaton_->trim();
-  if (epoch_ == automaton_->epoch()) return;
-  epoch_ = automaton_->epoch();
-  state_ = automaton_->initialState();
-  for (int32_t token : tokens_) {
-    state_ = automaton_->stepToken(state_, token);
-    // the same grammar accepted these tokens before.
-    TANDEM_CHECK(state_ != GrammarAutomaton::kDead);
-  }
+    : automaton_(std::move(automaton)), state_(automaton_->initialState()) {
+  automaton_->track(&state_);
 }
+
+TokenMatcher::~TokenMatcher() { automaton_->untrack(&state_); }
 
 const TokenMask& TokenMatcher::allowedTokens(int64_t tokens_left) {
   sync();
@@ -44,7 +34,7 @@ bool TokenMatcher::accept(int32_t token) {
   const int32_t next = automaton_->stepToken(state_, token);
   if (next == GrammarAutomaton::kDead) return false;
   state_ = next;
-  tokens_.push_back(token);
+  ++accepted_;
   return true;
 }
 

@@ -19,6 +19,10 @@ namespace tandem::grammar {
 class TokenMatcher {
  public:
   explicit TokenMatcher(std::shared_ptr<GrammarAutomaton> automaton);
+  ~TokenMatcher();
+  // the automaton tracks state_ by address.
+  TokenMatcher(const TokenMatcher&) = delete;
+  TokenMatcher& operator=(const TokenMatcher&) = delete;
 
   // the tokens allowed next: those that keep the text a prefix of a
   // sentence of the grammar, plus end-of-sequence when the text is a whole
@@ -47,18 +51,16 @@ class TokenMatcher {
   // nothing may follow: an end-of-sequence token was accepted, or the text
   // is a whole sentence that no byte can extend.
   bool isTerminated();
-  int numAccepted() const { return static_cast<int>(tokens_.size()); }
+  int numAccepted() const { return accepted_; }
 
  private:
-  // brings state_ into the automaton's current epoch (replaying tokens_).
-  void sync();
+  // lets the automaton trim its memory (state_, tracked, is carried over).
+  void sync() { automaton_->trim(); }
 
   std::shared_ptr<GrammarAutomaton> automaton_;
-  uint64_t epoch_ = 0;
   int32_t state_ = 0;
   bool ended_ = false;
-  // the tokens accepted, to replay after the automaton trimmed its states.
-  std::vector<int32_t> tokens_;
+  int accepted_ = 0;
   // allowedTokens()' result when the budget removes tokens (this
   // matcher's own, so a batch's matchers never share it).
   TokenMask within_;

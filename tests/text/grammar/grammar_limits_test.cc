@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/text/grammar/grammar_test_util.h"
 #include "text/grammar/grammar_parser.h"
+#include "text/grammar/token_matcher.h"
 
 namespace tandem::grammar {
 namespace {
@@ -124,6 +125,35 @@ TEST(GrammarLimitsTest, AMaskThatNeedsTooMuchWorkIsCutShort) {
   EXPECT_LT(mask.count(), 94);
   // a byte the mask did not reach is still a step of the grammar.
   EXPECT_NE(a.step(a.initialState(), '~'), GrammarAutomaton::kDead);
+}
+
+// the expansions one allowedTokens + accept costs.
+int64_t tokenWork(GrammarAutomaton& a, TokenMatcher& m, int32_t token) {
+  const int64_t before = a.stats().expansions;
+  (void)m.allowedTokens();
+  EXPECT_TRUE(m.accept(token));
+  return a.stats().expansions - before;
+}
+
+TEST(GrammarLimitsTest, AMatchersWorkPerTokenDoesNotGrowWithItsOutput) {
+  // a memory bound so small that every call trims: the matcher replayed its
+  // whole output into the new epoch, so a token's work grew with the output
+  // (fuzz_grammar timed out on `root ::= (("!"{0,40}){1,39}){0,40}`, whose
+  // states are large, under a 4 MB bound); its state is carried over.
+  auto a = std::make_shared<GrammarAutomaton>(*parseGrammar(R"g(root ::= "(" root ")" | "x")g"),
+                                              byteVocabulary(), AutomatonLimits{.max_bytes = 1});
+  TokenMatcher m(a);
+  int64_t early = 0;
+  for (int i = 0; i < 400; ++i) {
+    const int64_t work = tokenWork(*a, m, '(');
+    if (i == 10) early = work;
+    if (i > 10) EXPECT_LE(work, early + 8) << "token " << i;
+  }
+  EXPECT_GE(a->stats().trims, 400);
+  // the state carried over is the same state: the sentence still closes.
+  ASSERT_TRUE(m.accept('x'));
+  for (int i = 0; i < 400; ++i) ASSERT_TRUE(m.accept(')')) << i;
+  EXPECT_TRUE(m.isTerminated());
 }
 
 }  // namespace
