@@ -71,10 +71,7 @@ TEST(GrammarDistanceTest, IsUnknownWithoutTheSingleByteTokensAClassNeeds) {
 class TokenMatcherBudgetTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const std::string& name = GetParam();
-    const std::string path = name == "stories260K" ? tandem::testing::storiesHfDir()
-                                                   : tandem::testing::fetchedDataDir() + "/" + name;
-    auto tok = tokenizer::Tokenizer::load(path);
+    auto tok = testing::loadTestTokenizer(GetParam());
     ASSERT_TRUE(tok.ok()) << tok.status();
     tokenizer_ = std::move(*tok);
     eos_ = *tokenizer_->eosId();
@@ -88,16 +85,12 @@ class TokenMatcherBudgetTest : public ::testing::TestWithParam<std::string> {
   // mask. Checks at every step that a sentence stays within reach.
   std::string sample(TokenMatcher& m, std::mt19937& rng, int budget, bool budgeted) {
     std::string text;
-    std::vector<int32_t> allowed;
     for (int used = 0; used < budget && !m.isTerminated(); ++used) {
       const int left = budget - used;
       if (budgeted) EXPECT_LE(m.distance(), static_cast<uint32_t>(left)) << text;
       const TokenMask& mask = budgeted ? m.allowedTokens(left) : m.allowedTokens();
       if (mask.test(eos_) && rng() % 2 == 0) break;
-      allowed.clear();
-      for (int32_t id = 0; id < mask.numTokens(); ++id) {
-        if (mask.test(id) && id != eos_) allowed.push_back(id);
-      }
+      const std::vector<int32_t> allowed = testing::allowedIds(mask, eos_);
       if (allowed.empty()) break;
       const int32_t token = allowed[rng() % allowed.size()];
       EXPECT_TRUE(m.accept(token));
@@ -172,28 +165,18 @@ TEST_P(TokenMatcherBudgetTest, AShortBudgetAllowsOnlyTokensThatComeNearer) {
     return probe.distance() <= n;
   };
   // one token left, short of 2: only tokens that come nearer.
-  const TokenMask& last = m.allowedTokens(1);
-  int nearer = 0;
-  for (int32_t id = 0; id < last.numTokens(); ++id) {
-    if (!last.test(id)) continue;
-    EXPECT_TRUE(within(id, 1)) << vocab_->tokenBytes(id);
-    ++nearer;
-  }
-  EXPECT_GT(nearer, 0);
+  const std::vector<int32_t> nearer = testing::allowedIds(m.allowedTokens(1), -1);
+  for (int32_t id : nearer) EXPECT_TRUE(within(id, 1)) << vocab_->tokenBytes(id);
+  EXPECT_FALSE(nearer.empty());
   // two left is no better: a token that stays in the string leaves 2 to
   // do with 1. three left: every allowed token leaves one within 2 more.
-  EXPECT_EQ(m.allowedTokens(2).count(), nearer);
-  const TokenMask& three = m.allowedTokens(3);
-  int fits = 0;
-  for (int32_t id = 0; id < three.numTokens(); ++id) {
-    if (!three.test(id)) continue;
-    EXPECT_TRUE(within(id, 2)) << vocab_->tokenBytes(id);
-    ++fits;
-  }
-  EXPECT_GT(fits, nearer);
+  EXPECT_EQ(m.allowedTokens(2).count(), static_cast<int>(nearer.size()));
+  const std::vector<int32_t> fits = testing::allowedIds(m.allowedTokens(3), -1);
+  for (int32_t id : fits) EXPECT_TRUE(within(id, 2)) << vocab_->tokenBytes(id);
+  EXPECT_GT(fits.size(), nearer.size());
   // with plenty left, the whole mask (tokens opening an escape or a new
   // member go farther than 1).
-  EXPECT_GT(m.allowedTokens(1000).count(), fits);
+  EXPECT_GT(m.allowedTokens(1000).count(), static_cast<int>(fits.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, TokenMatcherBudgetTest,
