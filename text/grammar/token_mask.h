@@ -29,6 +29,13 @@ class TokenMask {
     for (uint64_t w : words_) n += std::popcount(w);
     return n;
   }
+  // the lowest allowed id, -1 when none.
+  int32_t first() const {
+    for (size_t w = 0; w < words_.size(); ++w) {
+      if (words_[w] != 0) return static_cast<int32_t>(w * 64 + std::countr_zero(words_[w]));
+    }
+    return -1;
+  }
   bool none() const {
     for (uint64_t w : words_) {
       if (w != 0) return false;
