@@ -30,11 +30,14 @@ namespace tandem::grammar {
 inline constexpr int kMaxGrammarTextBytes = 1 << 20;
 inline constexpr int kMaxRepetition = 100000;
 // elements once repetitions are expanded (bytes, rule references, ends):
-// bounds the lowering's memory and work (~8 bytes each) whatever the text.
-inline constexpr int kMaxGrammarElements = 1 << 22;
+// bounds the lowering's memory and work whatever the text. A grammar of
+// 255 bytes can reach the bounds (x{0,100000} makes 100000 helper rules):
+// at them, lowering takes ~0.2 s and ~45 MB (4x that at 2^22 / 2^20), and
+// a schema still fits two strings of maxLength 100000.
+inline constexpr int kMaxGrammarElements = 1 << 20;
 // rules, the helpers made for groups and repetitions included: a rule costs
 // ~100 bytes besides its elements.
-inline constexpr int kMaxGrammarRules = 1 << 20;
+inline constexpr int kMaxGrammarRules = 1 << 18;
 // groups ( ... ) inside groups. The parser, the lowering and the syntax
 // tree's destructor recurse once per level (~1-2 KB of stack a level, more
 // under sanitizers), so the bound keeps them far from any thread's stack

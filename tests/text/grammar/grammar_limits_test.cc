@@ -57,18 +57,18 @@ TEST(GrammarLimitsTest, AlternativesOfOneRuleAreBounded) {
 
 TEST(GrammarLimitsTest, ExpandedElementsAndRulesAreBounded) {
   EXPECT_EQ(grammarLimitErrorOf("root ::= ( \"abcdefghij\"{100000} ){100}"),
-            "the grammar is too large: more than 4194304 elements once repetitions are expanded");
+            "the grammar is too large: more than 1048576 elements once repetitions are expanded");
   // siblings are counted before any of them is defined.
   std::string siblings = "root ::= \"x\"";
   for (int i = 0; i < 50; ++i) siblings += " | \"abcdefghij\"{10000}";
   EXPECT_EQ(grammarLimitErrorOf(siblings),
-            "the grammar is too large: more than 4194304 elements once repetitions are expanded");
+            "the grammar is too large: more than 1048576 elements once repetitions are expanded");
   // each {0,n} makes n helper rules.
   std::string rules = "root ::= r0\n";
   for (int i = 0; i < 11; ++i) absl::StrAppend(&rules, "r", i, " ::= \"\"{0,100000} r", i + 1, "\n");
   rules += "r11 ::= \"x\"\n";
   EXPECT_EQ(grammarLimitErrorOf(rules),
-            "the grammar is too large: more than 1048576 rules once groups and repetitions are "
+            "the grammar is too large: more than 262144 rules once groups and repetitions are "
             "expanded");
   EXPECT_EQ(grammarLimitErrorOf("root ::= \"a\"{200000}"),
             "grammar syntax error at line 1, column 19: repetition counts may be at most 100000");
