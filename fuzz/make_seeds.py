@@ -336,8 +336,59 @@ def disk_record_seeds():
     write("disk_record", "blank", b"\x00" + bytes(4096))
 
 
+# ---- grammar: byte 0 = budget (low 6 bits) and walk seed, then GBNF ----
+def grammar_seeds():
+    grammars = {
+        # llama.cpp's grammars/json.gbnf, in tandem's dialect
+        "json": r'''root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+''',
+        "arithmetic": "root ::= (expr \"=\" ws term \"\\n\")+\n"
+                      "expr ::= term ([-+*/] term)*\nterm ::= ident | num | \"(\" ws expr \")\" ws\n"
+                      "ident ::= [a-z] [a-z0-9_]* ws\nnum ::= [0-9]+ ws\nws ::= [ \\t\\n]*\n",
+        "unicode_classes": "root ::= [α-ω]{1,3} \" \" [^\\x00-\\x7F]? (\"日本\" | \"🙂\"){0,2} .\n",
+        "repetition": "root ::= [0-9]{1,5} (\",\" \" \"? [0-9]{1,5}){0,3} \"x\"{2} \"y\"{1,}\n",
+        "yes_no": "# a comment\nroot ::= (\"yes\" | \"no\") \" \" [0-9]{2}\n  | \"maybe\"\n",
+        # the ~20 KB request that overflowed the parser's stack (issue 36)
+        "crash_nested_groups": "root ::= " + "(" * 10000 + '"a"' + ")" * 10000 + "\n",
+        # nested bounded repetitions: stacks grow with every byte
+        "ambiguous_repetition": 'root ::= (("a"{1,40}){1,40}){1,40}\n',
+        # fuzz_grammar's timeout: large states, every call trimming, and the
+        # matcher replaying its output into each new epoch
+        "timeout_trim_replay": 'root ::= (("!"{0,40}){1,39}){0,40}\n',
+    }
+    for name, text in grammars.items():
+        write("grammar", name, bytes([16]) + text.encode())
+
+
+# ---- json_schema: byte 0 bit 6 = tool-call wrapper, low 6 bits = budget ----
+def json_schema_seeds():
+    with open(os.path.join(ROOT, "tests", "data", "grammar", "schemas.json")) as f:
+        schemas = json.load(f)
+    for i, schema in enumerate(schemas):
+        write("json_schema", "schema_%02d" % i, bytes([24 + i]) + json.dumps(schema).encode())
+    call = {"type": "object", "properties": {
+        "name": {"const": "get_weather"},
+        "arguments": {"type": "object", "properties": {"city": {"type": "string"}},
+                      "required": ["city"]}}, "required": ["name", "arguments"]}
+    write("json_schema", "tool_call", bytes([64 | 40]) + json.dumps(call).encode())
+    chain = {"$defs": {"d%d" % i: {"$ref": "#/$defs/d%d" % (i + 1)} for i in range(100)},
+             "$ref": "#/$defs/d0"}
+    chain["$defs"]["d100"] = {"type": "integer"}
+    write("json_schema", "ref_chain", bytes([8]) + json.dumps(chain).encode())
+    # std::stoul threw on this index (issue 36)
+    write("json_schema", "crash_ref_huge_index",
+          bytes([8]) + b'{"$defs":[{"type":"integer"}],"$ref":"#/$defs/99999999999999999999999999"}')
+
+
 if __name__ == "__main__":
     for fn in [http_seeds, openai_seeds, tokenizer_seeds, gguf_seeds, safetensors_seeds, chat_seeds,
-               kv_chunk_seeds, kv_events_seeds, worker_report_seeds, disk_record_seeds]:
+               kv_chunk_seeds, kv_events_seeds, worker_report_seeds, disk_record_seeds,
+               grammar_seeds, json_schema_seeds]:
         fn()
     print("seeds written to", CORPUS, file=sys.stderr)

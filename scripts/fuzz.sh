@@ -10,13 +10,16 @@
 #   scripts/fuzz.sh 600            (every target, 10 minutes each)
 #   scripts/fuzz.sh 3600 gguf      (one target for an hour)
 # Reproduce a finding: build-fuzz/fuzz/fuzz_<target> <file>
+# TANDEM_FUZZ_TIMEOUT (default 10): seconds of wall time one input may take
+# before it is a finding; a campaign on a machine loaded by other work (its
+# inputs starved of CPU) may raise it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-15}
 shift || true
 build=${TANDEM_FUZZ_BUILD:-$root/build-fuzz}
 all=(http_request openai_request tokenizer_json gguf safetensors chat_template
-     kv_chunk kv_events worker_report disk_record)
+     kv_chunk kv_events worker_report disk_record grammar json_schema)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 
@@ -45,7 +48,7 @@ fuzz_one() {
   # parser that allocates without bound; -max_len: inputs up to 64 KiB
   # (the seeds are a few KB).
   "$build/fuzz/fuzz_$t" "$corpus" "$root/fuzz/corpus/$t" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -max_total_time="$seconds" -timeout="${TANDEM_FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -max_len=65536 \
     -artifact_prefix="$findings/" -print_final_stats=1 >"$findings/log" 2>&1
 }
 # as many targets at once as there are cores (libFuzzer uses one each).

@@ -19,6 +19,7 @@
 #include "server/engine/engine_assembly.h"
 #include "server/engine/sampler.h"
 #include "text/grammar/grammar_cache.h"
+#include "text/grammar/grammar_parser.h"
 #include "text/grammar/json_schema_compiler.h"
 #include "text/grammar/token_matcher.h"
 #include "text/tokenizer/tokenizer.h"
@@ -85,26 +86,61 @@ std::vector<Walk> randomWalks(GrammarCache& cache, const std::string& grammar, i
   return walks;
 }
 
-// the engine's per-token grammar work over recorded walks: mask, apply, accept.
+// the engine's per-token grammar work over recorded walks: mask, apply,
+// accept. `budgeted`: each walk's own length is its max_tokens, so the
+// budget mask binds over its last tokens (as it does when a request's
+// output runs to max_tokens); `tight` counts the steps where it removed
+// tokens from the state's mask.
 double maskedStepMicros(GrammarCache& cache, const std::string& grammar,
-                        const std::vector<Walk>& walks, int vocab_rows, std::vector<float>& logits) {
+                        const std::vector<Walk>& walks, int vocab_rows, std::vector<float>& logits,
+                        bool budgeted, double* tight = nullptr, double* tight_us = nullptr) {
   auto automaton = *cache.get(grammar);
   int64_t tokens = 0;
+  int64_t narrowed = 0;
   Clock::duration total{};
+  Clock::duration narrowed_total{};
   std::vector<float> work(vocab_rows);
   for (const Walk& walk : walks) {
     TokenMatcher m(automaton);
-    for (int32_t token : walk.tokens) {
+    const auto n = static_cast<int64_t>(walk.tokens.size());
+    for (int64_t i = 0; i < n; ++i) {
       std::copy(logits.begin(), logits.end(), work.begin());  // the sampler copies anyway
-      const auto t0 = Clock::now();
-      const TokenMask& mask = m.allowedTokens();
+      const int64_t left = budgeted ? n - i : tandem::grammar::GrammarAutomaton::kUnlimited;
+      auto t0 = Clock::now();
+      const TokenMask& mask = m.allowedTokens(left);
       tandem::engine::Sampler::applyMask(work, mask);
-      m.accept(token);
-      total += Clock::now() - t0;
+      Clock::duration step = Clock::now() - t0;
+      // (untimed) the state's own mask is another object when the budget
+      // narrowed it.
+      const bool was_narrowed = budgeted && &mask != &m.allowedTokens();
+      t0 = Clock::now();
+      m.accept(walk.tokens[i]);
+      step += Clock::now() - t0;
+      total += step;
+      if (was_narrowed) {
+        ++narrowed;
+        narrowed_total += step;
+      }
       ++tokens;
     }
   }
+  if (tight != nullptr) *tight = 100.0 * static_cast<double>(narrowed) / std::max<int64_t>(tokens, 1);
+  if (tight_us != nullptr) *tight_us = micros(narrowed_total) / std::max<int64_t>(narrowed, 1);
   return micros(total) / std::max<int64_t>(tokens, 1);
+}
+
+// building an automaton: the per-position completion costs (segmentation
+// of the literal runs, Knuth's algorithm over the rules) are its work.
+double buildMillis(const std::string& grammar, const tandem::grammar::TokenVocabularyPtr& vocab,
+                   int repeats) {
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    tandem::grammar::Grammar g = *tandem::grammar::parseGrammar(grammar);
+    const auto t0 = Clock::now();
+    tandem::grammar::GrammarAutomaton a(std::move(g), vocab);
+    ms.push_back(micros(Clock::now() - t0) / 1000);
+  }
+  return median(ms);
 }
 
 double decodeStepMicros(const std::string& model, int threads, int repeats) {
@@ -150,8 +186,9 @@ int main(int argc, char** argv) {
   const int num_walks = std::stoi(argv[4]);
   const double decode_us = decodeStepMicros(model, threads, repeats);
   std::printf("decode step (batch 1, %d threads): %.0f us\n", threads, decode_us);
-  std::printf("%-10s %-12s %7s %6s %13s %14s %10s %8s %9s\n", "vocab", "grammar", "tokens",
-              "states", "cold us/tok", "warm us/tok", "min..max", "% step", "bytes");
+  std::printf("%-10s %-12s %7s %6s %13s %14s %10s %8s %9s %15s %7s %13s %9s\n", "vocab",
+              "grammar", "tokens", "states", "cold us/tok", "warm us/tok", "min..max", "% step",
+              "bytes", "budgeted us/tok", "tight%", "tight us/tok", "build ms");
   for (int i = 5; i < argc; ++i) {
     auto tok = tandem::tokenizer::Tokenizer::fromHfDir(argv[i]);
     if (!tok.ok()) {
@@ -176,16 +213,24 @@ int main(int argc, char** argv) {
       int64_t tokens = 0;
       for (const Walk& w : walks) tokens += static_cast<int64_t>(w.tokens.size());
       std::vector<double> warm;
+      std::vector<double> budgeted;
+      std::vector<double> narrowed;
+      double tight = 0;
       for (int r = 0; r < repeats; ++r) {
-        warm.push_back(maskedStepMicros(cache, grammar, walks, vocab->size(), logits));
+        warm.push_back(maskedStepMicros(cache, grammar, walks, vocab->size(), logits, false));
+        double tight_us = 0;
+        budgeted.push_back(maskedStepMicros(cache, grammar, walks, vocab->size(), logits, true,
+                                            &tight, &tight_us));
+        narrowed.push_back(tight_us);
       }
       const auto stats = (*cache.get(grammar))->stats();
-      std::printf("%-10s %-12s %7lld %6lld %13.1f %14.2f %5.2f..%-5.2f %7.3f%% %8.1fM\n",
+      std::printf("%-10s %-12s %7lld %6lld %13.1f %14.2f %5.2f..%-5.2f %7.3f%% %8.1fM %15.2f %6.1f%% %13.2f %9.2f\n",
                   name.c_str(), label, static_cast<long long>(tokens),
                   static_cast<long long>(stats.states), cold, median(warm),
                   *std::min_element(warm.begin(), warm.end()),
                   *std::max_element(warm.begin(), warm.end()), 100.0 * median(warm) / decode_us,
-                  static_cast<double>(stats.bytes) / (1 << 20));
+                  static_cast<double>(stats.bytes) / (1 << 20), median(budgeted), tight,
+                  median(narrowed), buildMillis(grammar, vocab, repeats));
     }
   }
   return 0;

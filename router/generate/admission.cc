@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "router/openai/tool_call_constraint.h"
-#include "text/grammar/json_schema_compiler.h"
+#include "router/openai/response_format.h"
 
 namespace tandem::router {
 namespace {
@@ -139,7 +139,7 @@ std::optional<AdmissionError> Admission::constrainToolCall(openai::GenerationReq
                  "a tool_choice that forces a call cannot be combined with response_format or grammar",
                  "tool_choice");
   }
-  absl::StatusOr<std::string> grammar = grammar::compileJsonSchema(
+  absl::StatusOr<std::string> grammar = openai::grammarForJsonSchema(
       constraint->schema, {.prefix = constraint->prefix, .suffix = constraint->suffix});
   if (!grammar.ok()) {
     return error(AdmissionReason::kInvalidRequest,

@@ -12,8 +12,9 @@ absl::StatusOr<std::string> checkedGrammar(std::string text) {
   return text;
 }
 
-absl::StatusOr<std::string> grammarForJsonSchema(const nlohmann::ordered_json& schema) {
-  absl::StatusOr<std::string> text = grammar::compileJsonSchema(schema);
+absl::StatusOr<std::string> grammarForJsonSchema(const nlohmann::ordered_json& schema,
+                                                 const grammar::JsonGrammarOptions& options) {
+  absl::StatusOr<std::string> text = grammar::compileJsonSchema(schema, options);
   if (!text.ok()) return text.status();
   // the compiler's output always parses; a schema that expands past the
   // grammar's size limits is refused here.

@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "router/openai/json_field.h"
 #include "router/openai/openai_request.h"
+#include "text/grammar/json_schema_compiler.h"
 
 namespace tandem::openai {
 
@@ -24,9 +25,12 @@ namespace tandem::openai {
 // "response_format.json_schema.schema", "grammar").
 void readStructuredOutput(FieldReader& reader, GenerationRequest& request);
 
-// the grammar a JSON-schema response format compiles to, checked by the
-// grammar parser too (InvalidArgument naming the unsupported feature).
-absl::StatusOr<std::string> grammarForJsonSchema(const nlohmann::ordered_json& schema);
+// the grammar a JSON-schema response format (or a forced tool call, with
+// its prefix and suffix) compiles to, checked by the grammar parser too:
+// InvalidArgument naming the unsupported feature or the limit a schema or
+// its grammar exceeds, so the engine never meets a grammar it refuses.
+absl::StatusOr<std::string> grammarForJsonSchema(const nlohmann::ordered_json& schema,
+                                                 const grammar::JsonGrammarOptions& options = {});
 // the grammar of any JSON object (json_object).
 std::string grammarForJsonObject();
 // `text` when it is a valid GBNF grammar (InvalidArgument naming the line

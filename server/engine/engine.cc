@@ -1,6 +1,7 @@
 #include "server/engine/engine.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "common/status.h"
 
@@ -123,14 +124,23 @@ std::vector<TokenOutput> Engine::runStep() {
     Request* req = scheduler_.findRequest(chunk.seq_id);
     TANDEM_CHECK(req != nullptr);
     const std::span<const float> logits(logits_.data() + row * vocab, vocab);
+    // the budget keeps a whole sentence reachable before length ends it.
     const grammar::TokenMask* allowed =
-        req->grammar != nullptr ? &req->grammar->allowedTokens() : nullptr;
+        req->grammar != nullptr ? &req->grammar->allowedTokens(scheduler_.tokensLeft(*req))
+                                : nullptr;
     samples.push_back(sampler_.sample(logits, req->params, {req->prompt(), req->output()},
                                       req->rng, allowed));
     // the mask allowed it (it always allows a token: end-of-sequence when
     // the vocabulary can spell nothing else), so the grammar advances here,
-    // before onStepResult's stop checks read it.
-    if (req->grammar != nullptr) (void)req->grammar->accept(samples.back().token);
+    // before onStepResult's stop checks read it. Only logits that are not
+    // numbers (NaN from a broken model, or KV never written) make the
+    // sampler leave the mask: then the mask's first token is taken, so the
+    // output still follows the grammar.
+    if (req->grammar != nullptr && !req->grammar->accept(samples.back().token)) {
+      samples.back().token = req->grammar->allowedTokens(scheduler_.tokensLeft(*req)).first();
+      [[maybe_unused]] const bool followed = req->grammar->accept(samples.back().token);
+      assert(followed);  // an allowed token is always accepted
+    }
     tokens.push_back(samples.back().token);
     ++row;
   }

@@ -35,6 +35,7 @@
 // onStepResult) unless it says otherwise.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -142,6 +143,13 @@ class Scheduler {
   // to sample its logit row.
   Request* findRequest(SeqId id);
   const Request* findRequest(SeqId id) const;
+  // how many tokens `req` may still generate before checkStop ends it for
+  // length (max_tokens or the context, whichever comes first), the next
+  // one included.
+  int64_t tokensLeft(const Request& req) const {
+    return std::min<int64_t>(req.params.max_tokens - req.numOutputTokens(),
+                             config_.max_model_len - req.numTokens());
+  }
 
   int numWaiting() const { return static_cast<int>(waiting_.size()); }
   int numRunning() const { return static_cast<int>(running_.size()); }

@@ -81,6 +81,14 @@ class GbnfSyntax {
         "grammar syntax error at line %d, column %d: %s", line_, column_, message));
   }
 
+  // a grammar over a size limit: not a syntax error, but where it is.
+  void failLimit(std::string message) {
+    if (error_) return;
+    error_ = absl::InvalidArgumentError(
+        absl::StrFormat("the grammar is too large: %s (at line %d, column %d)", message, line_,
+                        column_));
+  }
+
   // spaces, tabs and comments; newlines too when `newlines`.
   void skipSpace(bool newlines) {
     while (!atEnd()) {
@@ -162,9 +170,18 @@ class GbnfSyntax {
         item.kind = GbnfNode::Kind::kClass;
         item.ranges = {{0, kMaxCodePoint}};
       } else if (c == '(') {
+        // each level recurses here (and in the lowering and the tree's
+        // destructor): bounded before it is entered.
+        if (depth_ == kMaxGrammarNesting) {
+          failLimit(absl::StrFormat("groups ( ... ) nest deeper than %d levels",
+                                    kMaxGrammarNesting));
+          break;
+        }
         advance();
         skipSpace(true);
+        ++depth_;
         item = parseAlternatives(true);
+        --depth_;
         if (!ok()) break;
         if (peek() != ')') {
           fail("expected ')'");
@@ -385,6 +402,8 @@ class GbnfSyntax {
   size_t pos_ = 0;
   int line_ = 1;
   int column_ = 1;
+  // groups open around the current position.
+  int depth_ = 0;
   std::optional<absl::Status> error_;
 };
 

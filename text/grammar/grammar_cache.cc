@@ -26,7 +26,8 @@ absl::StatusOr<std::shared_ptr<GrammarAutomaton>> GrammarCache::get(std::string_
   absl::StatusOr<Grammar> grammar = parseGrammar(text);
   if (!grammar.ok()) return grammar.status();
   auto automaton =
-      std::make_shared<GrammarAutomaton>(std::move(*grammar), vocab_, automaton_max_bytes_);
+      std::make_shared<GrammarAutomaton>(std::move(*grammar), vocab_,
+                                         AutomatonLimits{.max_bytes = automaton_max_bytes_});
   std::lock_guard lock(mu_);
   ++compiled_;
   auto it = entries_.find(text);

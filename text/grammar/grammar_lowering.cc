@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "text/grammar/gbnf_ast.h"
+#include "text/grammar/grammar_costs.h"
 #include "text/grammar/grammar_parser.h"
 
 namespace tandem::grammar {
@@ -49,8 +50,29 @@ class Lowering {
 
  private:
   uint32_t newRule(std::string name) {
+    if (g_.rules.size() == static_cast<size_t>(kMaxGrammarRules)) {
+      tooLarge(absl::StrFormat("more than %d rules once groups and repetitions are expanded",
+                               kMaxGrammarRules));
+      return 0;  // a valid id; status_ ends the lowering.
+    }
     g_.rules.push_back({std::move(name), {}});
     return static_cast<uint32_t>(g_.rules.size() - 1);
+  }
+
+  void tooLarge(const std::string& what) {
+    if (status_.ok()) status_ = absl::InvalidArgumentError("the grammar is too large: " + what);
+  }
+
+  // counts `n` more elements written into sequences (copies included, so
+  // it bounds the lowering's memory and work, not only the result's size);
+  // false once over kMaxGrammarElements.
+  bool charge(size_t n) {
+    emitted_ += n;
+    if (emitted_ > static_cast<size_t>(kMaxGrammarElements)) {
+      tooLarge(absl::StrFormat("more than %d elements once repetitions are expanded",
+                               kMaxGrammarElements));
+    }
+    return status_.ok();
   }
 
   uint32_t helper(const std::string& owner) {
@@ -58,15 +80,17 @@ class Lowering {
   }
 
   void define(uint32_t rule, const std::vector<Sequence>& alts) {
+    if (!status_.ok()) return;
+    if (alts.size() > static_cast<size_t>(kMaxRuleAlternatives)) {
+      tooLarge(absl::StrFormat("rule '%s' has %d alternatives; at most %d are allowed",
+                               g_.rules[rule].name, alts.size(), kMaxRuleAlternatives));
+      return;
+    }
+    if (!charge(alts.size())) return;  // the ends
     for (const Sequence& seq : alts) {
       g_.rules[rule].alternatives.push_back(static_cast<uint32_t>(g_.elements.size()));
       g_.elements.insert(g_.elements.end(), seq.begin(), seq.end());
       g_.elements.push_back({Element::Kind::kEnd, 0});
-    }
-    if (g_.elements.size() > static_cast<size_t>(kMaxGrammarElements) && status_.ok()) {
-      status_ = absl::InvalidArgumentError(absl::StrFormat(
-          "the grammar is too large (more than %d elements once repetitions are expanded)",
-          kMaxGrammarElements));
     }
   }
 
@@ -79,12 +103,6 @@ class Lowering {
   // appends what matches `node` to `out`; may define helper rules.
   void lower(const GbnfNode& node, const std::string& owner, Sequence& out) {
     if (!status_.ok()) return;
-    if (g_.elements.size() + out.size() > static_cast<size_t>(kMaxGrammarElements)) {
-      status_ = absl::InvalidArgumentError(absl::StrFormat(
-          "the grammar is too large (more than %d elements once repetitions are expanded)",
-          kMaxGrammarElements));
-      return;
-    }
     switch (node.kind) {
       case GbnfNode::Kind::kSequence:
         for (const GbnfNode& child : node.children) lower(child, owner, out);
@@ -97,10 +115,12 @@ class Lowering {
         }
         const uint32_t rule = helper(owner);
         define(rule, alts);
+        if (!charge(1)) return;
         out.push_back({Element::Kind::kRule, rule});
         return;
       }
       case GbnfNode::Kind::kLiteral:
+        if (!charge(node.bytes.size())) return;
         for (char c : node.bytes) {
           ByteSet set;
           set.add(static_cast<uint8_t>(c));
@@ -118,6 +138,7 @@ class Lowering {
               node.line, node.column));
           return;
         }
+        if (!charge(1)) return;
         out.push_back({Element::Kind::kRule, it->second});
         return;
       }
@@ -130,6 +151,7 @@ class Lowering {
   void lowerClass(const GbnfNode& node, const std::string& owner, Sequence& out) {
     std::vector<CodePointRange> ranges = normalizeRanges(node.ranges);
     if (node.negated) ranges = complementRanges(ranges);
+    if (!charge(1)) return;
     auto cached = class_rules_.find(ranges);
     if (cached != class_rules_.end()) {
       out.push_back(cached->second);
@@ -145,6 +167,7 @@ class Lowering {
         has_single = true;
         continue;
       }
+      if (!charge(s.size())) return;
       Sequence seq;
       for (const ByteRange& r : s) {
         ByteSet set;
@@ -173,13 +196,10 @@ class Lowering {
     Sequence unit;
     lower(node.children[0], owner, unit);
     if (!status_.ok()) return;
-    const size_t projected = unit.size() * static_cast<size_t>(std::max(node.min, node.max) + 2);
-    if (projected > static_cast<size_t>(kMaxGrammarElements)) {
-      status_ = absl::InvalidArgumentError(absl::StrFormat(
-          "the grammar is too large (more than %d elements once repetitions are expanded)",
-          kMaxGrammarElements));
-      return;
-    }
+    // the copies below, charged before any is made (min + 1 for a star,
+    // max for a bounded repetition; each copy with one reference).
+    const size_t copies = static_cast<size_t>(node.max < 0 ? node.min + 1 : node.max);
+    if (!charge(copies * (unit.size() + 1))) return;
     for (int i = 0; i < node.min; ++i) out.insert(out.end(), unit.begin(), unit.end());
     if (node.max < 0) {
       // star ::= unit star | ε  (right recursion: the matcher's stack does
@@ -208,20 +228,12 @@ class Lowering {
   // matcher's expansion loop forever: refused.
   absl::Status checkLeftRecursion() {
     const size_t n = g_.rules.size();
+    // a rule is nullable when its least count of byte runs is 0 (settled
+    // in one pass: a fixpoint over rules in text order took a pass per link
+    // of a chain of rules defined bottom-up, quadratic in their number).
+    const std::vector<uint32_t> runs = leastRuleCosts(g_, [](uint32_t) { return 1u; });
     std::vector<bool> nullable(n, false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < n; ++r) {
-        if (nullable[r]) continue;
-        for (uint32_t start : g_.rules[r].alternatives) {
-          if (prefixNullable(start, nullable, nullptr)) {
-            nullable[r] = true;
-            changed = true;
-            break;
-          }
-        }
-      }
-    }
+    for (size_t r = 0; r < n; ++r) nullable[r] = runs[r] == 0;
     // left corners: the rules an alternative may start with.
     std::vector<std::vector<uint32_t>> corners(n);
     for (size_t r = 0; r < n; ++r) {
@@ -278,6 +290,8 @@ class Lowering {
   absl::flat_hash_map<std::array<uint64_t, 4>, size_t> byte_set_ids_;
   std::map<std::vector<CodePointRange>, Element> class_rules_;
   int helpers_ = 0;
+  // elements written into sequences so far (see charge()).
+  size_t emitted_ = 0;
 };
 
 }  // namespace

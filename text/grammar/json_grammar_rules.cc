@@ -14,17 +14,27 @@ struct FixedRule {
   const char* deps;
 };
 
-// whitespace only between tokens, bounded so a runaway model cannot pad
-// forever; numbers bounded to 16 digits for the same reason.
+// compact JSON: whitespace only as one optional space after ':' and ','
+// (as Python's json.dumps writes it, or none), never a newline or
+// indentation: every byte of padding is a token of the client's budget
+// that a weak or random model could spend without end (xgrammar and
+// llama.cpp's schema grammars bound it for the same reason). Numbers are
+// bounded to 16 digits for the same reason.
 constexpr FixedRule kFixed[] = {
-    {"ws", "( \" \" | \"\\n\" [ \\t]{0,20} )?", ""},
+    {"ws", "\" \"?", ""},
     {"value", "object | array | string | number | boolean | null",
      "object array string number boolean null"},
-    {"object", "\"{\" ws ( member ( ws \",\" ws member )* ws )? \"}\"", "ws member"},
-    {"member", "string ws \":\" ws value", "string ws value"},
-    {"array", "\"[\" ws ( value ( ws \",\" ws value )* ws )? \"]\"", "ws value"},
+    {"object", "\"{\" ( member ( \",\" ws member )* )? \"}\"", "ws member"},
+    {"member", "string \":\" ws value", "string ws value"},
+    {"array", "\"[\" ( value ( \",\" ws value )* )? \"]\"", "ws value"},
     {"string", "\"\\\"\" char* \"\\\"\"", "char"},
-    {"char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" hex{4} )", "hex"},
+    // a \u escape is never a lone surrogate (D800-DFFF unpaired), which
+    // strict parsers (nlohmann, serde_json) refuse: a high one is followed
+    // by a low one, making one character.
+    {"char",
+     "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" ( [0-9a-cA-Ce-fE-F] hex{3} | "
+     "[dD] [0-7] hex{2} | [dD] [89abAB] hex{2} \"\\\\u\" [dD] [c-fC-F] hex{2} ) )",
+     "hex"},
     {"hex", "[0-9a-fA-F]", ""},
     {"number", "\"-\"? int-part frac? exp?", "int-part frac exp"},
     {"int-part", "\"0\" | [1-9] [0-9]{0,15}", ""},

@@ -1,5 +1,6 @@
 #include "text/grammar/json_schema_compiler.h"
 
+#include <charconv>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -18,8 +19,29 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// deep enough for any real schema; bounds the compiler's recursion.
-constexpr int kMaxDepth = 64;
+// true when `value` nests deeper than `limit` arrays and objects (walked
+// with an explicit stack: the value may be far deeper than the C++ stack).
+bool nestsDeeperThan(const Json& value, int limit) {
+  std::vector<std::pair<const Json*, int>> pending = {{&value, 0}};
+  while (!pending.empty()) {
+    const auto [v, depth] = pending.back();
+    pending.pop_back();
+    if (!v->is_structured()) continue;
+    if (depth >= limit) return true;
+    for (const Json& child : *v) pending.push_back({&child, depth + 1});
+  }
+  return false;
+}
+
+// a JSON-pointer segment as an array index (digits only, within `size`).
+std::optional<size_t> arrayIndex(std::string_view key, size_t size) {
+  size_t index = 0;
+  const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), index);
+  if (key.empty() || error != std::errc() || end != key.data() + key.size() || index >= size) {
+    return std::nullopt;
+  }
+  return index;
+}
 
 const std::set<std::string, std::less<>> kAnnotations = {
     "title",   "description", "default",  "examples",  "$schema",
@@ -61,6 +83,10 @@ class SchemaCompiler {
   explicit SchemaCompiler(const Json& root) : root_(root) {}
 
   absl::StatusOr<std::string> compile(const JsonGrammarOptions& options) {
+    if (nestsDeeperThan(root_, kMaxSchemaJsonDepth)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "JSON schema: the document nests deeper than ", kMaxSchemaJsonDepth, " levels"));
+    }
     const std::string value = visit(root_, "#", 0);
     if (!status_.ok()) return status_;
     return render(options, value);
@@ -108,8 +134,14 @@ class SchemaCompiler {
   // a GBNF expression for the values `schema` allows.
   std::string visit(const Json& schema, const std::string& path, int depth) {
     if (!status_.ok()) return "";
-    if (depth > kMaxDepth) {
-      fail(absl::StrCat("JSON schema nests deeper than ", kMaxDepth, " levels at ", path));
+    if (depth > kMaxSchemaDepth) {
+      fail(absl::StrCat("JSON schema nests deeper than ", kMaxSchemaDepth, " levels at ", path,
+                        " ($refs followed included)"));
+      return "";
+    }
+    if (++nodes_ > kMaxSchemaNodes) {
+      fail(absl::StrCat("JSON schema has more than ", kMaxSchemaNodes, " schemas (at ", path,
+                        "; properties, items and branches counted)"));
       return "";
     }
     if (schema.is_boolean()) {
@@ -131,7 +163,9 @@ class SchemaCompiler {
       unsupported("keyword 'uniqueItems'", path);
       return "";
     }
-    if (const auto it = schema.find("$ref"); it != schema.end()) return ref(*it, schema, path);
+    if (const auto it = schema.find("$ref"); it != schema.end()) {
+      return ref(*it, schema, path, depth);
+    }
     if (const auto it = schema.find("const"); it != schema.end()) return literal(*it);
     if (const auto it = schema.find("enum"); it != schema.end()) return enumeration(*it, path);
     for (const char* key : {"anyOf", "oneOf"}) {
@@ -187,7 +221,9 @@ class SchemaCompiler {
     return "";
   }
 
-  std::string ref(const Json& target, const Json& schema, const std::string& path) {
+  // a reference's target is compiled one level deeper than the reference,
+  // so a chain of $refs counts against kMaxSchemaDepth as nesting does.
+  std::string ref(const Json& target, const Json& schema, const std::string& path, int depth) {
     for (const auto& [key, value] : schema.items()) {
       if (key != "$ref" && key != "$defs" && key != "definitions" && !kAnnotations.contains(key)) {
         unsupported(absl::StrCat("'", key, "' beside $ref"), path);
@@ -210,10 +246,11 @@ class SchemaCompiler {
       std::string key = absl::StrReplaceAll(part, {{"~1", "/"}, {"~0", "~"}});
       if (node->is_object() && node->contains(key)) {
         node = &(*node)[key];
-      } else if (node->is_array() && !key.empty() &&
-                 key.find_first_not_of("0123456789") == std::string::npos &&
-                 std::stoul(key) < node->size()) {
-        node = &(*node)[std::stoul(key)];
+      } else if (std::optional<size_t> index;
+                 node->is_array() && (index = arrayIndex(key, node->size()))) {
+        // (an index beyond size_t made std::stoul throw, which ended the
+        // process)
+        node = &(*node)[*index];
       } else {
         fail(absl::StrCat("JSON schema: $ref '", pointer, "' at ", path, " points at nothing"));
         return "";
@@ -225,7 +262,7 @@ class SchemaCompiler {
     refs_[pointer] = name;
     const size_t slot = rules_.size();
     rules_.push_back({name, ""});
-    std::string body = visit(*node, pointer, 1);
+    std::string body = visit(*node, pointer, depth + 1);
     rules_[slot].second = std::move(body);
     return name;
   }
@@ -233,6 +270,11 @@ class SchemaCompiler {
   std::string enumeration(const Json& values, const std::string& path) {
     if (!values.is_array() || values.empty()) {
       fail(absl::StrCat("JSON schema: 'enum' at ", path, " must be a non-empty array"));
+      return "";
+    }
+    if (values.size() > static_cast<size_t>(kMaxEnumValues)) {
+      fail(absl::StrCat("JSON schema: 'enum' at ", path, " has ", values.size(),
+                        " values; at most ", kMaxEnumValues, " are allowed"));
       return "";
     }
     std::vector<std::string> parts;
@@ -271,7 +313,7 @@ class SchemaCompiler {
     }
     std::vector<std::pair<std::string, std::string>> props;  // key literal, value expr
     std::vector<bool> required;
-    std::set<std::string> names;
+    absl::flat_hash_map<std::string, size_t> names;  // property -> index
     const auto properties = schema.find("properties");
     if (properties != schema.end()) {
       if (!properties->is_object()) {
@@ -281,8 +323,8 @@ class SchemaCompiler {
       for (const auto& [key, sub] : properties->items()) {
         const std::string sub_path = absl::StrCat(path, "/properties/", pointerSegment(key));
         std::string value = visit(sub, sub_path, depth + 1);
-        props.push_back({absl::StrCat(literal(Json(key)), " ws \":\" ws"), value});
-        names.insert(key);
+        names.emplace(key, props.size());
+        props.push_back({absl::StrCat(literal(Json(key)), " \":\" ws"), value});
       }
     }
     required.assign(props.size(), false);
@@ -292,16 +334,13 @@ class SchemaCompiler {
         return "";
       }
       for (const Json& name : *it) {
-        if (!name.is_string() || !names.contains(name.get<std::string>())) {
+        const auto found = name.is_string() ? names.find(name.get<std::string>()) : names.end();
+        if (found == names.end()) {
           fail(absl::StrCat("JSON schema: 'required' at ", path, " names ", name.dump(),
                             ", which is not in 'properties'"));
           return "";
         }
-        size_t i = 0;
-        for (const auto& [key, sub] : properties->items()) {
-          if (key == name.get<std::string>()) required[i] = true;
-          ++i;
-        }
+        required[found->second] = true;
       }
     }
     std::string extra;  // one additional member, or empty when none allowed
@@ -312,7 +351,7 @@ class SchemaCompiler {
     if (additional != schema.end() && !(additional->is_boolean() && !additional->get<bool>())) {
       const std::string value =
           visit(*additional, absl::StrCat(path, "/additionalProperties"), depth + 1);
-      extra = define("extra", absl::StrCat(use("string"), " ws \":\" ws ", value));
+      extra = define("extra", absl::StrCat(use("string"), " \":\" ws ", value));
     }
     if (!status_.ok()) return "";
     use("ws");
@@ -320,11 +359,11 @@ class SchemaCompiler {
     const size_t n = props.size();
     std::vector<std::string> first(n + 1);
     std::vector<std::string> rest(n + 1);
-    rest[n] = extra.empty() ? "" : absl::StrCat("( ws \",\" ws ", extra, " )*");
-    first[n] = extra.empty() ? "" : absl::StrCat("( ", extra, " ( ws \",\" ws ", extra, " )* )?");
+    rest[n] = extra.empty() ? "" : absl::StrCat("( \",\" ws ", extra, " )*");
+    first[n] = extra.empty() ? "" : absl::StrCat("( ", extra, " ( \",\" ws ", extra, " )* )?");
     for (size_t k = n; k-- > 0;) {
       const std::string member = absl::StrCat(props[k].first, " ", props[k].second);
-      const std::string rest_body = absl::StrCat("ws \",\" ws ", member, " ", rest[k + 1]);
+      const std::string rest_body = absl::StrCat("\",\" ws ", member, " ", rest[k + 1]);
       const std::string first_body = absl::StrCat(member, " ", rest[k + 1]);
       if (required[k]) {
         rest[k] = define("rest", rest_body);
@@ -335,7 +374,7 @@ class SchemaCompiler {
         first[k] = define("first", absl::StrCat("( ", first_body, " | ", first[k + 1], " )"));
       }
     }
-    return define("object", absl::StrCat("\"{\" ws ", first[0], " ws \"}\""));
+    return define("object", absl::StrCat("\"{\" ", first[0], " \"}\""));
   }
 
   std::string array(const Json& schema, const std::string& path, int depth) {
@@ -374,19 +413,19 @@ class SchemaCompiler {
       for (size_t i = 0; i < it->size(); ++i) {
         parts.push_back(visit((*it)[i], absl::StrCat(path, "/prefixItems/", i), depth + 1));
       }
-      std::string body = absl::StrCat("\"[\" ws ", absl::StrJoin(parts, " ws \",\" ws "));
-      if (items_allowed) absl::StrAppend(&body, " ( ws \",\" ws ", item, " )*");
-      return define("tuple", absl::StrCat(body, " ws \"]\""));
+      std::string body = absl::StrCat("\"[\" ", absl::StrJoin(parts, " \",\" ws "));
+      if (items_allowed) absl::StrAppend(&body, " ( \",\" ws ", item, " )*");
+      return define("tuple", absl::StrCat(body, " \"]\""));
     }
-    if (!items_allowed || (max && *max == 0)) return define("array", "\"[\" ws \"]\"");
+    if (!items_allowed || (max && *max == 0)) return define("array", "\"[]\"");
     const int64_t lo = min.value_or(0);
     const std::string more_max = max ? std::to_string(*max - 1) : "";
-    std::string more;  // (ws "," ws item){a,b}
+    std::string more;  // ("," ws item){a,b}
     const int64_t more_min = std::max<int64_t>(lo - 1, 0);
-    more = absl::StrCat("( ws \",\" ws ", item, " ){", more_min, ",", more_max, "}");
-    std::string items = absl::StrCat(item, " ", more, " ws");
+    more = absl::StrCat("( \",\" ws ", item, " ){", more_min, ",", more_max, "}");
+    std::string items = absl::StrCat(item, " ", more);
     if (lo == 0) items = absl::StrCat("( ", items, " )?");
-    return define("array", absl::StrCat("\"[\" ws ", items, " \"]\""));
+    return define("array", absl::StrCat("\"[\" ", items, " \"]\""));
   }
 
   std::string string(const Json& schema, const std::string& path) {
@@ -490,6 +529,8 @@ class SchemaCompiler {
   std::set<std::string> fixed_used_;
   absl::flat_hash_map<std::string, std::string> refs_;
   int counter_ = 0;
+  // schemas visited, against kMaxSchemaNodes.
+  int nodes_ = 0;
 };
 
 }  // namespace

@@ -5,26 +5,21 @@
 namespace tandem::grammar {
 
 TokenMatcher::TokenMatcher(std::shared_ptr<GrammarAutomaton> automaton)
-    : automaton_(std::move(automaton)),
-      epoch_(automaton_->epoch()),
-      state_(automaton_->initialState()) {}
-
-void TokenMatcher::sync() {
-  automaton_->trim();
-  if (epoch_ == automaton_->epoch()) return;
-  epoch_ = automaton_->epoch();
-  state_ = automaton_->initialState();
-  for (int32_t token : tokens_) {
-    state_ = automaton_->stepToken(state_, token);
-    // the same grammar accepted these tokens before.
-    TANDEM_CHECK(state_ != GrammarAutomaton::kDead);
-  }
+    : automaton_(std::move(automaton)), state_(automaton_->initialState()) {
+  automaton_->track(&state_);
 }
 
-const TokenMask& TokenMatcher::allowedTokens() {
+TokenMatcher::~TokenMatcher() { automaton_->untrack(&state_); }
+
+const TokenMask& TokenMatcher::allowedTokens(int64_t tokens_left) {
   sync();
   if (ended_) return automaton_->endedMask();
-  return automaton_->mask(state_);
+  return automaton_->maskWithin(state_, tokens_left, within_);
+}
+
+uint32_t TokenMatcher::distance() {
+  sync();
+  return ended_ ? 0 : automaton_->distance(state_);
 }
 
 bool TokenMatcher::accept(int32_t token) {
@@ -39,7 +34,7 @@ bool TokenMatcher::accept(int32_t token) {
   const int32_t next = automaton_->stepToken(state_, token);
   if (next == GrammarAutomaton::kDead) return false;
   state_ = next;
-  tokens_.push_back(token);
+  ++accepted_;
   return true;
 }
 

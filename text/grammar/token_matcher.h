@@ -19,12 +19,27 @@ namespace tandem::grammar {
 class TokenMatcher {
  public:
   explicit TokenMatcher(std::shared_ptr<GrammarAutomaton> automaton);
+  ~TokenMatcher();
+  // the automaton tracks state_ by address.
+  TokenMatcher(const TokenMatcher&) = delete;
+  TokenMatcher& operator=(const TokenMatcher&) = delete;
 
   // the tokens allowed next: those that keep the text a prefix of a
   // sentence of the grammar, plus end-of-sequence when the text is a whole
   // sentence; after an end-of-sequence token, end-of-sequence only. the
   // reference is valid until the next call on any matcher of this grammar.
-  const TokenMask& allowedTokens();
+  //
+  // `tokens_left`: how many tokens may still be generated, this one
+  // included (max_tokens and the context, whichever ends first). As it
+  // comes down to the distance of the text from a whole sentence, only the
+  // tokens that keep one reachable within it are allowed
+  // (GrammarAutomaton::maskWithin), so that output cut at the budget is
+  // still a sentence whenever the budget was at least the distance of the
+  // empty text (GrammarAutomaton::distance of the initial state).
+  const TokenMask& allowedTokens(int64_t tokens_left = GrammarAutomaton::kUnlimited);
+  // the fewest tokens known to complete a sentence from here (see
+  // GrammarAutomaton::distance; 0 once ended).
+  uint32_t distance();
   // advances over `token`; false (nothing changes) when it is not allowed.
   bool accept(int32_t token);
   // accept() over each token in order; false at the first refused one
@@ -36,18 +51,19 @@ class TokenMatcher {
   // nothing may follow: an end-of-sequence token was accepted, or the text
   // is a whole sentence that no byte can extend.
   bool isTerminated();
-  int numAccepted() const { return static_cast<int>(tokens_.size()); }
+  int numAccepted() const { return accepted_; }
 
  private:
-  // brings state_ into the automaton's current epoch (replaying tokens_).
-  void sync();
+  // lets the automaton trim its memory (state_, tracked, is carried over).
+  void sync() { automaton_->trim(); }
 
   std::shared_ptr<GrammarAutomaton> automaton_;
-  uint64_t epoch_ = 0;
   int32_t state_ = 0;
   bool ended_ = false;
-  // the tokens accepted, to replay after the automaton trimmed its states.
-  std::vector<int32_t> tokens_;
+  int accepted_ = 0;
+  // allowedTokens()' result when the budget removes tokens (this
+  // matcher's own, so a batch's matchers never share it).
+  TokenMask within_;
 };
 
 }  // namespace tandem::grammar

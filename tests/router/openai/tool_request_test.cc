@@ -8,8 +8,10 @@
 #include <string>
 
 #include "router/openai/openai_request.h"
+#include "router/openai/response_format.h"
 #include "router/openai/tool_call_constraint.h"
 #include "router/openai/tool_call_parser.h"
+#include "tests/text/grammar/grammar_test_util.h"
 
 namespace tandem::openai {
 namespace {
@@ -176,6 +178,38 @@ TEST(ToolCallConstraintTest, RequiredIsAnyOfTheToolsAndAutoForcesNothing) {
   EXPECT_EQ(required->schema["anyOf"][1]["properties"]["arguments"], Json({{"type", "object"}}));
   EXPECT_FALSE(toolCallConstraint(ToolCallFamily::kHermes, tools, {ToolChoiceMode::kAuto, ""}));
   EXPECT_FALSE(toolCallConstraint(ToolCallFamily::kHermes, tools, {ToolChoiceMode::kNone, ""}));
+}
+
+// Pydantic-style parameters ($defs and local $refs, "#" included) point
+// into the parameters, not into the call schema that nests them: they were
+// refused as "points at nothing" (or hit the wrong definition).
+TEST(ToolCallConstraintTest, ParametersRefsResolveWithinTheirOwnSchema) {
+  const Json tools = Json::parse(R"([
+    {"type":"function","function":{"name":"order","parameters":{
+      "$defs":{"item":{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"]}},
+      "type":"object","properties":{"items":{"type":"array","items":{"$ref":"#/$defs/item"}},
+        "note":{"const":{"$ref":"#/$defs/item"}}},
+      "required":["items"]}}},
+    {"type":"function","function":{"name":"tree","parameters":{
+      "$defs":{"item":{"type":"integer"}},
+      "type":"object","properties":{"v":{"$ref":"#/$defs/item"},"kids":{"type":"array","items":{"$ref":"#"}}},
+      "required":["v"]}}}])");
+  for (const ToolChoice& choice : {ToolChoice{ToolChoiceMode::kRequired, ""},
+                                   ToolChoice{ToolChoiceMode::kNamed, "tree"}}) {
+    std::optional<ToolCallConstraint> c = toolCallConstraint(ToolCallFamily::kJson, tools, choice);
+    ASSERT_TRUE(c.has_value());
+    absl::StatusOr<std::string> text = grammarForJsonSchema(c->schema);
+    ASSERT_TRUE(text.ok()) << text.status();
+    grammar::testing::ByteMatcher m(*grammar::parseGrammar(*text));
+    EXPECT_TRUE(m.accepts(R"({"name":"tree","arguments":{"v":1,"kids":[{"v":2,"kids":[]}]}})"));
+    EXPECT_FALSE(m.accepts(R"({"name":"tree","arguments":{"v":"1"}})"));
+    if (choice.mode != ToolChoiceMode::kRequired) continue;
+    EXPECT_TRUE(m.accepts(R"({"name":"order","arguments":{"items":[{"sku":"a"}]}})"));
+    EXPECT_FALSE(m.accepts(R"({"name":"order","arguments":{"items":[1]}})"));
+    // a const value is data: its "$ref" is not rewritten.
+    EXPECT_TRUE(m.accepts(
+        R"({"name":"order","arguments":{"items":[],"note":{"$ref":"#/$defs/item"}}})"));
+  }
 }
 
 }  // namespace

@@ -116,6 +116,33 @@ TEST_F(EngineLoopGrammarTest, EverySamplingOptionKeepsTheOutputValid) {
   }
 }
 
+// the engine passes each sequence's tokens left (max_tokens, the context)
+// to its matcher: a random model's object closes in time, where it used to
+// run to the limit inside a string.
+TEST_F(EngineLoopGrammarTest, OutputCutAtMaxTokensOrTheContextIsAWholeDocument) {
+  const std::string grammar = grammar::jsonObjectGrammar();
+  // a prompt that leaves 9 tokens of stories260K's 512-token context.
+  std::vector<int32_t> long_prompt = prompt_;
+  while (long_prompt.size() < 503) long_prompt.push_back(prompt_.back());
+  int at_limit = 0;
+  SeqId id = 100;
+  for (const bool context : {false, true}) {
+    for (uint64_t seed = 0; seed < 10; ++seed) {
+      SamplingParams params = sampled(grammar, seed);
+      params.max_tokens = context ? 400 : 9;
+      Collector out;
+      ASSERT_TRUE(loop_->submit(++id, context ? long_prompt : prompt_, params, out.callback()).ok());
+      ASSERT_TRUE(out.wait());
+      const std::string s = text(out.tokens);
+      EXPECT_TRUE(Json::parse(s, nullptr, false).is_object()) << (context ? "context " : "") << s;
+      EXPECT_LE(out.tokens.size(), 9u) << s;
+      if (out.tokens.size() == 9) ++at_limit;
+    }
+  }
+  // the limit, not the model, ended most of them.
+  EXPECT_GE(at_limit, 10);
+}
+
 TEST_F(EngineLoopGrammarTest, TheSameSeedGivesTheSameOutput) {
   const std::string grammar = *grammar::compileJsonSchema(schemas()[13]);
   Collector a;

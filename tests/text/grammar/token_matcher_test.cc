@@ -27,10 +27,7 @@ const char* kSchema = R"({"type":"object","properties":{
 class TokenMatcherTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    const std::string& name = GetParam();
-    const std::string path = name == "stories260K" ? tandem::testing::storiesHfDir()
-                                                   : tandem::testing::fetchedDataDir() + "/" + name;
-    auto tok = tokenizer::Tokenizer::load(path);
+    auto tok = testing::loadTestTokenizer(GetParam());
     ASSERT_TRUE(tok.ok()) << tok.status() << " (run tests/fetch_test_data.sh "
                           << tandem::testing::fetchedDataDir() << ")";
     tokenizer_ = std::move(*tok);
@@ -60,10 +57,7 @@ class TokenMatcherTest : public ::testing::TestWithParam<std::string> {
           break;
         }
       }
-      std::vector<int32_t> allowed;
-      for (int32_t id = 0; id < mask.numTokens(); ++id) {
-        if (mask.test(id) && id != eos_) allowed.push_back(id);
-      }
+      const std::vector<int32_t> allowed = testing::allowedIds(mask, eos_);
       if (allowed.empty()) break;
       const int32_t token = allowed[rng() % allowed.size()];
       EXPECT_TRUE(m.accept(token));
