@@ -131,7 +131,7 @@ void OpenAiService::version(http::HttpRequest&, http::ResponseWriterPtr writer) 
 
 void OpenAiService::listModels(http::HttpRequest&, http::ResponseWriterPtr writer) {
   const ServedModel& model = *context_.model;
-  openai::ModelCard card{model.name(), 0, model.maxModelLen(), model.path()};
+  openai::ModelCard card{model.name(), 0, model.maxModelLen()};
   writer->respond(200, jsonHeaders(), openai::renderModelList({card}));
   metrics_->countRequest("models", 200);
 }
@@ -146,7 +146,7 @@ void OpenAiService::getModel(http::HttpRequest& request, http::ResponseWriterPtr
     return;
   }
   nlohmann::json list = nlohmann::json::parse(
-      openai::renderModelList({{model.name(), 0, model.maxModelLen(), model.path()}}));
+      openai::renderModelList({{model.name(), 0, model.maxModelLen()}}));
   writer->respond(200, jsonHeaders(), list["data"][0].dump());
   metrics_->countRequest("models", 200);
 }

@@ -221,7 +221,7 @@ std::string renderModelList(const std::vector<ModelCard>& models) {
     card["object"] = "model";
     card["created"] = model.created;
     card["owned_by"] = "tandem";
-    card["root"] = model.root;
+    card["root"] = model.id;
     card["max_model_len"] = model.max_model_len;
     data.push_back(std::move(card));
   }

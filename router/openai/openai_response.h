@@ -97,9 +97,9 @@ struct ModelCard {
   std::string id;
   int64_t created = 0;
   int max_model_len = 0;
-  std::string root;  // the model path
 };
-// GET /v1/models.
+// GET /v1/models. "root" is the model's id, as vLLM serves it: never the
+// server's file path (a host path tells a stranger about the server).
 std::string renderModelList(const std::vector<ModelCard>& models);
 
 }  // namespace tandem::openai
