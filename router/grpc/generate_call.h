@@ -53,7 +53,11 @@ class GenerateCall final : public grpc_util::StreamObserver,
   void submit(Admission& admission, const tandem::v1::GenerateRequest& request);
   void onOutput(const generation::TokenOutput& output);
   // the message for one output; sets `finish` when it is the last one.
+  // The first output's prompt scores go out before it (writePromptLogprobs).
   tandem::v1::GenerateResponse responseFor(const generation::TokenOutput& output, std::string* finish);
+  // the prompt's scores of `output` (the first), with the prompt's first
+  // token in front, in messages of their own.
+  void writePromptLogprobs(const generation::TokenOutput& output);
 
   const CallContext context_;
   const std::shared_ptr<Writer> writer_;
@@ -63,6 +67,12 @@ class GenerateCall final : public grpc_util::StreamObserver,
   std::optional<generation::RequestId> generator_id_;   // guarded by mu_
   bool generation_done_ = false;                      // guarded by mu_
   int prompt_tokens_ = 0;
+  int32_t prompt_first_token_ = 0;
+  // params.prompt_logprobs was set; with max_tokens 0 (score_only_) the
+  // prompt is scored and the one token generated is dropped.
+  bool parsed_prompt_logprobs_ = false;
+  bool score_only_ = false;
+  bool prompt_logprobs_sent_ = false;                 // guarded by mu_
   CallMetrics metrics_;
   CallMetrics::ChoiceTiming timing_;                  // and the completion tokens; guarded by mu_
 };

@@ -1,5 +1,6 @@
 // Worker.Generate (decode side): one server-streaming call, one message per
-// generated token. Without prefill_address the prompt is prefilled here
+// generated token (with prompt_logprobs, the prompt's scores in messages of
+// their own before the first; such a request is always prefilled here). Without prefill_address the prompt is prefilled here
 // (EngineLoop::submit); with one, D admits the request awaiting its KV and
 // a RemotePrefill gets the KV and the first token from P, falling back to a
 // local prefill when P fails. The messages go out through the shared

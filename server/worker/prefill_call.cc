@@ -84,6 +84,8 @@ grpc::Status PrefillCall::validate(generation::SamplingParams* params) const {
   if (!parsed.ok()) return grpc_util::toGrpcStatus(parsed.status(), "params");
   *params = std::move(*parsed);
   params->max_tokens = 1;
+  // D prefills a request scoring its prompt itself: P returns no scores.
+  params->prompt_logprobs.reset();
   params->grammar_replay_tokens = request_.grammar_replay_tokens();
   return grpc::Status::OK;
 }
