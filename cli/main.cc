@@ -1,6 +1,7 @@
 // tandem: one binary, one subcommand per role (DESIGN.md §2).
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
+#include "cli/help_defaults.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tandem: disaggregated LLM inference server"};
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   tandem::cli::registerRouterCommand(app);
   tandem::cli::registerWorkerCommand(app);
   tandem::cli::registerPlannerCommand(app);
+  tandem::cli::showDefaults(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
