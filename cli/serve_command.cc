@@ -245,7 +245,8 @@ void registerServeCommand(CLI::App& app) {
               "--tls-key", "--tls-client-ca", "--chat-template",
               "--max-pending-requests", "--max-admitted-seqs", "--max-admitted-prompt-tokens",
               "--max-prompt-tokens", "--prepare-threads", "--max-prepare-queue", "--max-request-mb",
-              "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens"});
+              "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens", "--access-log",
+              "--access-log-format"});
     args->worker_flags = givenFlags(
         cmd, {"--served-model-name", "--block-size", "--kv-cache-dtype", "--max-num-seqs", "--max-batched-tokens",
               "--chunk-size", "--max-model-len", "--no-prefix-cache", "--kv-transport",

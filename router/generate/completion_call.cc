@@ -7,6 +7,7 @@
 #include "router/generate/call_answer.h"
 #include "router/generate/client_gone.h"
 #include "router/generate/prompt_scores.h"
+#include "router/generate/recorded_response_writer.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
@@ -56,7 +57,7 @@ CompletionCall::CompletionCall(const CallContext& context, AdmissionSlot slot,
       request_(std::move(request)),
       prompts_(std::move(prompts)),
       writer_(std::move(writer)),
-      metrics_(context.metrics, arrival) {
+      metrics_(context.metrics, arrival, requestRecordOf(*writer_)) {
   meta_.id = newRequestId(request_.endpoint);
   meta_.created = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();

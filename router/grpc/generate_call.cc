@@ -16,14 +16,18 @@ grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
     Admission& admission, const tandem::v1::GenerateRequest& request,
     grpc::CallbackServerContext* context, std::string_view authorization) {
   auto* reactor = new grpc_util::ServerStreamReactor<GenerateResponse>();
+  RequestRecordPtr record = grpcRecord(admission.context(), *context, "/tandem.v1.Inference/Generate",
+                                       request.request_id());
   std::variant<AdmissionSlot, AdmissionError> slot = admission.reserve(authorization);
   if (auto* error = std::get_if<AdmissionError>(&slot)) {
     addRetryAfter(*error, context);
-    reactor->writer()->finish(toGrpcStatus(*error));
+    const grpc::Status status = toGrpcStatus(*error);
+    record->finish(status.error_code());
+    reactor->writer()->finish(status);
     return reactor;
   }
   auto call = std::make_shared<GenerateCall>(admission.context(), reactor->writer(),
-                                             std::move(std::get<AdmissionSlot>(slot)));
+                                             std::move(std::get<AdmissionSlot>(slot)), record);
   reactor->observe(call);
   // gRPC frees `request` when the call ends, which may be before the
   // preparing thread gets to it: the task owns a copy.
@@ -35,12 +39,21 @@ grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
   return reactor;
 }
 
+RequestRecordPtr grpcRecord(const CallContext& served, const grpc::CallbackServerContext& context,
+                            std::string method, std::string_view client_id) {
+  auto record = std::make_shared<RequestRecord>(served.access_log, "grpc", std::move(method),
+                                                context.peer(), requestIdFor(client_id));
+  if (served.model != nullptr) record->setModel(served.model->name());
+  return record;
+}
+
 GenerateCall::GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer,
-                           AdmissionSlot slot)
+                           AdmissionSlot slot, RequestRecordPtr record)
     : context_(context),
       writer_(std::move(writer)),
       slot_(std::move(slot)),
-      metrics_(context.metrics, CallMetrics::Clock::now()) {}
+      record_(std::move(record)),
+      metrics_(context.metrics, CallMetrics::Clock::now(), record_) {}
 
 void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateRequest& request) {
   std::lock_guard lock(mu_);
@@ -191,7 +204,9 @@ void GenerateCall::onStreamBroken() {
 
 void GenerateCall::onStreamDone(const std::optional<grpc::Status>& status) {
   std::lock_guard lock(mu_);
-  metrics_.end("grpc_generate", status ? status->error_code() : 1);
+  const int code = status ? status->error_code() : grpc::StatusCode::CANCELLED;
+  metrics_.end("grpc_generate", code);
+  record_->finish(code);
 }
 
 }  // namespace tandem::router

@@ -18,9 +18,16 @@
 #include "router/generate/admission.h"
 #include "router/generate/call_metrics.h"
 #include "router/generate/choice_text_stream.h"
+#include "router/generate/request_record.h"
 #include "tandem/v1/inference.pb.h"
 
 namespace tandem::router {
+
+// the access-log record of a gRPC call to `method` on the served model
+// (its id: the client's `client_id` when usable, common/crash_report.h
+// holds it while the call runs).
+RequestRecordPtr grpcRecord(const CallContext& served, const grpc::CallbackServerContext& context,
+                            std::string method, std::string_view client_id);
 
 class GenerateCall final : public grpc_util::StreamObserver,
                            public std::enable_shared_from_this<GenerateCall> {
@@ -41,7 +48,8 @@ class GenerateCall final : public grpc_util::StreamObserver,
       Admission& admission, const tandem::v1::GenerateRequest& request,
       grpc::CallbackServerContext* context, std::string_view authorization);
 
-  GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot);
+  GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot,
+               RequestRecordPtr record);
 
   // grpc_util::StreamObserver
   void onStreamBroken() override;
@@ -63,6 +71,7 @@ class GenerateCall final : public grpc_util::StreamObserver,
   const std::shared_ptr<Writer> writer_;
   std::mutex mu_;
   AdmissionSlot slot_;                                // guarded by mu_
+  const RequestRecordPtr record_;
   std::optional<ChoiceTextStream> text_;              // guarded by mu_
   std::optional<generation::RequestId> generator_id_;   // guarded by mu_
   bool generation_done_ = false;                      // guarded by mu_

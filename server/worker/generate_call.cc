@@ -23,6 +23,7 @@ GenerateCall::GenerateCall(WorkerContext& context, std::shared_ptr<Writer> write
     : context_(context), writer_(std::move(writer)) {}
 
 void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
+  in_flight_ = crash::InFlightIds::global().hold(request.request_id());
   std::unique_lock lock(mu_);
   if (!servesGenerate(context_.options.role)) {
     writer_->finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,

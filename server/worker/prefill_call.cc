@@ -42,7 +42,11 @@ grpc::ServerUnaryReactor* PrefillCall::start(WorkerContext& context,
 
 PrefillCall::PrefillCall(WorkerContext& context, const tandem::v1::PrefillRequest& request,
                          tandem::v1::PrefillResponse* response, grpc::ServerUnaryReactor* reactor)
-    : context_(context), request_(request), response_(response), reactor_(reactor) {}
+    : context_(context),
+      request_(request),
+      in_flight_(crash::InFlightIds::global().hold(request.request_id())),
+      response_(response),
+      reactor_(reactor) {}
 
 void PrefillCall::cancel() {
   std::lock_guard lock(mu_);

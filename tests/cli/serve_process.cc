@@ -50,9 +50,9 @@ const std::vector<std::string>& ServeProcess::lines() {
 }
 
 bool ServeProcess::waitForLine(const std::function<bool(const std::string&)>& match,
-                               std::chrono::milliseconds timeout) {
+                               std::chrono::milliseconds timeout, size_t from) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  size_t seen = 0;
+  size_t seen = from;
   while (true) {
     readPending();
     for (; seen < lines_.size(); ++seen) {

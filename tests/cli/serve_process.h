@@ -33,10 +33,10 @@ class ServeProcess {
   int grpcPort() const { return grpc_port_; }
   pid_t pid() const { return child_->pid(); }
 
-  // reads the output until a line satisfies `match` (true) or `timeout`
-  // passes or the process exits (false).
+  // reads the output until a line from the `from`th on satisfies `match`
+  // (true) or `timeout` passes or the process exits (false).
   bool waitForLine(const std::function<bool(const std::string&)>& match,
-                   std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                   std::chrono::milliseconds timeout = std::chrono::seconds(30), size_t from = 0);
   // every line printed so far (after reading what is pending).
   const std::vector<std::string>& lines();
 

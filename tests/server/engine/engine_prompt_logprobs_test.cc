@@ -9,33 +9,13 @@
 
 #include "gtest/gtest.h"
 #include "server/engine/engine.h"
+#include "tests/server/engine/next_token_model.h"
 
 namespace tandem::engine {
 namespace {
 
-constexpr int kScoringVocab = 8;
-
-// favors (token + 1) mod 8 with logit 5 after every token, 0 elsewhere; one
-// row per logit row the batch asks for. Records the rows scored per step.
-class NextTokenModel : public StepModel {
- public:
-  absl::Status forward(const Batch& batch, std::vector<float>* logits) override {
-    logits->clear();
-    int scored = 0;
-    for (const SequenceChunk& c : batch.seqs) {
-      const int rows = c.numLogitRows();
-      if (c.all_logits) scored += rows;
-      for (size_t i = c.tokens.size() - rows; i < c.tokens.size(); ++i) {
-        std::vector<float> row(kScoringVocab, 0.0f);
-        row[(c.tokens[i] + 1) % kScoringVocab] = 5.0f;
-        logits->insert(logits->end(), row.begin(), row.end());
-      }
-    }
-    scored_rows_per_step.push_back(scored);
-    return absl::OkStatus();
-  }
-  std::vector<int> scored_rows_per_step;
-};
+constexpr int kScoringVocab = testing::kNextTokenVocab;
+using testing::NextTokenModel;
 
 const double kScoringLse = std::log(std::exp(5.0) + 7.0);
 const float kFavored = static_cast<float>(5.0 - kScoringLse);

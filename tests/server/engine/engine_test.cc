@@ -5,30 +5,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/server/engine/next_token_model.h"
 
 namespace tandem::engine {
 namespace {
 
-constexpr int kEngineVocab = 8;
-
-// the "model" favors (last token + 1) mod 8 with logit 5, every other token 0.
-class CountingModel : public StepModel {
- public:
-  absl::Status forward(const Batch& batch, std::vector<float>* logits) override {
-    ++calls;
-    if (calls == fail_on_call) return absl::InternalError("device lost");
-    logits->clear();
-    for (const SequenceChunk& c : batch.seqs) {
-      if (!c.needs_logits) continue;
-      std::vector<float> row(kEngineVocab, 0.0f);
-      row[(c.tokens.back() + 1) % kEngineVocab] = 5.0f;
-      logits->insert(logits->end(), row.begin(), row.end());
-    }
-    return absl::OkStatus();
-  }
-  int calls = 0;
-  int fail_on_call = -1;
-};
+constexpr int kEngineVocab = testing::kNextTokenVocab;
+using CountingModel = testing::NextTokenModel;
 
 class EngineTest : public ::testing::Test {
  protected:
