@@ -33,15 +33,7 @@ std::vector<std::pair<float, int>> expectedScores(const std::vector<int32_t>& pr
 
 class EnginePromptLogprobsTest : public ::testing::Test {
  protected:
-  static EngineConfig config() {
-    EngineConfig c;
-    c.num_blocks = 32;
-    c.block_size = 4;
-    c.scheduler.max_num_batched_tokens = 64;
-    c.scheduler.chunk_size = 4;
-    c.scheduler.max_model_len = 64;
-    return c;
-  }
+  static EngineConfig config() { return testing::smallEngineConfig(32); }
   static SamplingParams scoring(int top_n, int max_tokens = 1) {
     SamplingParams p;
     p.temperature = 0.0f;

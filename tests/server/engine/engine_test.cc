@@ -15,15 +15,7 @@ using CountingModel = testing::NextTokenModel;
 
 class EngineTest : public ::testing::Test {
  protected:
-  static EngineConfig config() {
-    EngineConfig c;
-    c.num_blocks = 16;
-    c.block_size = 4;
-    c.scheduler.max_num_batched_tokens = 64;
-    c.scheduler.chunk_size = 4;
-    c.scheduler.max_model_len = 64;
-    return c;
-  }
+  static EngineConfig config() { return testing::smallEngineConfig(16); }
 
   static std::map<SeqId, std::vector<int32_t>> run(Engine& engine) {
     std::map<SeqId, std::vector<int32_t>> tokens;

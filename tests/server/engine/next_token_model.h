@@ -6,11 +6,24 @@
 
 #include <vector>
 
+#include "server/engine/engine.h"
 #include "server/engine/step_model.h"
 
 namespace tandem::engine::testing {
 
 inline constexpr int kNextTokenVocab = 8;
+
+// a small engine for these tests: blocks of 4, chunks of 4, 64 tokens a
+// step and a context of 64.
+inline EngineConfig smallEngineConfig(int num_blocks) {
+  EngineConfig c;
+  c.num_blocks = num_blocks;
+  c.block_size = 4;
+  c.scheduler.max_num_batched_tokens = 64;
+  c.scheduler.chunk_size = 4;
+  c.scheduler.max_model_len = 64;
+  return c;
+}
 
 class NextTokenModel : public StepModel {
  public:
