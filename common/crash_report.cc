@@ -12,6 +12,10 @@ namespace tandem::crash {
 namespace {
 
 const char* g_process = "tandem";
+// what each fatal signal did before: restored once the report is out, so a
+// sanitizer's or the default action still follows.
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct sigaction g_previous[NSIG];
 
 void writeAll(int fd, const char* data, size_t n) {
   while (n > 0) {
@@ -46,7 +50,7 @@ const char* signalName(int sig) {
   }
 }
 
-void onFatalSignal(int sig) {
+void onFatalSignal(int sig, siginfo_t* info, void*) {
   writeStr(STDERR_FILENO, g_process);
   writeStr(STDERR_FILENO, ": fatal signal ");
   writeNumber(STDERR_FILENO, static_cast<size_t>(sig));
@@ -55,8 +59,12 @@ void onFatalSignal(int sig) {
   writeStr(STDERR_FILENO, ") holding requests:");
   InFlightIds::global().writeTo(STDERR_FILENO);
   writeStr(STDERR_FILENO, "\n");
-  // SA_RESETHAND put the default action back: die of the signal, as the
-  // process would have without this handler.
+  // what was there before (the default: die of the signal, as the process
+  // would have without this handler; a sanitizer's report) takes it now. A
+  // fault the CPU raised comes back when its instruction runs again, with
+  // its own details; a signal sent (kill, abort()) is sent again.
+  ::sigaction(sig, &g_previous[sig], nullptr);
+  if (info != nullptr && info->si_code > 0) return;
   ::raise(sig);
 }
 
@@ -139,10 +147,10 @@ void installCrashReport(const char* process) {
   g_process = process;
   useAltStackOnThisThread();
   struct sigaction sa {};
-  sa.sa_handler = onFatalSignal;
+  sa.sa_sigaction = onFatalSignal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND | SA_ONSTACK | SA_NODEFER;
-  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) ::sigaction(sig, &sa, nullptr);
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  for (int sig : kFatalSignals) ::sigaction(sig, &sa, &g_previous[sig]);
 }
 
 }  // namespace tandem::crash

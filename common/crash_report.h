@@ -3,8 +3,9 @@
 // work on it; installCrashReport() sets a handler for the fatal signals
 // (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) that writes one line to stderr
 // — "PROCESS: fatal signal 11 (SIGSEGV) holding requests: ID ID ..." — and
-// then dies of the signal as it would have (so a supervisor sees the same
-// exit status and core dumps still happen). The handler is async-signal-
+// then hands the signal to the action it replaced (by default the process
+// dies of it as it would have, so a supervisor sees the same exit status and
+// core dumps still happen; under a sanitizer, its report follows). The handler is async-signal-
 // safe: it reads the table without locks and writes with write(2); no
 // allocation, no stdio. On a thread that called useAltStackOnThisThread()
 // (main, the HTTP I/O threads, the preparing threads) it runs on a stack of

@@ -62,6 +62,11 @@ void holdAndCrash(const char* id, void (*crash)()) {
 }
 
 void segfault() { ::raise(SIGSEGV); }
+// a real fault: the report, then the fault again for the default action.
+void nullWrite() {
+  volatile int* volatile nowhere = nullptr;
+  *nowhere = 1;
+}
 void abortNow() { std::abort(); }
 
 // recurses until the stack is gone (the frame's bytes are used, so the
@@ -82,6 +87,11 @@ void overflowOnAThread() {
 TEST(CrashReportDeathTest, ASegfaultNamesTheHeldRequestsAndDiesOfIt) {
   EXPECT_EXIT(holdAndCrash("req-segv-1", segfault), ::testing::KilledBySignal(SIGSEGV),
               "tandem test: fatal signal 11 \\(SIGSEGV\\) holding requests: .*req-segv-1");
+}
+
+TEST(CrashReportDeathTest, AFaultingWriteNamesTheHeldRequestsAndDiesOfIt) {
+  EXPECT_EXIT(holdAndCrash("req-null-4", nullWrite), ::testing::KilledBySignal(SIGSEGV),
+              "tandem test: fatal signal 11 \\(SIGSEGV\\) holding requests: .*req-null-4");
 }
 
 TEST(CrashReportDeathTest, AnAbortNamesTheHeldRequestsAndDiesOfIt) {
