@@ -314,9 +314,11 @@ void registerBenchCommand(CLI::App& app) {
   cmd->add_option("--concurrency", a->concurrency, "closed loop: requests in flight (with --rate: a cap)");
   auto* sweep = cmd->add_option("--sweep", a->sweep, "rates R1,R2,... : one run each");
   rate->excludes(sweep);
-  cmd->add_option("--num-requests", a->num_requests, "requests to send");
+  cmd->add_option("--num-requests", a->num_requests,
+                  "requests to send (default: until --duration, or the workload's end)");
   cmd->add_option("--duration", a->duration_s, "seconds to send for");
-  cmd->add_option("--slo", a->slo, "goodput targets: ttft=MS,tpot=MS[,e2e=MS]");
+  cmd->add_option("--slo", a->slo,
+                  "goodput targets: ttft=MS,tpot=MS[,e2e=MS] (none: every successful request counts)");
   cmd->add_option("--out", a->out, "write the JSON result here");
   cmd->add_option("--plot", a->plot, "write an SVG plot here");
   cmd->add_option("--timeout", a->timeout_s, "seconds before a request fails")->capture_default_str();

@@ -73,7 +73,8 @@ void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--threads", o.num_threads, "compute threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--kv-budget", flags->kv_budget, "KV cache: bytes (256M, 2G) or a fraction of free memory (0.2)");
+  cmd->add_option("--kv-budget", flags->kv_budget, "KV cache: bytes (256M, 2G) or a fraction of free memory (0.2) (default: "
+                  "room for --max-num-seqs full contexts, at most 10% of free memory)");
   cmd->add_option("--block-size", o.block_size, "tokens per KV block")->capture_default_str();
   cmd->add_option("--kv-cache-dtype", flags->kv_cache_dtype,
                   "KV cache elements: f32, or f16 (half the memory a token; auto = f32). Prefill "
@@ -94,7 +95,7 @@ void addEngineFlags(CLI::App* cmd, EngineFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--kv-disk-path", t.disk_path,
                   "G3: directory for the KV block file(s) on local NVMe (off when not given)");
-  cmd->add_option("--kv-disk-bytes", flags->kv_disk_bytes, "G3 capacity (e.g. 64G)");
+  cmd->add_option("--kv-disk-bytes", flags->kv_disk_bytes, "G3 capacity (e.g. 64G; needed with --kv-disk-path)");
   cmd->add_option("--kv-disk-io", t.disk_io, "G3 io: uring or threads")
       ->check(CLI::IsMember({"uring", "threads"}))
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_split.h"
+#include "common/status.h"
 
 namespace tandem::cli {
 
@@ -50,6 +51,13 @@ void addFrontendFlags(CLI::App* cmd, FrontendFlags* flags, const std::string& gr
   cmd->add_option("--drain-timeout", flags->drain_timeout_s,
                   "seconds in-flight requests may take to finish on SIGINT/SIGTERM")
       ->capture_default_str();
+  cmd->add_option("--access-log", flags->access_log,
+                  "one line per request (HTTP and gRPC: time, peer, API, model, status, tokens, "
+                  "TTFT, duration, request id): off, stderr or a FILE appended to")
+      ->capture_default_str();
+  cmd->add_option("--access-log-format", flags->access_log_format, "text or json (one object a line)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
 }
 
 absl::StatusOr<router::FrontendOptions> frontendOptions(const FrontendFlags& flags) {
@@ -73,6 +81,9 @@ absl::StatusOr<router::FrontendOptions> frontendOptions(const FrontendFlags& fla
   }
   o.max_request_bytes = flags.max_request_mb << 20;
   o.request_timeout = std::chrono::seconds(flags.request_timeout_s);
+  ASSIGN_OR_RETURN(const router::AccessLog::Format format,
+                   router::AccessLog::parseFormat(flags.access_log_format));
+  ASSIGN_OR_RETURN(o.access_log, router::AccessLog::open(flags.access_log, format));
   return o;
 }
 

@@ -23,6 +23,8 @@ struct FrontendFlags {
   double drain_timeout_s = 30;
   int request_timeout_s = 30;
   size_t max_request_mb = 4;
+  std::string access_log = "off";
+  std::string access_log_format = "text";
 };
 
 // adds --host, --http-port, --grpc-port (described by `grpc_port_help`),
@@ -30,14 +32,15 @@ struct FrontendFlags {
 // --api-key-file, --chat-template, --max-pending-requests,
 // --max-admitted-seqs, --max-admitted-prompt-tokens, --max-prompt-tokens,
 // --prepare-threads, --max-prepare-queue, --max-request-mb,
-// --request-timeout, --drain-timeout.
+// --request-timeout, --drain-timeout, --access-log, --access-log-format.
 void addFrontendFlags(CLI::App* cmd, FrontendFlags* flags, const std::string& grpc_port_help);
 
 // the options the flags describe: API keys from --api-key and
 // TANDEM_API_KEYS=k1,k2 (and --api-key-file, read now), the TLS files read
-// and checked now, the body limit and the request timeout applied. Errors:
-// a TLS file or the key file that cannot be read or holds the wrong thing,
-// one clear message each.
+// and checked now, the body limit and the request timeout applied, the
+// access log opened. Errors: a TLS file or the key file that cannot be read
+// or holds the wrong thing, an access log that cannot be opened, one clear
+// message each.
 absl::StatusOr<router::FrontendOptions> frontendOptions(const FrontendFlags& flags);
 
 // SIGHUP: re-reads the TLS certificate and key (new connections get them)

@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
+#include "cli/path_flags.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
@@ -86,6 +87,7 @@ double perSecond(double n, Clock::time_point a, Clock::time_point b) {
 
 absl::Status runGenerate(GenerateArgs args) {
   if (args.model.empty()) args.model = defaultModelPath();
+  RETURN_IF_ERROR(checkModelFlag("--model", args.model));
   args.params.temperature = args.temperature;
   args.params.seed = args.seed;
   RETURN_IF_ERROR(args.params.validate());

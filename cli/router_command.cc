@@ -20,6 +20,7 @@
 #include "cli/cluster_flags.h"
 #include "cli/command.h"
 #include "cli/frontend_flags.h"
+#include "cli/path_flags.h"
 #include "cli/stop_signals.h"
 #include "common/host_port.h"
 #include "common/status.h"
@@ -250,6 +251,10 @@ void registerRouterCommand(CLI::App& app) {
   setAction(cmd, [args, cmd] {
     // `tandem router simulate` ran its own action.
     if (cmd->got_subcommand("simulate")) return absl::OkStatus();
+    // before anything starts: the model (when given) and every file a flag names.
+    if (!args->model.empty()) RETURN_IF_ERROR(checkModelFlag("--model", args->model));
+    RETURN_IF_ERROR(checkFileFlags(cmd, {"--chat-template", "--api-key-file", "--tls-cert", "--tls-key", "--tls-client-ca", "--prefill-profile",
+                                         "--cluster-secret-file", "--cluster-tls-cert", "--cluster-tls-key", "--cluster-tls-ca"}));
     return runRouter(*args);
   });
 }

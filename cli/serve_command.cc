@@ -25,14 +25,17 @@
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
 #include "cli/frontend_flags.h"
+#include "cli/path_flags.h"
 #include "cli/planner_flags.h"
 #include "cli/serve_cluster.h"
 #include "cli/stop_signals.h"
 #include "common/process/supervisor.h"
 #include "common/status.h"
+#include "router/cluster/route_planner.h"
 #include "router/frontend/frontend_server.h"
 #include "server/engine/engine_loop.h"
 #include "server/engine/local_generator.h"
+#include "server/worker/worker_options.h"
 
 namespace tandem::cli {
 namespace {
@@ -147,7 +150,6 @@ absl::Status serveWithWorkers(const ServeArgs& args) {
 }
 
 absl::Status runServe(ServeArgs args) {
-  if (args.model.empty()) args.model = defaultModelPath();
   if (args.decode_workers < 0) return absl::InvalidArgumentError("--decode-workers must be >= 0");
   if (args.decode_workers > 0) return serveWithWorkers(args);
   if (args.autoscale) return absl::InvalidArgumentError("--autoscale needs worker processes (--decode-workers >= 1)");
@@ -209,27 +211,43 @@ void registerServeCommand(CLI::App& app) {
                   "decode worker processes; 0 = router and engine in this process (then "
                   "--prefill-workers 0 too). --threads, --kv-budget, --kv-host-bytes and --kv-disk-bytes are split "
                   "evenly among the workers; each gets its own subdirectory of --kv-disk-path")->capture_default_str();
-  // passed on to the processes as given; their defaults are theirs.
+  // passed on to the processes as given; the defaults shown are theirs.
+  const worker::WorkerOptions worker_defaults;
   cmd->add_option("--max-local-prefill-tokens",
                   "router: prompts with more uncached tokens than this are prefilled on a "
-                  "prefill worker (default: the router's)");
-  cmd->add_option("--kv-transport", "workers: auto|grpc|shm|ucx (default auto)");
+                  "prefill worker")
+      ->type_name("INT")
+      ->default_str(std::to_string(router::cluster::RoutePlannerOptions{}.max_local_prefill_tokens));
+  cmd->add_option("--kv-transport", "workers: auto|grpc|shm|ucx")
+      ->type_name("TEXT")
+      ->default_str("auto");
   cmd->add_option("--prefill-timeout",
-                  "decode workers: seconds a remote prefill may take before prefilling locally");
+                  "decode workers: seconds a remote prefill may take before prefilling locally")
+      ->type_name("FLOAT")
+      ->default_str(absl::StrCat(
+          std::chrono::duration<double>(worker_defaults.prefill_timeout).count()));
   cmd->add_option("--kv-staging-bytes",
-                  "workers, --backend hip: pinned host bytes KV transfers stage through");
+                  "workers, --backend hip: pinned host bytes KV transfers stage through, per direction")
+      ->type_name("UINT")
+      ->default_str(std::to_string(worker_defaults.kv_staging_bytes));
   cmd->add_flag("--autoscale", args->autoscale,
                 "run the planner in this process: it adds and drains worker processes within "
                 "--min-prefill/--max-prefill/--min-decode/--max-decode/--max-total, starting from "
                 "--prefill-workers/--decode-workers (--planner-policy, --planner-interval, ...)");
   addPlannerFlags(cmd, &args->planner, "planner-");
   setAction(cmd, [args, cmd] {
+    // before anything starts: the model and every file a flag names.
+    if (args->model.empty()) args->model = defaultModelPath();
+    RETURN_IF_ERROR(checkModelFlag("--model", args->model));
+    RETURN_IF_ERROR(checkFileFlags(cmd, {"--chat-template", "--api-key-file", "--tls-cert", "--tls-key",
+                                         "--tls-client-ca", "--planner-profile"}));
     args->router_flags = givenFlags(
         cmd, {"--served-model-name", "--http-threads", "--api-key", "--api-key-file", "--tls-cert",
               "--tls-key", "--tls-client-ca", "--chat-template",
               "--max-pending-requests", "--max-admitted-seqs", "--max-admitted-prompt-tokens",
               "--max-prompt-tokens", "--prepare-threads", "--max-prepare-queue", "--max-request-mb",
-              "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens"});
+              "--request-timeout", "--drain-timeout", "--max-local-prefill-tokens", "--access-log",
+              "--access-log-format"});
     args->worker_flags = givenFlags(
         cmd, {"--served-model-name", "--block-size", "--kv-cache-dtype", "--max-num-seqs", "--max-batched-tokens",
               "--chunk-size", "--max-model-len", "--no-prefix-cache", "--kv-transport",

@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/default_model.h"
 #include "cli/engine_flags.h"
+#include "cli/path_flags.h"
 #include "cli/stop_signals.h"
 #include "common/status.h"
 #include "proto/convert/worker_enum_names.h"
@@ -139,6 +140,9 @@ void registerWorkerCommand(CLI::App& app,
   setAction(cmd, [args, cmd, customize = std::move(customize)] {
     // `tandem worker drain` ran its own action.
     if (cmd->got_subcommand("drain")) return absl::OkStatus();
+    // before anything starts: the model and every file a flag names.
+    RETURN_IF_ERROR(checkModelFlag("--model", args->model.empty() ? defaultModelPath() : args->model));
+    RETURN_IF_ERROR(checkFileFlags(cmd, {"--cluster-secret-file", "--cluster-tls-cert", "--cluster-tls-key", "--cluster-tls-ca"}));
     return runWorker(*args, customize);
   });
 }

@@ -2,10 +2,18 @@
 
 #include <algorithm>
 
+#include "common/crash_report.h"
+
 namespace tandem {
 
 CallExecutor::CallExecutor(int num_threads, size_t max_queued) : max_queued_(max_queued) {
-  for (int i = 0; i < std::max(num_threads, 1); ++i) threads_.emplace_back([this] { run(); });
+  for (int i = 0; i < std::max(num_threads, 1); ++i) {
+    threads_.emplace_back([this] {
+      // requests are parsed here: a crash report even for a stack overflow.
+      crash::useAltStackOnThisThread();
+      run();
+    });
+  }
 }
 
 CallExecutor::~CallExecutor() { stop(); }

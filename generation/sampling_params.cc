@@ -43,6 +43,10 @@ absl::Status SamplingParams::validate() const {
     return absl::InvalidArgumentError(absl::StrFormat(
         "logprobs must be in [0, %d], got %d", kMaxLogprobs, *logprobs));
   }
+  if (prompt_logprobs && (*prompt_logprobs < 0 || *prompt_logprobs > kMaxLogprobs)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "prompt_logprobs must be in [0, %d], got %d", kMaxLogprobs, *prompt_logprobs));
+  }
   if (grammar_replay_tokens < 0 || (grammar_replay_tokens > 0 && grammar.empty())) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "grammar_replay_tokens must be >= 0 and needs a grammar, got %d", grammar_replay_tokens));

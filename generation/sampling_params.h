@@ -52,6 +52,14 @@ struct SamplingParams {
   // unset: no logprobs. n: the sampled token's logprob plus the n most
   // likely tokens' (0 <= n <= kMaxLogprobs), from the raw model logits.
   std::optional<int> logprobs;
+  // unset: none. n: the log-probability of every prompt token after the
+  // first given the tokens before it, its rank, and the n most likely tokens
+  // at its position (0 <= n <= kMaxLogprobs), from the raw logits (vLLM's
+  // prompt_logprobs; OpenAI's echo with logprobs). They come with the
+  // request's first output (TokenOutput::prompt_logprobs). The prompt is
+  // then computed whole: the prefix cache is not read for it (a cached
+  // block has no logits), as vLLM does.
+  std::optional<int> prompt_logprobs;
   // structured output (response_format, the `grammar` extension, forced tool
   // calls): the generated text must be a sentence of this grammar, in
   // tandem's GBNF dialect (text/grammar). Empty: unconstrained. The front end

@@ -26,6 +26,17 @@ struct TokenLogprob {
   bool operator==(const TokenLogprob&) const = default;
 };
 
+// one prompt token scored: its log-probability given the prompt tokens
+// before it, its rank there (1 + the tokens strictly more likely, as vLLM),
+// and the most likely tokens there.
+struct PromptTokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  int32_t rank = 0;
+  std::vector<TokenLogprob> top_logprobs;
+  bool operator==(const PromptTokenLogprob&) const = default;
+};
+
 // one new token of one request.
 struct TokenOutput {
   SeqId id = 0;
@@ -38,6 +49,10 @@ struct TokenOutput {
   int num_prompt_tokens = 0;
   int num_output_tokens = 0;
   int num_cached_tokens = 0;
+  // with SamplingParams::prompt_logprobs, on the request's first output
+  // only: one entry per prompt token from the second (the first has no
+  // context), in prompt order.
+  std::vector<PromptTokenLogprob> prompt_logprobs;
 
   bool finished() const { return finish_reason != FinishReason::kNone; }
 };

@@ -118,7 +118,8 @@ Summary summarize(const std::vector<RequestRecord>& records, double duration_s, 
       cached += r.cached_tokens;
       cached_of += r.input_tokens;
     }
-    if (slo.any() && meetsSlo(r, slo)) ++s.good_requests;
+    // with no SLO every successful request is good (vLLM's goodput).
+    if (meetsSlo(r, slo)) ++s.good_requests;
   }
   s.ttft_ms = distributionOf(std::move(ttft));
   s.itl_ms = distributionOf(std::move(itl));
@@ -128,7 +129,7 @@ Summary summarize(const std::vector<RequestRecord>& records, double duration_s, 
     s.request_throughput = static_cast<double>(s.completed) / duration_s;
     s.input_throughput = static_cast<double>(s.total_input_tokens) / duration_s;
     s.output_throughput = static_cast<double>(s.total_output_tokens) / duration_s;
-    if (slo.any()) s.goodput = static_cast<double>(s.good_requests) / duration_s;
+    s.goodput = static_cast<double>(s.good_requests) / duration_s;
   }
   if (any_cached && cached_of > 0) s.cached_token_ratio = static_cast<double>(cached) / static_cast<double>(cached_of);
   // ends sort before starts at the same instant: back-to-back is not overlap.

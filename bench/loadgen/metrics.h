@@ -5,7 +5,8 @@
 //   ITL   gaps between consecutive output events of a request (all pooled)
 //   TPOT  (e2e - TTFT) / (output tokens - 1), per request with >= 2 tokens
 //   E2E   request sent -> stream finished
-//   goodput  requests per second that met every given SLO
+//   goodput  requests per second that met every given SLO (with none given:
+//            that succeeded)
 // Percentiles interpolate linearly between order statistics (numpy's
 // default), so they are exact functions of the samples.
 #pragma once
@@ -71,7 +72,9 @@ struct Summary {
   double request_throughput = 0;  // completed requests / s
   double input_throughput = 0;    // prompt tokens of completed requests / s
   double output_throughput = 0;   // generated tokens / s
-  std::optional<double> goodput;  // only with an SLO
+  // requests that met every given SLO (all successful ones without an SLO),
+  // and their rate; no rate when the run had no duration.
+  std::optional<double> goodput;
   size_t good_requests = 0;
   std::map<std::string, size_t> errors;  // kind -> count
   std::optional<double> cached_token_ratio;  // only when the server reports it

@@ -88,8 +88,9 @@ std::string summaryTable(const RunResult& run, const Slo& slo) {
     if (slo.ttft_ms) absl::StrAppendFormat(&what, " ttft<=%gms", *slo.ttft_ms);
     if (slo.tpot_ms) absl::StrAppendFormat(&what, " tpot<=%gms", *slo.tpot_ms);
     if (slo.e2e_ms) absl::StrAppendFormat(&what, " e2e<=%gms", *slo.e2e_ms);
-    absl::StrAppendFormat(&out, "  %-28s %.3f (%zu of %zu within%s)\n", "goodput (req/s)", *s.goodput,
-                          s.good_requests, s.completed + s.failed, what);
+    absl::StrAppendFormat(&out, "  %-28s %.3f (%zu of %zu %s)\n", "goodput (req/s)", *s.goodput,
+                          s.good_requests, s.completed + s.failed,
+                          slo.any() ? "within" + what : std::string("succeeded, no --slo"));
   }
   if (s.cached_token_ratio) {
     absl::StrAppendFormat(&out, "  %-28s %.3f\n", "cached token ratio", *s.cached_token_ratio);

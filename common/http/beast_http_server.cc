@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/crash_report.h"
 
 namespace tandem::http {
 namespace {
@@ -110,7 +111,10 @@ absl::Status BeastHttpServer::startThreads() {
   accept();
   try {
     for (int i = 0; i < context_->options.num_threads; ++i) {
-      threads_.emplace_back([this] { runIoLoop(); });
+      threads_.emplace_back([this] {
+        crash::useAltStackOnThisThread();
+        runIoLoop();
+      });
     }
   } catch (const std::system_error& error) {
     return absl::ResourceExhaustedError(absl::StrCat("http server: cannot start I/O threads: ", error.what()));

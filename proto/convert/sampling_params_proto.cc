@@ -26,6 +26,7 @@ absl::StatusOr<generation::SamplingParams> fromProto(const tandem::v1::SamplingP
   }
   for (const tandem::v1::TokenBias& b : p.logit_bias()) s.logit_bias.emplace_back(b.token_id(), b.bias());
   s.grammar = p.grammar();
+  if (p.has_prompt_logprobs()) s.prompt_logprobs = p.prompt_logprobs();
   absl::Status status = s.validate();
   if (!status.ok()) return status;
   return s;
@@ -54,6 +55,7 @@ tandem::v1::SamplingParams toProto(const generation::SamplingParams& s,
     b->set_bias(bias);
   }
   p.set_grammar(s.grammar);
+  if (s.prompt_logprobs) p.set_prompt_logprobs(*s.prompt_logprobs);
   return p;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "proto/convert/finish_reason_proto.h"
+#include "proto/convert/prompt_logprobs_proto.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "router/cluster/remote_generator.h"
 
@@ -70,6 +71,9 @@ bool RemoteGenerateCall::startCall(tandem::v1::Worker::Stub* stub, const std::st
   wire.mutable_token_ids()->Assign(tokens.begin(), tokens.end());
   generation::SamplingParams params = params_;
   params.max_tokens = remainingTokens();
+  // the scores went out with the first token: a migration does not redo them.
+  if (!scoresPrompt()) params.prompt_logprobs.reset();
+  prompt_logprobs_.clear();
   *wire.mutable_params() = rpc::toProto(params, {});
   // the tokens delivered so far were generated under the grammar: the
   // worker replays them to rebuild its matcher (DESIGN.md, structured output).
@@ -158,6 +162,7 @@ void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg
     }
     if (reason != generation::FinishReason::kNone) final_delivered_ = true;
   }
+  if (delivered_.empty()) rpc::appendPromptLogprobs(msg.prompt_logprobs(), &prompt_logprobs_);
   if (msg.token() < 0 && reason == generation::FinishReason::kNone) return;
   generation::TokenOutput out;
   out.id = id_;
@@ -170,6 +175,7 @@ void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg
   // count stays as the attempt that produced the first token reported it.
   if (delivered_.empty()) cached_tokens_ = std::min<int>(msg.num_cached_tokens(), prompt_.size());
   if (msg.token() >= 0) {
+    if (delivered_.empty()) out.prompt_logprobs = std::move(prompt_logprobs_);
     delivered_.push_back(msg.token());
     out.logprob = msg.logprob();
     out.top_logprobs.reserve(msg.top_logprobs_size());

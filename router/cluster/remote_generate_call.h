@@ -37,6 +37,9 @@ class RemoteGenerateCall : public std::enable_shared_from_this<RemoteGenerateCal
   std::vector<int32_t> nextPrompt() const;
   int remainingTokens() const;
   const generation::SamplingParams& params() const { return params_; }
+  // the next attempt scores the prompt: it asks for prompt logprobs and no
+  // token reached the client yet (the scores come with the first).
+  bool scoresPrompt() const { return params_.prompt_logprobs.has_value() && delivered_.empty(); }
 
   // starts Worker.Generate on `stub` (D at `address`, with P at
   // `prefill_address` or "" for a local prefill). false when the request
@@ -86,6 +89,9 @@ class RemoteGenerateCall : public std::enable_shared_from_this<RemoteGenerateCal
   bool final_delivered_ = false;        // guarded by mu_
   // delivered tokens; written only by the call's reactions or while idle.
   std::vector<int32_t> delivered_;
+  // the prompt's scores the attempt sent so far (before its first token;
+  // another attempt starts them again).
+  std::vector<generation::PromptTokenLogprob> prompt_logprobs_;
   int cached_tokens_ = 0;
   // the worker sent "abort"/"error" we did not ask for: migrate.
   bool worker_gave_up_ = false;

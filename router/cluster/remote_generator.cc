@@ -127,6 +127,7 @@ absl::Status RemoteGenerator::attempt(const RequestPtr& request, bool may_refuse
   // a request submit accepted (a migration: it is already streaming; a
   // retry) goes on past the SLO: only the first attempt is shed, once.
   query.may_shed = may_refuse;
+  query.scores_prompt = request->scoresPrompt();
   absl::StatusOr<RouteDecision> route = planner_.plan(query, pool_->snapshot(), in_flight,
                                                       request->failed_on);
   if (absl::IsResourceExhausted(route.status())) {

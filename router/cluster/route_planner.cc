@@ -145,12 +145,13 @@ absl::StatusOr<RouteDecision> RoutePlanner::plan(const RouteQuery& query,
   decision.decode_address = *d.address;
   decision.block_size = block_size;
   decision.cached_blocks = d.cached.any;
-  decision.uncached_tokens = static_cast<int>(uncachedTokens(ask, d));
+  decision.uncached_tokens =
+      query.scores_prompt ? static_cast<int>(prompt_tokens) : static_cast<int>(uncachedTokens(ask, d));
   decision.predicted_cached_tokens = prompt_tokens - decision.uncached_tokens;
   decision.predicted_ttft_s = estimateTtft(ask, d, options_.costs);
 
   std::vector<RouteCandidate> prefill;
-  if (decision.uncached_tokens > options_.max_local_prefill_tokens) {
+  if (!query.scores_prompt && decision.uncached_tokens > options_.max_local_prefill_tokens) {
     for (const WorkerState& w : workers) {
       if (!w.routable() || !w.prefillOnly()) continue;
       RouteCandidate c = candidate(w, query.now_s, prompt_tokens);

@@ -75,6 +75,13 @@ struct RouteQuery {
   // whether the TTFT SLO may refuse it: only a request not yet admitted (its
   // first attempt); one already accepted (a migration, a retry) must go on.
   bool may_shed = true;
+  // the request scores its prompt (prompt_logprobs): D prefills it whole
+  // and itself, never a prefill worker. Its logits are needed where it is
+  // prefilled, and a cached block has none; carrying the scores back from P
+  // would add a message as large as the prompt times the top-N to the
+  // Prefill RPC and still transfer KV a scoring request (often max_tokens
+  // 0: no decode at all) has no use for.
+  bool scores_prompt = false;
 };
 
 class RoutePlanner {

@@ -14,6 +14,7 @@ absl::StatusOr<FrontendServerPtr> FrontendServer::start(const FrontendOptions& o
   s->options_ = options;
   s->metrics_ = std::make_unique<ServingMetrics>();
   s->service_ = std::make_unique<OpenAiService>(s->metrics_.get());
+  s->service_->setAccessLog(options.access_log);
   http::HttpServerOptions http;
   http.host = options.host;
   http.port = options.http_port;
@@ -42,6 +43,7 @@ absl::Status FrontendServer::serve(ServedModelPtr model, generation::Generator* 
   context.model = model_.get();
   context.generator = generator;
   context.metrics = metrics_.get();
+  context.access_log = options_.access_log;
   metrics_->setLoadSource([generator] { return generator->load(); });
   admission_ = std::make_unique<Admission>(context, options_.admission);
   if (grpc_ != nullptr) {

@@ -16,6 +16,7 @@
 #include "common/timer_queue.h"
 #include "common/http/http_server.h"
 #include "common/tls/certificate_store.h"
+#include "router/generate/access_log.h"
 #include "router/generate/admission.h"
 #include "router/generate/openai_service.h"
 #include "router/generate/served_model.h"
@@ -47,6 +48,8 @@ struct FrontendOptions {
   // more services on the gRPC port (not owned; they must outlive the
   // server), e.g. tandem.v1.Registry. Needs grpc_at_start.
   std::vector<grpc::Service*> extra_grpc_services;
+  // one line per request answered, HTTP and gRPC (access_log.h); null = none.
+  AccessLogPtr access_log;
 };
 
 class FrontendServer;

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "generation/generator.h"
+#include "router/generate/access_log.h"
 #include "router/generate/served_model.h"
 #include "router/metrics/serving_metrics.h"
 
@@ -17,6 +18,8 @@ struct CallContext {
   const ServedModel* model = nullptr;
   generation::Generator* generator = nullptr;
   ServingMetrics* metrics = nullptr;
+  // the access log (router/generate/access_log.h); null = none.
+  AccessLogPtr access_log;
   // a streaming client that lets more than this many bytes queue up (it
   // stopped reading) is cut off: its generation is cancelled and the
   // connection closed, so it holds neither memory nor KV blocks.

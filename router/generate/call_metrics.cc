@@ -7,8 +7,8 @@ double seconds(CallMetrics::Clock::duration d) { return std::chrono::duration<do
 
 }  // namespace
 
-CallMetrics::CallMetrics(ServingMetrics* metrics, Clock::time_point arrival)
-    : metrics_(metrics), arrival_(arrival) {
+CallMetrics::CallMetrics(ServingMetrics* metrics, Clock::time_point arrival, RequestRecordPtr record)
+    : metrics_(metrics), arrival_(arrival), record_(std::move(record)) {
   metrics_->requestStarted();
 }
 
@@ -17,6 +17,7 @@ void CallMetrics::tokenArrived(ChoiceTiming& choice) {
   if (!first_token_seen_) {
     first_token_seen_ = true;
     metrics_->observeTtft(seconds(now - arrival_));
+    if (record_ != nullptr) record_->firstToken();
   } else if (choice.tokens > 0) {
     metrics_->observeInterToken(seconds(now - choice.last_token));
   }
@@ -26,7 +27,13 @@ void CallMetrics::tokenArrived(ChoiceTiming& choice) {
 
 void CallMetrics::completed(const std::vector<PromptTokens>& prompts) {
   metrics_->observeE2e(seconds(Clock::now() - arrival_));
-  for (const PromptTokens& p : prompts) metrics_->countPrompt(p.prompt, p.cached, p.generated);
+  int prompt = 0, generated = 0;
+  for (const PromptTokens& p : prompts) {
+    metrics_->countPrompt(p.prompt, p.cached, p.generated);
+    prompt += p.prompt;
+    generated += p.generated;
+  }
+  if (record_ != nullptr) record_->setTokens(prompt, generated);
 }
 
 void CallMetrics::end(const std::string& endpoint, int status) {
@@ -34,6 +41,7 @@ void CallMetrics::end(const std::string& endpoint, int status) {
   ended_ = true;
   metrics_->countRequest(endpoint, status);
   metrics_->requestEnded();
+  if (record_ != nullptr) record_->setCallStatus(status);
 }
 
 }  // namespace tandem::router

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "router/generate/request_record.h"
 #include "router/metrics/serving_metrics.h"
 
 namespace tandem::router {
@@ -24,8 +25,10 @@ class CallMetrics {
     int tokens = 0;  // tokens the choice generated so far
   };
 
-  // counts the call in flight. `metrics` outlives the call.
-  CallMetrics(ServingMetrics* metrics, Clock::time_point arrival);
+  // counts the call in flight. `metrics` outlives the call. `record` (may
+  // be null) is the request's access-log record: it learns the first
+  // token's time, the tokens and the call's status from here.
+  CallMetrics(ServingMetrics* metrics, Clock::time_point arrival, RequestRecordPtr record = nullptr);
 
   Clock::time_point arrival() const { return arrival_; }
   // a choice, its clock started at the call's arrival.
@@ -54,6 +57,7 @@ class CallMetrics {
  private:
   ServingMetrics* const metrics_;
   const Clock::time_point arrival_;
+  const RequestRecordPtr record_;
   bool first_token_seen_ = false;
   bool ended_ = false;
 };

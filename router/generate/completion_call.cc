@@ -6,6 +6,8 @@
 #include "router/generate/admission_api_error.h"
 #include "router/generate/call_answer.h"
 #include "router/generate/client_gone.h"
+#include "router/generate/prompt_scores.h"
+#include "router/generate/recorded_response_writer.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
@@ -55,7 +57,7 @@ CompletionCall::CompletionCall(const CallContext& context, AdmissionSlot slot,
       request_(std::move(request)),
       prompts_(std::move(prompts)),
       writer_(std::move(writer)),
-      metrics_(context.metrics, arrival) {
+      metrics_(context.metrics, arrival, requestRecordOf(*writer_)) {
   meta_.id = newRequestId(request_.endpoint);
   meta_.created = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();
@@ -133,9 +135,16 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
   }
   std::string delta;
   std::vector<openai::TokenLogprobEntry> logprobs;
-  if (output.token >= 0) appendToken(choice, output, delta, logprobs);
+  if (output.token >= 0 && !choice.got_token) {
+    choice.got_token = true;
+    addPromptScores(choice, output, logprobs);
+  }
+  // scoring only: the one token the generator was asked for is not shown.
+  if (output.token >= 0 && !request_.score_only) appendToken(choice, output, delta, logprobs);
   std::string finish;
-  if (choice.text.stopped()) {
+  if (request_.score_only && output.finished()) {
+    finish = output.finish_reason == generation::FinishReason::kAbort ? "abort" : "length";
+  } else if (choice.text.stopped()) {
     // a stop string ended it: the engine may still be generating.
     context_.generator->cancel(choice.generator_id);
     finish = "stop";
@@ -171,6 +180,26 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
   if (num_done_ == static_cast<int>(choices_.size())) complete();
 }
 
+void CompletionCall::addPromptScores(Choice& choice, const generation::TokenOutput& output,
+                                     std::vector<openai::TokenLogprobEntry>& logprobs) {
+  const bool echoed = request_.echo && request_.want_logprobs;
+  if (!echoed && !request_.prompt_logprobs) return;
+  const tokenizer::Tokenizer& tok = context_.model->tokenizer();
+  const std::vector<int32_t>& ids = prompts_[choice.prompt_index].tokens;
+  const std::vector<std::string> texts =
+      promptTokenTexts(tok, ids, request_.skip_special_tokens);
+  if (echoed) {
+    // the prompt's tokens lead the logprobs, from the text's start.
+    logprobs = echoedPromptLogprobs(tok, texts, output.prompt_logprobs, request_.top_logprobs);
+    choice.result.logprobs_text_offset = 0;
+    choice.prompt_scored = true;
+  }
+  if (request_.prompt_logprobs) {
+    choice.result.prompt_logprobs =
+        vllmPromptLogprobs(tok, texts, output.prompt_logprobs, *request_.prompt_logprobs);
+  }
+}
+
 void CompletionCall::appendToken(Choice& choice, const generation::TokenOutput& output,
                                 std::string& delta,
                                 std::vector<openai::TokenLogprobEntry>& logprobs) {
@@ -196,7 +225,8 @@ void CompletionCall::sendDelta(Choice& choice, std::string delta,
   d.first = !choice.sent_first;
   size_t echoed = 0;
   if (d.first && request_.echo) {
-    echoed = prompts_[choice.prompt_index].text.size();
+    // the prompt's own tokens lead the first chunk's logprobs: they start at 0.
+    if (!choice.prompt_scored) echoed = prompts_[choice.prompt_index].text.size();
     delta = prompts_[choice.prompt_index].text + delta;
   }
   choice.sent_first = true;

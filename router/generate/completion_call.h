@@ -54,6 +54,10 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
     int prompt_tokens = 0;
     bool done = false;
     bool sent_first = false;
+    // the first token arrived (with the prompt's scores).
+    bool got_token = false;
+    // echo with logprobs: the prompt's tokens lead the logprobs.
+    bool prompt_scored = false;
     size_t sent_bytes = 0;  // text sent in earlier chunks (streaming)
   };
 
@@ -68,6 +72,10 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
   void onOutput(int c, const generation::TokenOutput& output);
   void appendToken(Choice& choice, const generation::TokenOutput& output, std::string& delta,
                    std::vector<openai::TokenLogprobEntry>& logprobs);
+  // the first output's prompt scores: the echoed prompt's logprob entries
+  // (into `logprobs`) and vLLM's prompt_logprobs (into the choice's result).
+  void addPromptScores(Choice& choice, const generation::TokenOutput& output,
+                       std::vector<openai::TokenLogprobEntry>& logprobs);
   void sendDelta(Choice& choice, std::string delta,
                  std::vector<openai::TokenLogprobEntry> logprobs, const std::string& finish,
                  std::vector<openai::ToolCallDelta> calls);

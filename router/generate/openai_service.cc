@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
 #include "router/generate/call_answer.h"
+#include "router/generate/recorded_response_writer.h"
 #include "router/generate/responses_call.h"
 #include "router/generate/tokenize_handler.h"
 #include "router/openai/openai_response.h"
@@ -74,6 +75,10 @@ void OpenAiService::setDraining() {
 }
 
 void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr writer) {
+  auto record = std::make_shared<RequestRecord>(access_log_, "http", request.path,
+                                                request.remote_address,
+                                                requestIdFor(request.header("x-request-id")));
+  writer = std::make_shared<RecordedResponseWriter>(std::move(writer), record);
   const Route* route = nullptr;
   bool api_path = false;  // an API route has this path, with another method
   for (const Route& r : routes()) {
@@ -91,6 +96,7 @@ void OpenAiService::handle(http::HttpRequest request, http::ResponseWriterPtr wr
     return;
   }
   if (route == nullptr || route->api) {
+    if (ready()) record->setModel(context_.model->name());
     if (!ready()) {
       sendError(writer, openai::errorFor(503, "the model is still loading"), "unknown");
       return;
@@ -131,7 +137,7 @@ void OpenAiService::version(http::HttpRequest&, http::ResponseWriterPtr writer) 
 
 void OpenAiService::listModels(http::HttpRequest&, http::ResponseWriterPtr writer) {
   const ServedModel& model = *context_.model;
-  openai::ModelCard card{model.name(), 0, model.maxModelLen(), model.path()};
+  openai::ModelCard card{model.name(), 0, model.maxModelLen()};
   writer->respond(200, jsonHeaders(), openai::renderModelList({card}));
   metrics_->countRequest("models", 200);
 }
@@ -146,7 +152,7 @@ void OpenAiService::getModel(http::HttpRequest& request, http::ResponseWriterPtr
     return;
   }
   nlohmann::json list = nlohmann::json::parse(
-      openai::renderModelList({{model.name(), 0, model.maxModelLen(), model.path()}}));
+      openai::renderModelList({{model.name(), 0, model.maxModelLen()}}));
   writer->respond(200, jsonHeaders(), list["data"][0].dump());
   metrics_->countRequest("models", 200);
 }

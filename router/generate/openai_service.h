@@ -16,6 +16,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "common/http/http_server.h"
+#include "router/generate/access_log.h"
 #include "router/generate/admission.h"
 #include "router/generate/call_context.h"
 #include "router/generate/completion_call.h"
@@ -43,6 +44,11 @@ class OpenAiService {
 
   // from now on /health answers 503 and new generations 503 (draining).
   void setDraining();
+
+  // every request gets a RequestRecord (its id held for a crash report,
+  // X-Request-Id in its answer) whose line goes to `log` (null: no access
+  // log). Call before the first request.
+  void setAccessLog(AccessLogPtr log) { access_log_ = std::move(log); }
 
  private:
   struct Route;
@@ -87,6 +93,7 @@ class OpenAiService {
   bool ready() const { return ready_.load(std::memory_order_acquire); }
 
   ServingMetrics* const metrics_;
+  AccessLogPtr access_log_;
   CallContext context_;            // written once, before ready_
   Admission* admission_ = nullptr;  // written once, before ready_
   std::atomic<bool> ready_{false};

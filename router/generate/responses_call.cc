@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
 #include "router/generate/call_answer.h"
+#include "router/generate/recorded_response_writer.h"
 #include "router/generate/client_gone.h"
 #include "router/openai/api_error.h"
 
@@ -44,7 +45,7 @@ ResponsesCall::ResponsesCall(const CallContext& context, AdmissionSlot slot,
       request_(std::move(request)),
       prompts_(std::move(prompts)),
       writer_(std::move(writer)),
-      metrics_(context.metrics, arrival),
+      metrics_(context.metrics, arrival, requestRecordOf(*writer_)),
       timing_(metrics_.startChoice()),
       text_(context.model->tokenizer(), request_.chat.stop, request_.chat.include_stop_str_in_output,
             request_.chat.skip_special_tokens,

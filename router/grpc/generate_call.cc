@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "proto/convert/finish_reason_proto.h"
+#include "proto/convert/prompt_logprobs_proto.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "router/grpc/admission_grpc_status.h"
 #include "router/grpc/response_format_proto.h"
@@ -15,14 +16,18 @@ grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
     Admission& admission, const tandem::v1::GenerateRequest& request,
     grpc::CallbackServerContext* context, std::string_view authorization) {
   auto* reactor = new grpc_util::ServerStreamReactor<GenerateResponse>();
+  RequestRecordPtr record = grpcRecord(admission.context(), *context, "/tandem.v1.Inference/Generate",
+                                       request.request_id());
   std::variant<AdmissionSlot, AdmissionError> slot = admission.reserve(authorization);
   if (auto* error = std::get_if<AdmissionError>(&slot)) {
     addRetryAfter(*error, context);
-    reactor->writer()->finish(toGrpcStatus(*error));
+    const grpc::Status status = toGrpcStatus(*error);
+    record->finish(status.error_code());
+    reactor->writer()->finish(status);
     return reactor;
   }
   auto call = std::make_shared<GenerateCall>(admission.context(), reactor->writer(),
-                                             std::move(std::get<AdmissionSlot>(slot)));
+                                             std::move(std::get<AdmissionSlot>(slot)), record);
   reactor->observe(call);
   // gRPC frees `request` when the call ends, which may be before the
   // preparing thread gets to it: the task owns a copy.
@@ -34,12 +39,21 @@ grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
   return reactor;
 }
 
+RequestRecordPtr grpcRecord(const CallContext& served, const grpc::CallbackServerContext& context,
+                            std::string method, std::string_view client_id) {
+  auto record = std::make_shared<RequestRecord>(served.access_log, "grpc", std::move(method),
+                                                context.peer(), requestIdFor(client_id));
+  if (served.model != nullptr) record->setModel(served.model->name());
+  return record;
+}
+
 GenerateCall::GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer,
-                           AdmissionSlot slot)
+                           AdmissionSlot slot, RequestRecordPtr record)
     : context_(context),
       writer_(std::move(writer)),
       slot_(std::move(slot)),
-      metrics_(context.metrics, CallMetrics::Clock::now()) {}
+      record_(std::move(record)),
+      metrics_(context.metrics, CallMetrics::Clock::now(), record_) {}
 
 void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateRequest& request) {
   std::lock_guard lock(mu_);
@@ -58,8 +72,14 @@ void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateReques
     prompt.is_tokens = true;  // unset or "": no tokens, an empty prompt
   }
   parsed.prompts.push_back(std::move(prompt));
-  // invalid params are reported after the model and the prompt.
-  absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
+  // invalid params are reported after the model and the prompt. max_tokens
+  // 0 with prompt_logprobs scores the prompt: the generator is asked for
+  // one token, which is dropped (as vLLM does for echo with max_tokens 0).
+  tandem::v1::SamplingParams wire_params = request.params();
+  score_only_ = wire_params.has_max_tokens() && wire_params.max_tokens() == 0 &&
+                wire_params.has_prompt_logprobs();
+  if (score_only_) wire_params.set_max_tokens(1);
+  absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(wire_params);
   if (params.ok()) {
     absl::StatusOr<std::string> grammar = requestGrammar(request);
     if (grammar.ok()) {
@@ -69,6 +89,7 @@ void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateReques
     }
   }
   if (params.ok()) parsed.sampling = *params;
+  parsed_prompt_logprobs_ = params.ok() && params->prompt_logprobs.has_value();
   parsed.max_tokens_set = request.params().has_max_tokens();
   auto prepared = admission.admit(slot_, parsed);
   if (auto* error = std::get_if<AdmissionError>(&prepared)) {
@@ -84,6 +105,7 @@ void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateReques
   std::vector<std::string> stop(request.params().stop().begin(), request.params().stop().end());
   text_.emplace(model.tokenizer(), std::move(stop), false, true);
   prompt_tokens_ = static_cast<int>(tokens.size());
+  prompt_first_token_ = tokens.front();
   timing_ = metrics_.startChoice();
   auto self = shared_from_this();
   absl::StatusOr<generation::RequestId> id = context_.generator->submit(
@@ -96,8 +118,32 @@ void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateReques
   generator_id_ = *id;
 }
 
+void GenerateCall::writePromptLogprobs(const generation::TokenOutput& output) {
+  // the first prompt token has no context: its entry has no logprob.
+  std::vector<generation::PromptTokenLogprob> scores;
+  scores.reserve(output.prompt_logprobs.size() + 1);
+  scores.push_back({.token = prompt_first_token_});
+  scores.insert(scores.end(), output.prompt_logprobs.begin(), output.prompt_logprobs.end());
+  rpc::forEachPromptLogprobsPart(scores, [&](std::span<const generation::PromptTokenLogprob> part) {
+    GenerateResponse msg;
+    rpc::appendPromptLogprobs(part, msg.mutable_prompt_logprobs());
+    if (part.data() == scores.data()) msg.mutable_prompt_logprobs(0)->clear_logprob();
+    writer_->write(std::move(msg));
+  });
+}
+
 GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output, std::string* finish) {
   GenerateResponse msg;
+  if (!prompt_logprobs_sent_ && parsed_prompt_logprobs_ && output.token >= 0) {
+    prompt_logprobs_sent_ = true;
+    writePromptLogprobs(output);
+  }
+  if (score_only_ && output.token >= 0) {
+    // the prompt is scored: the token asked for is not the client's.
+    context_.generator->cancel(*generator_id_);
+    *finish = "length";
+    return msg;
+  }
   if (output.token >= 0) {
     metrics_.tokenArrived(timing_);
     msg.add_token_ids(output.token);
@@ -158,7 +204,9 @@ void GenerateCall::onStreamBroken() {
 
 void GenerateCall::onStreamDone(const std::optional<grpc::Status>& status) {
   std::lock_guard lock(mu_);
-  metrics_.end("grpc_generate", status ? status->error_code() : 1);
+  const int code = status ? status->error_code() : grpc::StatusCode::CANCELLED;
+  metrics_.end("grpc_generate", code);
+  record_->finish(code);
 }
 
 }  // namespace tandem::router

@@ -18,9 +18,16 @@
 #include "router/generate/admission.h"
 #include "router/generate/call_metrics.h"
 #include "router/generate/choice_text_stream.h"
+#include "router/generate/request_record.h"
 #include "tandem/v1/inference.pb.h"
 
 namespace tandem::router {
+
+// the access-log record of a gRPC call to `method` on the served model
+// (its id: the client's `client_id` when usable, common/crash_report.h
+// holds it while the call runs).
+RequestRecordPtr grpcRecord(const CallContext& served, const grpc::CallbackServerContext& context,
+                            std::string method, std::string_view client_id);
 
 class GenerateCall final : public grpc_util::StreamObserver,
                            public std::enable_shared_from_this<GenerateCall> {
@@ -41,7 +48,8 @@ class GenerateCall final : public grpc_util::StreamObserver,
       Admission& admission, const tandem::v1::GenerateRequest& request,
       grpc::CallbackServerContext* context, std::string_view authorization);
 
-  GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot);
+  GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot,
+               RequestRecordPtr record);
 
   // grpc_util::StreamObserver
   void onStreamBroken() override;
@@ -53,16 +61,27 @@ class GenerateCall final : public grpc_util::StreamObserver,
   void submit(Admission& admission, const tandem::v1::GenerateRequest& request);
   void onOutput(const generation::TokenOutput& output);
   // the message for one output; sets `finish` when it is the last one.
+  // The first output's prompt scores go out before it (writePromptLogprobs).
   tandem::v1::GenerateResponse responseFor(const generation::TokenOutput& output, std::string* finish);
+  // the prompt's scores of `output` (the first), with the prompt's first
+  // token in front, in messages of their own.
+  void writePromptLogprobs(const generation::TokenOutput& output);
 
   const CallContext context_;
   const std::shared_ptr<Writer> writer_;
   std::mutex mu_;
   AdmissionSlot slot_;                                // guarded by mu_
+  const RequestRecordPtr record_;
   std::optional<ChoiceTextStream> text_;              // guarded by mu_
   std::optional<generation::RequestId> generator_id_;   // guarded by mu_
   bool generation_done_ = false;                      // guarded by mu_
   int prompt_tokens_ = 0;
+  int32_t prompt_first_token_ = 0;
+  // params.prompt_logprobs was set; with max_tokens 0 (score_only_) the
+  // prompt is scored and the one token generated is dropped.
+  bool parsed_prompt_logprobs_ = false;
+  bool score_only_ = false;
+  bool prompt_logprobs_sent_ = false;                 // guarded by mu_
   CallMetrics metrics_;
   CallMetrics::ChoiceTiming timing_;                  // and the completion tokens; guarded by mu_
 };

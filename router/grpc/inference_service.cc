@@ -45,6 +45,11 @@ grpc::Status InferenceService::checkCaller(const grpc::CallbackServerContext& co
 grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* InferenceService::Generate(
     grpc::CallbackServerContext* context, const tandem::v1::GenerateRequest* request) {
   if (grpc::Status status = checkCaller(*context); !status.ok()) {
+    // before the model is served there is no access log to write to yet.
+    if (ready_.load(std::memory_order_acquire)) {
+      grpcRecord(admission_->context(), *context, "/tandem.v1.Inference/Generate", request->request_id())
+          ->finish(status.error_code());
+    }
     return new FinishedWriter(status);
   }
   return GenerateCall::start(*admission_, *request, context, authorization(*context));
@@ -55,10 +60,15 @@ grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerConte
                                                        tandem::v1::ListModelsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (grpc::Status status = checkCaller(*context); !status.ok()) {
+    if (ready_.load(std::memory_order_acquire)) {
+      grpcRecord(admission_->context(), *context, "/tandem.v1.Inference/ListModels", "")
+          ->finish(status.error_code());
+    }
     reactor->Finish(status);
     return reactor;
   }
   const CallContext& served = admission_->context();
+  grpcRecord(served, *context, "/tandem.v1.Inference/ListModels", "")->finish(grpc::StatusCode::OK);
   auto* model = response->add_models();
   model->set_id(served.model->name());
   model->set_max_context(served.model->maxModelLen());

@@ -145,7 +145,15 @@ void readSampling(FieldReader& reader, GenerationRequest& request) {
   }
 
   // the chat API renamed max_tokens; the new name wins when both are sent.
-  std::optional<int> max_tokens = readTokenBudget(reader, "max_tokens");
+  // completions: 0 with echo scores the prompt (request.score_only).
+  std::optional<int> max_tokens;
+  if (request.endpoint == Endpoint::kCompletions && request.echo) {
+    if (const Json* value = reader.find("max_tokens"); value != nullptr && *value == 0) {
+      request.score_only = true;
+      max_tokens = 1;
+    }
+  }
+  if (!request.score_only) max_tokens = readTokenBudget(reader, "max_tokens");
   std::optional<int> max_completion_tokens;
   if (request.endpoint == Endpoint::kChatCompletions) {
     max_completion_tokens = readTokenBudget(reader, "max_completion_tokens");
@@ -175,10 +183,24 @@ void readLogprobs(FieldReader& reader, GenerationRequest& request) {
     }
   }
   if (request.want_logprobs) request.sampling.logprobs = request.top_logprobs;
+  if (std::optional<int64_t> n = reader.readInt("prompt_logprobs", 0, kMax)) {
+    request.prompt_logprobs = static_cast<int>(*n);
+  }
+  // echo with logprobs shows the prompt's tokens too: the generator scores
+  // the prompt with the larger top count either field asks for.
+  const bool echo_scores = request.echo && request.want_logprobs;
+  if (echo_scores || request.prompt_logprobs) {
+    request.sampling.prompt_logprobs = std::max(echo_scores ? request.top_logprobs : 0,
+                                                request.prompt_logprobs.value_or(0));
+  }
 }
 
 void readStreaming(FieldReader& reader, GenerationRequest& request) {
   request.stream = reader.readBool("stream").value_or(false);
+  if (request.stream && request.prompt_logprobs) {
+    reader.fail("prompt_logprobs", "prompt_logprobs are not available when stream is true");
+    return;
+  }
   if (const Json* options = reader.readObject("stream_options")) {
     if (!request.stream) {
       reader.fail("stream_options", "stream_options is only allowed when stream is true");

@@ -86,8 +86,18 @@ struct GenerationRequest {
   int top_logprobs = 0;
 
   // completions only: "echo" prepends the prompt to the text (non-streaming
-  // and streaming). "suffix" is rejected (400) when non-empty.
+  // and streaming); with "logprobs" the prompt's tokens lead the logprobs
+  // (the first with null logprob and top_logprobs, as OpenAI's legacy API
+  // and vLLM). "max_tokens": 0 needs echo: the prompt is scored and
+  // nothing generated (score_only: the generator is asked for one token,
+  // which is dropped, as vLLM does; finish_reason "length"). "suffix" is
+  // rejected (400) when non-empty.
   bool echo = false;
+  bool score_only = false;
+  // vLLM's "prompt_logprobs": n (0..20): each choice's (chat: the
+  // response's) "prompt_logprobs", the prompt's tokens with their logprob,
+  // rank and the n most likely tokens at each position. Not with stream.
+  std::optional<int> prompt_logprobs;
 
   bool stream = false;
   // "stream_options": {"include_usage": bool} (only valid with stream).

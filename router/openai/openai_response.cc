@@ -44,10 +44,15 @@ Json completionLogprobs(const std::vector<TokenLogprobEntry>& entries, int text_
   int64_t offset = text_offset;
   for (const TokenLogprobEntry& entry : entries) {
     tokens.push_back(entry.token);
-    token_logprobs.push_back(logprobValue(entry.logprob));
-    Json top = Json::object();
-    for (const TopLogprob& candidate : entry.top) top[candidate.token] = logprobValue(candidate.logprob);
-    top_logprobs.push_back(std::move(top));
+    if (entry.unscored) {
+      token_logprobs.push_back(nullptr);
+      top_logprobs.push_back(nullptr);
+    } else {
+      token_logprobs.push_back(logprobValue(entry.logprob));
+      Json top = Json::object();
+      for (const TopLogprob& candidate : entry.top) top[candidate.token] = logprobValue(candidate.logprob);
+      top_logprobs.push_back(std::move(top));
+    }
     text_offsets.push_back(offset);
     offset += static_cast<int64_t>(entry.token.size());
   }
@@ -87,6 +92,24 @@ Json logprobsJson(Endpoint endpoint, const std::vector<TokenLogprobEntry>& entri
                   int text_offset) {
   return endpoint == Endpoint::kCompletions ? completionLogprobs(entries, text_offset)
                                             : chatLogprobs(entries);
+}
+
+// vLLM's shape: [null, {"<token id>": {"logprob", "rank", "decoded_token"}}, ...].
+Json promptLogprobsJson(const PromptLogprobs& prompt) {
+  Json out = Json::array();
+  for (const std::vector<PromptCandidate>& position : prompt) {
+    if (position.empty()) {
+      out.push_back(nullptr);
+      continue;
+    }
+    Json record = Json::object();
+    for (const PromptCandidate& c : position) {
+      record[std::to_string(c.token_id)] =
+          Json{{"logprob", logprobValue(c.logprob)}, {"rank", c.rank}, {"decoded_token", c.text}};
+    }
+    out.push_back(std::move(record));
+  }
+  return out;
 }
 
 Json usageJson(const Usage& usage) {
@@ -166,9 +189,17 @@ std::string renderResponse(const ResponseMeta& meta, const GenerationRequest& re
                              : Json();
     choice["finish_reason"] = nullIfEmpty(result.finish_reason);
     choice["stop_reason"] = nullIfEmpty(result.stop_reason);
+    if (request.prompt_logprobs && meta.endpoint == Endpoint::kCompletions) {
+      choice["prompt_logprobs"] = promptLogprobsJson(result.prompt_logprobs);
+    }
     rendered.push_back(std::move(choice));
   }
   json["choices"] = std::move(rendered);
+  // chat: one prompt, on the response (as vLLM).
+  if (request.prompt_logprobs && meta.endpoint == Endpoint::kChatCompletions) {
+    json["prompt_logprobs"] =
+        choices.empty() ? Json() : promptLogprobsJson(choices.front().prompt_logprobs);
+  }
   json["usage"] = usageJson(usage);
   return dumpJson(json);
 }
@@ -221,7 +252,7 @@ std::string renderModelList(const std::vector<ModelCard>& models) {
     card["object"] = "model";
     card["created"] = model.created;
     card["owned_by"] = "tandem";
-    card["root"] = model.root;
+    card["root"] = model.id;
     card["max_model_len"] = model.max_model_len;
     data.push_back(std::move(card));
   }

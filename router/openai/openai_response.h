@@ -27,12 +27,27 @@ struct TopLogprob {
   float logprob = 0.0f;
 };
 
-// the logprob record of one generated token.
+// the logprob record of one token: generated, or (echo) of the prompt.
 struct TokenLogprobEntry {
   std::string token;  // the token's text
   float logprob = 0.0f;
   std::vector<TopLogprob> top;  // most likely first
+  // the prompt's first token: no context, so its logprob and top logprobs
+  // render as null.
+  bool unscored = false;
 };
+
+// one candidate of a vLLM prompt_logprobs record.
+struct PromptCandidate {
+  int32_t token_id = 0;
+  std::string text;  // "decoded_token"
+  float logprob = 0.0f;
+  int rank = 0;
+};
+// vLLM's "prompt_logprobs": per prompt token, null for the first (empty
+// here), else its token and the most likely ones at its position, keyed by
+// token id (a token among the top ones appears once).
+using PromptLogprobs = std::vector<std::vector<PromptCandidate>>;
 
 struct Usage {
   int prompt_tokens = 0;
@@ -53,9 +68,13 @@ struct ChoiceResult {
   // "content" is null.
   std::vector<ToolCall> tool_calls;
   // completions logprobs: where the first token of `logprobs` starts in
-  // `text`, in bytes (the length of an echoed prompt; 0 without echo). Each
-  // later token's "text_offset" adds the byte length of the ones before it.
+  // `text`, in bytes (0 without echo, and with echo when the prompt's tokens
+  // lead `logprobs`). Each later token's "text_offset" adds the byte length
+  // of the ones before it.
   int logprobs_text_offset = 0;
+  // with request.prompt_logprobs (completions: on the choice; chat: the
+  // first choice's, on the response).
+  PromptLogprobs prompt_logprobs;
 };
 
 // a streaming delta of one choice.
@@ -97,9 +116,9 @@ struct ModelCard {
   std::string id;
   int64_t created = 0;
   int max_model_len = 0;
-  std::string root;  // the model path
 };
-// GET /v1/models.
+// GET /v1/models. "root" is the model's id, as vLLM serves it: never the
+// server's file path (a host path tells a stranger about the server).
 std::string renderModelList(const std::vector<ModelCard>& models);
 
 }  // namespace tandem::openai

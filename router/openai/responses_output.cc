@@ -53,7 +53,7 @@ Json ResponsesOutput::response() const {
   json["reasoning"] = Json{{"effort", nullptr}, {"summary", nullptr}};
   json["store"] = request_.store;
   json["temperature"] = request_.chat.sampling.temperature;
-  json["text"] = Json{{"format", {{"type", "text"}}}};
+  json["text"] = Json{{"format", request_.text_format}};
   json["tool_choice"] = request_.tool_choice;
   json["tools"] = request_.tools;
   json["top_p"] = request_.chat.sampling.top_p;

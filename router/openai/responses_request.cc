@@ -203,8 +203,8 @@ void refuseUnsupported(FieldReader& reader) {
 
 // text.format (Responses' flat shape: {"type": "json_schema", "name", "schema",
 // "strict"}) as chat's response_format ({"type": "json_schema", "json_schema":
-// {...}}); nothing for "text".
-std::optional<Json> chatResponseFormat(const Json& format, FieldReader& reader) {
+// {...}}); nothing for "text". *echo is the format as the response shows it.
+std::optional<Json> chatResponseFormat(const Json& format, FieldReader& reader, Json* echo) {
   FieldReader inner(format, "text.format.");
   std::optional<std::string> type = inner.readString("type");
   std::optional<Json> out;
@@ -212,10 +212,15 @@ std::optional<Json> chatResponseFormat(const Json& format, FieldReader& reader) 
     inner.fail("type", "text.format.type is required");
   } else if (type == "json_object") {
     out = Json{{"type", "json_object"}};
+    *echo = *out;
   } else if (type == "json_schema") {
     Json schema = Json::object();
-    for (const char* key : {"name", "schema", "strict", "description"}) {
-      if (const Json* v = inner.find(key)) schema[key] = *v;
+    *echo = Json{{"type", "json_schema"}};
+    for (const char* key : {"description", "name", "schema", "strict"}) {
+      if (const Json* v = inner.find(key)) {
+        schema[key] = *v;
+        (*echo)[key] = *v;
+      }
     }
     out = Json{{"type", "json_schema"}, {"json_schema", std::move(schema)}};
   } else if (type && *type != "text") {
@@ -269,7 +274,9 @@ ResponsesParseResult parseResponsesRequest(std::string_view body) {
   if (const Json* text = reader.readObject("text")) {
     FieldReader nested(*text, "text.");
     if (const Json* format = nested.readObject("format")) {
-      if (std::optional<Json> rf = chatResponseFormat(*format, nested)) chat["response_format"] = *std::move(rf);
+      if (std::optional<Json> rf = chatResponseFormat(*format, nested, &request.text_format)) {
+        chat["response_format"] = *std::move(rf);
+      }
     }
     reader.absorb(nested);
   }

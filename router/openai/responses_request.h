@@ -9,11 +9,12 @@
 // turn sent back); "instructions" (a system message in front);
 // "max_output_tokens"; "temperature", "top_p" (and tandem's sampling
 // extensions, as on chat); function "tools" in the Responses shape and
-// "tool_choice"; "text.format" of type "text"; "stream"; "store",
-// "metadata", "user", "parallel_tool_calls", "truncation" are accepted.
-// Responses are not stored: "previous_response_id", "conversation" and
-// "background" are 400s saying so; "text.format" json_object/json_schema
-// are 400s until structured outputs land. Errors name the Responses field.
+// "tool_choice"; "text.format" of type "text", "json_object" or
+// "json_schema" (enforced as chat's response_format, and echoed in the
+// response); "stream"; "store", "metadata", "user", "parallel_tool_calls",
+// "truncation" are accepted. Responses are not stored:
+// "previous_response_id", "conversation" and "background" are 400s saying
+// so. Errors name the Responses field.
 #pragma once
 
 #include <optional>
@@ -37,6 +38,10 @@ struct ResponsesRequest {
   nlohmann::ordered_json tool_choice = "auto";
   nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
   nlohmann::ordered_json user;
+  // "text": {"format": ...} as enforced: {"type": "text"}, {"type":
+  // "json_object"}, or {"type": "json_schema"} with the name, schema,
+  // strict and description the client sent.
+  nlohmann::ordered_json text_format = {{"type", "text"}};
   std::optional<int> max_output_tokens;
   bool store = true;
   bool parallel_tool_calls = true;

@@ -23,6 +23,16 @@ struct SequenceChunk {
   // whether the runner must return logits for the chunk's last token (false
   // for a prefill chunk that does not reach the end of the prompt).
   bool needs_logits = true;
+  // whether the runner must return logits for every token of the chunk (a
+  // request scoring its prompt: SamplingParams::prompt_logprobs); the last
+  // of them is the row needs_logits samples.
+  bool all_logits = false;
+
+  // the rows of logits the runner returns for this chunk.
+  int numLogitRows() const {
+    if (all_logits) return static_cast<int>(tokens.size());
+    return needs_logits ? 1 : 0;
+  }
 };
 
 struct Batch {
@@ -34,6 +44,12 @@ struct Batch {
     return n;
   }
   int numLogitRows() const {
+    int n = 0;
+    for (const auto& s : seqs) n += s.numLogitRows();
+    return n;
+  }
+  // the rows sampled: one per chunk with needs_logits.
+  int numSampledRows() const {
     int n = 0;
     for (const auto& s : seqs) n += s.needs_logits ? 1 : 0;
     return n;

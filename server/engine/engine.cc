@@ -112,17 +112,26 @@ std::vector<TokenOutput> Engine::runStep() {
     return failStep(batch);
   }
 
-  // sample each logit row with its request's params and generator.
+  // score each prompt row, and sample each chunk's last row when it asks,
+  // with its request's params and generator.
   std::vector<int32_t> tokens;
   std::vector<SampleResult> samples;
+  // a first output's prompt scores, by sample (the request may finish, and
+  // go, in onStepResult).
+  std::vector<std::vector<PromptTokenLogprob>> scores;
   tokens.reserve(rows);
   samples.reserve(rows);
   const size_t vocab = rows > 0 ? logits_.size() / rows : 0;
-  size_t row = 0;
+  size_t next_row = 0;
   for (const SequenceChunk& chunk : batch.seqs) {
-    if (!chunk.needs_logits) continue;
+    const size_t first_row = next_row;
+    next_row += static_cast<size_t>(chunk.numLogitRows());
+    if (chunk.numLogitRows() == 0) continue;
     Request* req = scheduler_.findRequest(chunk.seq_id);
     TANDEM_CHECK(req != nullptr);
+    if (chunk.all_logits) scorePrompt(*req, chunk, logits_.data() + first_row * vocab, vocab);
+    if (!chunk.needs_logits) continue;
+    const size_t row = next_row - 1;
     const std::span<const float> logits(logits_.data() + row * vocab, vocab);
     // the budget keeps a whole sentence reachable before length ends it.
     const grammar::TokenMask* allowed =
@@ -142,7 +151,9 @@ std::vector<TokenOutput> Engine::runStep() {
       assert(followed);  // an allowed token is always accepted
     }
     tokens.push_back(samples.back().token);
-    ++row;
+    // the first token takes the prompt's scores with it.
+    const bool first = req->params.prompt_logprobs.has_value() && req->numOutputTokens() == 0;
+    scores.push_back(first ? std::move(req->prompt_logprobs) : std::vector<PromptTokenLogprob>());
   }
 
   const std::vector<RequestOutput> results = scheduler_.onStepResult(tokens);
@@ -155,9 +166,23 @@ std::vector<TokenOutput> Engine::runStep() {
     const RequestOutput& r = results[i];
     outputs.push_back({r.id, r.token, samples[i].logprob, std::move(samples[i].top_logprobs),
                        r.finish_reason, r.num_prompt_tokens, r.num_output_tokens,
-                       r.num_cached_tokens});
+                       r.num_cached_tokens, std::move(scores[i])});
   }
   return outputs;
+}
+
+void Engine::scorePrompt(Request& req, const SequenceChunk& chunk, const float* logits,
+                         size_t vocab) {
+  // row i holds position start_pos + i's logits, which score prompt token
+  // start_pos + i + 1; tokens scored before a preemption are not redone.
+  const int top_n = *req.params.prompt_logprobs;
+  for (size_t i = 0; i < chunk.tokens.size(); ++i) {
+    const int target = chunk.start_pos + static_cast<int>(i) + 1;
+    if (target >= req.num_prompt_tokens) break;
+    if (target != static_cast<int>(req.prompt_logprobs.size()) + 1) continue;
+    req.prompt_logprobs.push_back(Sampler::score(std::span<const float>(logits + i * vocab, vocab),
+                                                 req.tokens[target], top_n));
+  }
 }
 
 std::vector<TokenOutput> Engine::failStep(const Batch& batch) {
@@ -175,7 +200,7 @@ std::vector<TokenOutput> Engine::failStep(const Batch& batch) {
     // frees the request's blocks; its row of this step is dropped.
     TANDEM_CHECK(scheduler_.abort(chunk.seq_id).ok());
   }
-  scheduler_.onStepResult(std::vector<int32_t>(batch.numLogitRows(), 0));
+  scheduler_.onStepResult(std::vector<int32_t>(batch.numSampledRows(), 0));
   return outputs;
 }
 

@@ -107,6 +107,10 @@ class Engine {
   absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> makeMatcher(
       std::span<const int32_t> prompt, const SamplingParams& params) const;
   std::vector<TokenOutput> failStep(const Batch& batch);
+  // appends to req.prompt_logprobs the prompt tokens `chunk` (all_logits)
+  // scores, from its rows of logits.
+  static void scorePrompt(Request& req, const SequenceChunk& chunk, const float* logits,
+                          size_t vocab);
 
   StepModel& model_;
   kvcache::KvCacheManager kv_;

@@ -127,6 +127,13 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   ec.scheduler.chunk_size = options.chunk_size;
   ec.scheduler.max_model_len = le->max_model_len_;
   ec.scheduler.eos_token_ids.assign(cfg.eos_token_ids.begin(), cfg.eos_token_ids.end());
+  // prompt scoring's logits: at most kPromptLogitBytes a step (128 rows
+  // for a 128k vocabulary), and never fewer than 16 rows.
+  constexpr int64_t kPromptLogitBytes = int64_t{64} << 20;
+  const int64_t rows = std::max<int64_t>(
+      16, kPromptLogitBytes / (int64_t{cfg.vocab_size} * static_cast<int64_t>(sizeof(float))));
+  ec.scheduler.max_prompt_logprob_rows =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(rows, options.max_num_batched_tokens)));
   le->engine_ = std::make_unique<Engine>(ec, *le->runner_);
   // structured output needs each token's bytes: without a tokenizer (a
   // weights-only model) requests with a grammar are refused.

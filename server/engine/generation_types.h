@@ -10,6 +10,7 @@ namespace tandem::engine {
 using generation::FinishReason;
 using generation::SamplingParams;
 using generation::SeqId;
+using generation::PromptTokenLogprob;
 using generation::TokenLogprob;
 using generation::TokenOutput;
 

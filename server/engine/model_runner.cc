@@ -74,7 +74,7 @@ absl::Status ModelRunner::validate(const Batch& batch) const {
   const int bs = cache_.layout.block_size;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const SequenceChunk& c = batch.seqs[s];
-    if (c.tokens.empty() && c.needs_logits) {
+    if (c.tokens.empty() && (c.needs_logits || c.all_logits)) {
       return absl::InvalidArgumentError(absl::StrCat("chunk ", s, " asks for logits of no tokens"));
     }
     if (c.start_pos < 0) {
@@ -184,7 +184,11 @@ absl::Status ModelRunner::uploadStepData(const Batch& batch, bool decode) {
       positions.push_back(pos);
       slots.push_back(c.block_table[pos / bs] * bs + pos % bs);
     }
-    if (c.needs_logits) logit_rows.push_back(row + n - 1);
+    if (c.all_logits) {
+      for (int i = 0; i < n; ++i) logit_rows.push_back(row + i);
+    } else if (c.needs_logits) {
+      logit_rows.push_back(row + n - 1);
+    }
     row += n;
     max_q = std::max(max_q, n);
     max_ctx = std::max(max_ctx, c.start_pos + n);

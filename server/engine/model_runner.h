@@ -50,8 +50,9 @@ class ModelRunner : public StepModel {
                                                DType kv_dtype = DType::kF32);
 
   // computes one step. Writes the K/V of every token of `batch` into its
-  // slots, and sets *logits to [batch.numLogitRows(), vocab] F32: the last
-  // token's logits of each chunk with needs_logits, in batch order.
+  // slots, and sets *logits to [batch.numLogitRows(), vocab] F32 in batch
+  // order: every token's logits of a chunk with all_logits, the last
+  // token's of one with needs_logits.
   // InvalidArgument (and no cache change) when a token id is out of the
   // vocabulary, a block table does not cover its chunk, or a block id is out
   // of range.

@@ -67,6 +67,18 @@ struct Request {
   // and it is never a preemption victim) and, when it finishes normally,
   // its blocks stay allocated until the scheduler's releaseHeld.
   bool hold_blocks_on_finish = false;
+  // with params.prompt_logprobs: the prompt tokens scored so far, from the
+  // second on (entry i is prompt token i + 1). Kept across a preemption
+  // (the recompute skips them) and handed out with the first output.
+  std::vector<PromptTokenLogprob> prompt_logprobs;
+
+  // the prompt still has tokens to score: every chunk over it needs all its
+  // logits, and it is not served from the prefix cache. False once the
+  // first token is out (the scores went with it).
+  bool scoresPrompt() const {
+    return params.prompt_logprobs.has_value() && numOutputTokens() == 0 &&
+           static_cast<int>(prompt_logprobs.size()) < num_prompt_tokens - 1;
+  }
 
   int numTokens() const { return static_cast<int>(tokens.size()); }
   int numOutputTokens() const { return numTokens() - num_prompt_tokens; }

@@ -49,6 +49,18 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
   return result;
 }
 
+PromptTokenLogprob Sampler::score(std::span<const float> logits, int32_t token, int top_n) {
+  TANDEM_CHECK(token >= 0 && static_cast<size_t>(token) < logits.size());
+  const double lse = logSumExp(logits);
+  PromptTokenLogprob out;
+  out.token = token;
+  out.logprob = static_cast<float>(logits[token] - lse);
+  out.rank = 1 + static_cast<int32_t>(std::count_if(
+                     logits.begin(), logits.end(), [&](float x) { return x > logits[token]; }));
+  if (top_n > 0) out.top_logprobs = topLogprobs(logits, top_n, lse);
+  return out;
+}
+
 void Sampler::applyPenalties(std::span<float> logits, const SamplingParams& params,
                              const TokenHistory& history) {
   const auto vocab = static_cast<int32_t>(logits.size());

@@ -46,6 +46,12 @@ class Sampler {
                       const TokenHistory& history, SamplerRng& rng,
                       const grammar::TokenMask* allowed = nullptr);
 
+  // scores `token` under `logits` (one per vocab entry, token among them):
+  // its log-probability under the raw logits, its rank (1 + the tokens with
+  // a higher logit) and the `top_n` most likely tokens, as sample() reports
+  // them. O(vocab) plus the partial sort of top_n.
+  static PromptTokenLogprob score(std::span<const float> logits, int32_t token, int top_n);
+
   // sets every logit outside `allowed` to -inf, in place.
   static void applyMask(std::span<float> logits, const grammar::TokenMask& allowed);
 

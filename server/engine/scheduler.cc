@@ -12,6 +12,7 @@ Scheduler::Scheduler(SchedulerConfig config, kvcache::KvCacheManager& kv)
     : config_(std::move(config)), kv_(kv), seed_source_(std::random_device{}()) {
   TANDEM_CHECK(config_.max_num_seqs > 0 && config_.max_num_batched_tokens > 0);
   TANDEM_CHECK(config_.chunk_size > 0 && config_.max_model_len > 1);
+  TANDEM_CHECK(config_.max_prompt_logprob_rows > 0);
 }
 
 int64_t Scheduler::numPrefillTokensQueued() const {
@@ -75,6 +76,10 @@ absl::StatusOr<int> Scheduler::admitAwaitingKv(SeqId id, std::vector<int32_t> pr
     return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
   }
   RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
+  if (params.prompt_logprobs) {
+    // the prompt's logits are computed where it is prefilled: here.
+    return absl::InvalidArgumentError("a request with prompt_logprobs is prefilled locally");
+  }
   // the caller needs the blocks now: only G2's synchronous copies help here.
   (void)kv_.onboardPrompt(prompt, /*include_disk=*/false);
   const int cached = kv_.allocatePrompt(id, prompt);
@@ -172,6 +177,7 @@ Batch Scheduler::schedule() {
   TANDEM_CHECK(!step_in_flight_);
   scheduled_.clear();
   int budget = config_.max_num_batched_tokens;
+  scoring_rows_left_ = config_.max_prompt_logprob_rows;
   const int64_t preemptions_before = num_preemptions_;
 
   // decodes first: they are cheap and keep streams flowing. a victim is the
@@ -185,9 +191,10 @@ Batch Scheduler::schedule() {
   // then prefills already under way, oldest first.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request& req = *running_[i];
+    const int max_new =
+        capByScoringRows(req, std::min(req.numUncomputedTokens(), config_.chunk_size));
     const bool stays =
-        req.numUncomputedTokens() <= 1 ||
-        scheduleRunning(req, std::min(req.numUncomputedTokens(), config_.chunk_size), budget);
+        req.numUncomputedTokens() <= 1 || max_new == 0 || scheduleRunning(req, max_new, budget);
     if (stays) ++i;
   }
   // no new admissions in a step that had to preempt: the cache is full.
@@ -210,9 +217,28 @@ bool Scheduler::scheduleRunning(Request& req, int max_new, int& budget) {
     preempt(*victim, budget);
     if (victim == &req) return false;
   }
-  scheduled_.push_back({req.id, n, req.num_computed_tokens + n == req.numTokens()});
-  budget -= n;
+  addScheduled(req, n, req.num_computed_tokens + n == req.numTokens(), budget);
   return true;
+}
+
+bool Scheduler::chunkScoresPrompt(const Request& req, int n) {
+  if (!req.scoresPrompt()) return false;
+  // position p's logits score prompt token p + 1: the chunk's positions
+  // [start, start + n) meet the unscored ones [scored, prompt - 2].
+  const int start = req.num_computed_tokens;
+  const int scored = static_cast<int>(req.prompt_logprobs.size());
+  return start <= req.num_prompt_tokens - 2 && start + n - 1 >= scored;
+}
+
+int Scheduler::capByScoringRows(const Request& req, int max_new) const {
+  return req.scoresPrompt() ? std::min(max_new, scoring_rows_left_) : max_new;
+}
+
+void Scheduler::addScheduled(const Request& req, int n, bool needs_logits, int& budget) {
+  const bool all_logits = chunkScoresPrompt(req, n);
+  scheduled_.push_back({req.id, n, needs_logits, all_logits});
+  budget -= n;
+  if (all_logits) scoring_rows_left_ = std::max(0, scoring_rows_left_ - n);
 }
 
 Request* Scheduler::preemptionVictim() const {
@@ -231,6 +257,7 @@ void Scheduler::preempt(Request& victim, int& budget) {
                          [&](const Scheduled& s) { return s.id == victim.id; });
   if (it != scheduled_.end()) {
     budget += it->num_new_tokens;
+    if (it->all_logits) scoring_rows_left_ += it->num_new_tokens;
     scheduled_.erase(it);
   }
   kv_.freeSequence(victim.id);
@@ -273,11 +300,18 @@ void Scheduler::admitWaiting(int& budget) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int>(running_.size()) < config_.max_num_seqs) {
     Request& req = *waiting_.front();
+    // a cached block has no logits: a request scoring its prompt computes
+    // it whole (as vLLM, which skips the prefix cache for prompt logprobs).
+    const bool scores = req.scoresPrompt();
+    if (scores && scoring_rows_left_ == 0) break;  // FCFS: next step
     // its blocks are on their way from a lower tier: the next one may go.
-    if (startOnboarding(req)) continue;
-    const int cached = kv_.allocatePrompt(req.id, req.tokens);
+    if (!scores && startOnboarding(req)) continue;
+    const int cached =
+        kv_.allocatePrompt(req.id, scores ? std::span<const int32_t>()
+                                          : std::span<const int32_t>(req.tokens));
     if (req.num_cached_tokens < 0) req.num_cached_tokens = cached;
-    const int n = std::min({req.numTokens() - cached, config_.chunk_size, budget});
+    const int n = capByScoringRows(
+        req, std::min({req.numTokens() - cached, config_.chunk_size, budget}));
     // a held prefill reserves its whole prompt now (see Request).
     const int slots = req.hold_blocks_on_finish ? req.numTokens() - cached : n;
     if (!kv_.appendSlots(req.id, slots).ok()) {
@@ -289,8 +323,7 @@ void Scheduler::admitWaiting(int& budget) {
     req.num_computed_tokens = cached;
     req.state = RequestState::kRunning;
     running_.push_back(&req);
-    scheduled_.push_back({req.id, n, cached + n == req.numTokens()});
-    budget -= n;
+    addScheduled(req, n, cached + n == req.numTokens(), budget);
   }
 }
 
@@ -310,6 +343,7 @@ Batch Scheduler::buildBatch() const {
         kv_.blockTable(s.id).size(), kv_.blocksForTokens(chunk.start_pos + s.num_new_tokens)));
     chunk.block_table.assign(table.begin(), table.end());
     chunk.needs_logits = s.needs_logits;
+    chunk.all_logits = s.all_logits;
     batch.seqs.push_back(std::move(chunk));
   }
   return batch;

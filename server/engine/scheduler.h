@@ -6,6 +6,9 @@
 //   2. running prefills still in progress, up to chunk_size tokens each;
 //   3. waiting requests, first come first served, while sequences, budget
 //      and KV blocks last. cached prompt prefix tokens cost nothing.
+// A request scoring its prompt (prompt_logprobs) computes it whole (no
+// prefix-cache hits, no onboarding), its chunks asking for every token's
+// logits, at most max_prompt_logprob_rows of them a step in all.
 // When the cache runs out of blocks for a running sequence, the most
 // recently admitted running sequence is preempted by recompute: its blocks
 // are freed and it goes back to the front of the waiting queue, to prefill
@@ -13,7 +16,7 @@
 // cache is full; one that cannot fit even alone is refused by addRequest.
 //
 // Usage per step: batch = schedule(); run the model on it; sample one token
-// for each of batch's logit rows; onStepResult(tokens).
+// for each chunk with needs_logits; onStepResult(tokens).
 //
 // Disaggregated serving adds two kinds of request:
 //   - a held prefill (prefill worker): addRequest with
@@ -65,6 +68,11 @@ struct SchedulerConfig {
   int max_model_len = 4096;
   // tokens that end generation unless a request sets ignore_eos.
   std::vector<int32_t> eos_token_ids;
+  // most prompt tokens scored in one step (SamplingParams::prompt_logprobs),
+  // over every request scoring its prompt: each costs a vocab-sized row of
+  // logits, so this bounds the step's logits (EngineAssembly sizes it from
+  // the vocabulary). A scoring request's chunks are cut to what is left.
+  int max_prompt_logprob_rows = 512;
 };
 
 // what one step did to one request.
@@ -133,7 +141,7 @@ class Scheduler {
   // batch's onStepResult must have been called.
   Batch schedule();
 
-  // takes the sampled tokens for the last batch's logit rows, in row order,
+  // takes the sampled tokens for the last batch's needs_logits chunks, in order,
   // appends them, commits newly full blocks to the prefix cache, finishes
   // requests that stopped (freeing their blocks) and returns one output per
   // sampled token of a live request, in row order.
@@ -171,9 +179,20 @@ class Scheduler {
     SeqId id;
     int num_new_tokens;
     bool needs_logits;
+    // every token's logits: the chunk scores prompt tokens.
+    bool all_logits = false;
     // aborted while in flight: its row is skipped.
     bool dropped = false;
   };
+
+  // whether `req`'s chunk of n tokens from its num_computed_tokens scores
+  // prompt tokens not scored yet.
+  static bool chunkScoresPrompt(const Request& req, int n);
+  // most tokens of `req`'s next chunk by the step's scoring rows left
+  // (max_new unchanged for a request not scoring its prompt).
+  int capByScoringRows(const Request& req, int max_new) const;
+  // records a chunk for the step's batch.
+  void addScheduled(const Request& req, int n, bool needs_logits, int& budget);
 
   // schedules up to `max_new` tokens of a running request, preempting from
   // the back of running_ until its slots fit. false when it was preempted.
@@ -207,6 +226,8 @@ class Scheduler {
   // onboarding ticket -> request waiting for it.
   absl::flat_hash_map<uint64_t, Request*> onboarding_;
   std::vector<Scheduled> scheduled_;
+  // rows of prompt logits this step may still ask for.
+  int scoring_rows_left_ = 0;
   bool step_in_flight_ = false;
   int64_t num_preemptions_ = 0;
   // seeds requests that bring no seed of their own.

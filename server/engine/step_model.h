@@ -15,8 +15,9 @@ class StepModel {
   virtual ~StepModel() = default;
 
   // computes one step and sets *logits to [batch.numLogitRows(), vocab]
-  // row-major F32: the last token's logits of each chunk with needs_logits,
-  // in batch order. the KV of every token of the batch is written to its
+  // row-major F32, in batch order: each chunk's SequenceChunk::numLogitRows()
+  // rows (every token's with all_logits, else the last token's when
+  // needs_logits). the KV of every token of the batch is written to its
   // slots. an error means the step's results are lost.
   virtual absl::Status forward(const Batch& batch, std::vector<float>* logits) = 0;
 };

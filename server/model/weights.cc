@@ -1,8 +1,13 @@
 #include "server/model/weights.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "server/model/tensor_layout.h"
 #include "server/model/weight_loaders.h"
@@ -15,9 +20,66 @@ int64_t TensorView::numel() const {
   return n;
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// the models one level inside `dir` (relative paths), for a suggestion.
+std::vector<std::string> modelsInside(const fs::path& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const fs::path rel = e.path().lexically_relative(dir);
+    if (e.is_directory(ec) && fs::exists(e.path() / "config.json", ec)) {
+      found.push_back(rel.string() + "/");
+    } else if (e.is_directory(ec)) {
+      for (const fs::directory_entry& f : fs::directory_iterator(e.path(), ec)) {
+        if (f.path().extension() == ".gguf") found.push_back((rel / f.path().filename()).string());
+      }
+    } else if (e.path().extension() == ".gguf") {
+      found.push_back(rel.string());
+    }
+    if (found.size() >= 4) break;
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+absl::Status ModelWeights::checkPath(const std::string& path) {
+  std::error_code ec;
+  if (path.empty()) return absl::InvalidArgumentError("no model path given");
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / "config.json", ec)) return absl::OkStatus();
+    std::string message = absl::StrCat(path, ": a directory without config.json is not an HF model");
+    const std::vector<std::string> inside = modelsInside(path);
+    if (!inside.empty()) {
+      absl::StrAppend(&message, "; models in it: ", absl::StrJoin(inside, ", "));
+    }
+    return absl::InvalidArgumentError(message);
+  }
+  if (!fs::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such model file or directory"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  if (!in.read(magic, sizeof(magic))) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read it as a model file"));
+  }
+  if (std::string_view(magic, 4) != "GGUF") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": not a GGUF file (a model is a .gguf file or an HF directory with config.json)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ModelWeightsPtr> ModelWeights::load(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return HfLoader::load(path);
+  if (std::filesystem::is_directory(path, ec)) {
+    RETURN_IF_ERROR(checkPath(path));
+    return HfLoader::load(path);
+  }
   if (!std::filesystem::exists(path, ec)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such model file or directory"));
   }

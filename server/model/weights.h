@@ -38,6 +38,12 @@ class ModelWeights {
   // mapping (zero copy). Every tensor the architecture needs must be present
   // with the shape the config implies; errors name the file and tensor.
   static absl::StatusOr<ModelWeightsPtr> load(const std::string& path);
+  // what load() first checks, cheaply, without reading weights: the path
+  // exists and is readable, a directory holds config.json (an HF model), a
+  // file starts with the GGUF magic. NotFound / InvalidArgument naming the
+  // path; for a directory that is not a model, the models found in it (one
+  // level down) as suggestions.
+  static absl::Status checkPath(const std::string& path);
 
   const ModelConfig& config() const { return config_; }
   ModelFormat format() const { return format_; }

@@ -2,6 +2,7 @@
 
 #include "common/grpc/status_mapping.h"
 #include "proto/convert/finish_reason_proto.h"
+#include "proto/convert/prompt_logprobs_proto.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "server/worker/remote_prefill.h"
 
@@ -22,6 +23,7 @@ GenerateCall::GenerateCall(WorkerContext& context, std::shared_ptr<Writer> write
     : context_(context), writer_(std::move(writer)) {}
 
 void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
+  in_flight_ = crash::InFlightIds::global().hold(request.request_id());
   std::unique_lock lock(mu_);
   if (!servesGenerate(context_.options.role)) {
     writer_->finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -47,7 +49,9 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
   auto self = shared_from_this();
   auto callback = [self](const generation::TokenOutput& out) { self->onOutput(out); };
 
-  if (!request.prefill_address().empty()) {
+  // a request scoring its prompt is prefilled here, where its logits are
+  // (RouteQuery::scores_prompt: the router names no P for it).
+  if (!request.prefill_address().empty() && !params->prompt_logprobs) {
     absl::StatusOr<engine::EngineLoop::KvAllocation> allocation =
         context_.loop->submitAwaitingKv(id_, prompt, *params, callback);
     if (allocation.ok()) {
@@ -95,6 +99,15 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
                                        "the request was aborted (the worker is stopping)"));
     return;
   }
+  // the prompt's scores go first, in messages of their own (token -1).
+  rpc::forEachPromptLogprobsPart(output.prompt_logprobs,
+                                 [&](std::span<const generation::PromptTokenLogprob> part) {
+                                   WorkerGenerateResponse scores;
+                                   scores.set_token(-1);
+                                   rpc::appendPromptLogprobs(part, scores.mutable_prompt_logprobs());
+                                   if (num_outputs_++ == 0) scores.set_prefill(prefill_.load());
+                                   writer_->write(std::move(scores));
+                                 });
   WorkerGenerateResponse msg;
   msg.set_token(output.token);
   if (logprobs_) {

@@ -1,5 +1,6 @@
 // Worker.Generate (decode side): one server-streaming call, one message per
-// generated token. Without prefill_address the prompt is prefilled here
+// generated token (with prompt_logprobs, the prompt's scores in messages of
+// their own before the first; such a request is always prefilled here). Without prefill_address the prompt is prefilled here
 // (EngineLoop::submit); with one, D admits the request awaiting its KV and
 // a RemotePrefill gets the KV and the first token from P, falling back to a
 // local prefill when P fails. The messages go out through the shared
@@ -16,6 +17,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/crash_report.h"
 #include "common/grpc/server_stream_writer.h"
 #include "grpcpp/grpcpp.h"
 #include "server/worker/worker_context.h"
@@ -51,6 +53,10 @@ class GenerateCall final : public grpc_util::StreamObserver,
   // how the prompt is prefilled; set before the first output.
   std::atomic<tandem::v1::PrefillKind> prefill_{tandem::v1::PREFILL_KIND_LOCAL};
   std::shared_ptr<RemotePrefill> remote_;  // set in submit(), then read only
+
+  // the router's id of this attempt, named in a crash report while the
+  // call runs (common/crash_report.h).
+  crash::InFlightIds::Hold in_flight_;
 
   std::mutex mu_;
   bool submitted_ = false;        // guarded by mu_

@@ -42,7 +42,11 @@ grpc::ServerUnaryReactor* PrefillCall::start(WorkerContext& context,
 
 PrefillCall::PrefillCall(WorkerContext& context, const tandem::v1::PrefillRequest& request,
                          tandem::v1::PrefillResponse* response, grpc::ServerUnaryReactor* reactor)
-    : context_(context), request_(request), response_(response), reactor_(reactor) {}
+    : context_(context),
+      request_(request),
+      in_flight_(crash::InFlightIds::global().hold(request.request_id())),
+      response_(response),
+      reactor_(reactor) {}
 
 void PrefillCall::cancel() {
   std::lock_guard lock(mu_);
@@ -84,6 +88,8 @@ grpc::Status PrefillCall::validate(generation::SamplingParams* params) const {
   if (!parsed.ok()) return grpc_util::toGrpcStatus(parsed.status(), "params");
   *params = std::move(*parsed);
   params->max_tokens = 1;
+  // D prefills a request scoring its prompt itself: P returns no scores.
+  params->prompt_logprobs.reset();
   params->grammar_replay_tokens = request_.grammar_replay_tokens();
   return grpc::Status::OK;
 }

@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/crash_report.h"
 #include "grpcpp/grpcpp.h"
 #include "server/worker/worker_context.h"
 #include "tandem/v1/worker.pb.h"
@@ -65,6 +66,9 @@ class PrefillCall : public std::enable_shared_from_this<PrefillCall> {
 
   WorkerContext& context_;
   const tandem::v1::PrefillRequest request_;
+  // the router's id of the request, named in a crash report while the call
+  // lives (common/crash_report.h).
+  const crash::InFlightIds::Hold in_flight_;
   tandem::v1::PrefillResponse* const response_;
   grpc::ServerUnaryReactor* const reactor_;
 

@@ -100,7 +100,18 @@ TEST(MetricsTest, SummaryCountsThroughputGoodputAndErrors) {
   EXPECT_DOUBLE_EQ(s.tpot_ms.mean, 200);
   EXPECT_EQ(s.itl_ms.count, 2u);
   EXPECT_DOUBLE_EQ(s.max_concurrency, 2);  // #1 ends at 1.0 s just as #3 starts
-  EXPECT_FALSE(summarize(records, 2.0, Slo{}).goodput);
+}
+
+TEST(MetricsTest, GoodputWithoutAnSloCountsEverySuccessfulRequest) {
+  std::vector<RequestRecord> records(3);
+  records[0].ok = records[1].ok = true;
+  records[0].e2e_ms = records[1].e2e_ms = 100;
+  records[2].ok = false;
+  records[2].error_kind = "http_503";
+  const Summary s = summarize(records, 2.0, Slo{});
+  EXPECT_EQ(s.good_requests, 2u);
+  ASSERT_TRUE(s.goodput);
+  EXPECT_DOUBLE_EQ(*s.goodput, 1.0);  // 2 successful requests / 2 s
 }
 
 TEST(MetricsTest, ParsesSlos) {

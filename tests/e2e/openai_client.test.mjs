@@ -244,5 +244,31 @@ test('echo puts the prompt in front of the completion', async () => {
   });
   const text = r.choices[0].text;
   assert.ok(text.startsWith(c.prompt + ', there was'), text);
-  assert.equal(r.choices[0].logprobs.text_offset[0], c.prompt.length);
+  // the prompt's tokens lead the logprobs (OpenAI's legacy shape): the
+  // first has no context (null), the completion's first starts after the prompt.
+  const lp = r.choices[0].logprobs;
+  const n = c.prompt_ids.length;
+  assert.equal(lp.tokens.length, n + 10);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  assert.equal(lp.text_offset[0], 0);
+  assert.equal(lp.text_offset[n], c.prompt.length);
+  assert.equal(lp.tokens.slice(0, n).join(''), c.prompt);
+});
+
+test("lm-evaluation-harness's loglikelihood request scores each prompt and generates nothing", async () => {
+  const prompts = oracle.cases.slice(0, 2).map((c) => c.prompt_ids);
+  const r = await client.completions.create({
+    model: MODEL, prompt: prompts, max_tokens: 0, temperature: 0, echo: true, logprobs: 1,
+  });
+  assert.equal(r.choices.length, 2);
+  assert.equal(r.usage.completion_tokens, 0);
+  r.choices.forEach((choice, i) => {
+    assert.equal(choice.finish_reason, 'length');
+    assert.equal(choice.text, oracle.cases[i].prompt);
+    const lp = choice.logprobs.token_logprobs;
+    assert.equal(lp.length, prompts[i].length);
+    assert.equal(lp[0], null);
+    for (const x of lp.slice(1)) assert.ok(Number.isFinite(x) && x <= 0, String(x));
+  });
 });

@@ -94,6 +94,15 @@ absl::StatusOr<RequestId> FakeGenerator::submit(std::vector<int32_t> prompt,
   const RequestId id = next_id_++;
   const int top = params.logprobs.value_or(0);
   const int num_prompt = static_cast<int>(prompt.size());
+  std::vector<generation::PromptTokenLogprob> scores;
+  if (params.prompt_logprobs) {
+    // prompt token i: logprob -i/8, rank i, its top: the token itself, then token + 1, ...
+    for (int i = 1; i < num_prompt; ++i) {
+      generation::PromptTokenLogprob s{prompt[i], -0.125f * i, i, {}};
+      for (int k = 0; k < *params.prompt_logprobs; ++k) s.top_logprobs.push_back({prompt[i] + k, -0.125f * (i + k)});
+      scores.push_back(std::move(s));
+    }
+  }
   submits_.push_back({id, std::move(prompt), std::move(params)});
   active_[id] = Active{script.cached_tokens};
   callbacks_[id] = std::move(callback);
@@ -115,6 +124,7 @@ absl::StatusOr<RequestId> FakeGenerator::submit(std::vector<int32_t> prompt,
     out.num_prompt_tokens = num_prompt;
     out.num_output_tokens = static_cast<int>(i + 1);
     out.num_cached_tokens = script.cached_tokens;
+    if (i == 0) out.prompt_logprobs = scores;
     const bool last = i + 1 == script.tokens.size();
     if (last && !script.fail && !script.hold) out.finish_reason = script.finish;
     queueLocked(id, std::move(out));

@@ -40,6 +40,9 @@ struct FakeScript {
   // every token's logprob, and its top logprobs (each token, then token+1)
   // when the request asked for them (params.logprobs > 0).
   float logprob = -0.5f;
+  // (not scripted) with params.prompt_logprobs the first token carries the
+  // prompt's scores: prompt token i has logprob -i/8, rank i, and as its
+  // top the token itself, then token + 1, ... at -(i + k)/8.
 };
 
 class FakeGenerator : public generation::Generator {

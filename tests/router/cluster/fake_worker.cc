@@ -1,5 +1,6 @@
 #include "tests/router/cluster/fake_worker.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -196,6 +197,21 @@ grpc::Status FakeWorker::generate(grpc::ServerContextBase* context,
   }
   const int prompt_len = request->token_ids_size();
   const int n = request->params().max_tokens();
+  // prompt scores first, as the real worker sends them: prompt token i
+  // scores -i/2, in parts of scores_per_message.
+  if (request->params().has_prompt_logprobs()) {
+    for (int start = 1; start < prompt_len; start += scores_per_message) {
+      tandem::v1::WorkerGenerateResponse part;
+      part.set_token(-1);
+      for (int i = start; i < std::min(prompt_len, start + scores_per_message.load()); ++i) {
+        tandem::v1::PromptLogprob* score = part.add_prompt_logprobs();
+        score->set_token_id(request->token_ids(i));
+        score->set_logprob(-0.5f * static_cast<float>(i));
+        score->set_rank(1);
+      }
+      if (!writer->Write(part)) return grpc::Status::CANCELLED;
+    }
+  }
   for (int i = 0; i < n; ++i) {
     if (context->IsCancelled() || stopping_) {
       ++cancelled_generates_;

@@ -83,6 +83,9 @@ class FakeWorker final : public tandem::v1::Worker::CallbackService {
   std::atomic<bool> draining{false};  // what Stats says of WorkerStats.draining
   std::atomic<int> die_after{-1};  // Generate fails (UNAVAILABLE) after this many tokens
   std::atomic<int> token_delay_ms{0};
+  // with params.prompt_logprobs, Generate sends the prompt's scores (token
+  // i: -i/2) before the first token, this many a message.
+  std::atomic<int> scores_per_message{2};
   // the first KvEvents call answers OUT_OF_RANGE.
   std::atomic<bool> out_of_range_once{false};
   // every KvEvents call answers OUT_OF_RANGE (a worker that keeps forcing resyncs).

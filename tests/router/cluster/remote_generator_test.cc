@@ -190,6 +190,35 @@ TEST_F(RemoteGeneratorTest, MigratesWhenTheDecodeStreamFailsMidway) {
   EXPECT_EQ(counter("tandem:router_migrations_total"), 1);
 }
 
+TEST_F(RemoteGeneratorTest, AScoringRequestIsPrefilledOnItsDecodeWorkerAndScoredOnce) {
+  d1_.die_after = 2;
+  d2_.setStats(5, 0, 1000);  // d1 is chosen first
+  addWorkers({&d1_, &d2_, &p1_});
+  makeBackend(/*max_local_prefill_tokens=*/8);
+  Collected out;
+  generation::SamplingParams params;
+  params.temperature = 0;
+  params.max_tokens = 5;
+  params.prompt_logprobs = 1;
+  ASSERT_TRUE(generator_->submit(prompt(20), params, [&out](const generation::TokenOutput& o) { out.add(o); }).ok());
+  ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1; }));
+  EXPECT_EQ(out.tokens(), expectedTokens(20, 5));
+  // a 20-token prompt would go to p1; one that scores its prompt never does.
+  ASSERT_EQ(d1_.generateRequests().size(), 1u);
+  EXPECT_EQ(d1_.generateRequests()[0].prefill_address(), "");
+  EXPECT_TRUE(d1_.generateRequests()[0].params().has_prompt_logprobs());
+  // the migration after two tokens does not ask for the scores again.
+  ASSERT_EQ(d2_.generateRequests().size(), 1u);
+  EXPECT_FALSE(d2_.generateRequests()[0].params().has_prompt_logprobs());
+  std::lock_guard lock(out.mu);
+  ASSERT_EQ(out.outputs.front().prompt_logprobs.size(), 19u);  // 10 parts of 2, assembled
+  for (int i = 1; i < 20; ++i) {
+    EXPECT_EQ(out.outputs.front().prompt_logprobs[i - 1].token, 100 + i);
+    EXPECT_FLOAT_EQ(out.outputs.front().prompt_logprobs[i - 1].logprob, -0.5f * i);
+  }
+  for (size_t k = 1; k < out.outputs.size(); ++k) EXPECT_TRUE(out.outputs[k].prompt_logprobs.empty());
+}
+
 TEST_F(RemoteGeneratorTest, MigratesWhenTheDecodeWorkerShutsDown) {
   d1_.token_delay_ms = 40;
   d2_.setStats(5, 0, 1000);

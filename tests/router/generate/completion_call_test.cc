@@ -212,5 +212,108 @@ TEST_F(CompletionCallTest, RecordsLatenciesAndTokensOfACompletedCall) {
   EXPECT_EQ(serving_.metric("tandem:requests_in_flight"), 0);
 }
 
+// the data of every SSE event of a streamed body, [DONE] left out.
+std::vector<nlohmann::json> sseChunks(const std::string& body) {
+  std::vector<nlohmann::json> chunks;
+  for (size_t at = 0; (at = body.find("data: ", at)) != std::string::npos;) {
+    const size_t end = body.find("\n\n", at);
+    const std::string data = body.substr(at + 6, end - at - 6);
+    at = end;
+    if (data != "[DONE]") chunks.push_back(nlohmann::json::parse(data));
+  }
+  return chunks;
+}
+
+TEST_F(CompletionCallTest, EchoWithLogprobsLeadsWithThePromptsTokensTheFirstNull) {
+  serving_.generator.setDefaultScript({.tokens = {oracle_.completion_ids[0], oracle_.completion_ids[1]}});
+  auto writer = start(R"({"model":"stories260K","prompt":")" + oracle_.prompt +
+                      R"(","echo":true,"logprobs":1,"max_tokens":2})");
+  ASSERT_TRUE(writer->waitDone());
+  const nlohmann::json choice = json(*writer)["choices"][0];
+  const nlohmann::json& lp = choice["logprobs"];
+  const size_t n = oracle_.prompt_ids.size();
+  ASSERT_EQ(lp["tokens"].size(), n + 2);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  std::string joined;
+  for (size_t i = 0; i < n; ++i) {
+    // text_offset walks the echoed prompt: each token's text starts there.
+    EXPECT_EQ(lp["text_offset"][i], joined.size()) << i;
+    joined += lp["tokens"][i].get<std::string>();
+    if (i == 0) continue;
+    EXPECT_DOUBLE_EQ(lp["token_logprobs"][i].get<double>(), -0.125 * static_cast<double>(i));
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 1u);
+  }
+  EXPECT_EQ(joined, oracle_.prompt);
+  EXPECT_EQ(lp["text_offset"][n], oracle_.prompt.size());
+  EXPECT_EQ(choice["text"].get<std::string>().substr(0, oracle_.prompt.size()), oracle_.prompt);
+  EXPECT_EQ(serving_.generator.submits()[0].params.prompt_logprobs, 1);
+}
+
+// lm-evaluation-harness's loglikelihood request: token-id prompts, echo,
+// logprobs 1, max_tokens 0.
+TEST_F(CompletionCallTest, MaxTokensZeroWithEchoScoresEachPromptAndGeneratesNothing) {
+  serving_.generator.setDefaultScript({.tokens = {oracle_.completion_ids[0]}});
+  const nlohmann::json ids = oracle_.prompt_ids;
+  const nlohmann::json other(std::vector<int32_t>(oracle_.prompt_ids.begin(), oracle_.prompt_ids.begin() + 3));
+  auto writer = start(R"({"model":"stories260K","echo":true,"logprobs":1,"max_tokens":0,"temperature":0,)"
+                      R"("prompt":[)" + ids.dump() + "," + other.dump() + "]}");
+  ASSERT_TRUE(writer->waitDone());
+  const nlohmann::json body = json(*writer);
+  ASSERT_EQ(body["choices"].size(), 2u);
+  for (int c = 0; c < 2; ++c) {
+    const nlohmann::json& choice = body["choices"][c];
+    const size_t n = c == 0 ? oracle_.prompt_ids.size() : 3;
+    EXPECT_EQ(choice["finish_reason"], "length");
+    EXPECT_EQ(choice["logprobs"]["token_logprobs"].size(), n);
+    EXPECT_TRUE(choice["logprobs"]["token_logprobs"][0].is_null());
+    EXPECT_DOUBLE_EQ(choice["logprobs"]["token_logprobs"][n - 1].get<double>(),
+                     -0.125 * static_cast<double>(n - 1));
+  }
+  EXPECT_EQ(body["choices"][0]["text"], oracle_.prompt);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 0);
+  // the generator was asked for one token per prompt; none is shown.
+  EXPECT_EQ(serving_.generator.submits()[0].params.max_tokens, 1);
+
+  auto streamed = start(R"({"model":"stories260K","echo":true,"logprobs":1,"max_tokens":0,"stream":true,)"
+                        R"("prompt":)" + ids.dump() + "}");
+  ASSERT_TRUE(streamed->waitDone());
+  const std::vector<nlohmann::json> chunks = sseChunks(streamed->answer().body);
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_EQ(chunks[0]["choices"][0]["text"], oracle_.prompt);
+  EXPECT_EQ(chunks[0]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(chunks[0]["choices"][0]["logprobs"]["text_offset"][0], 0);
+  EXPECT_EQ(chunks[0]["choices"][0]["logprobs"]["tokens"].size(), oracle_.prompt_ids.size());
+}
+
+TEST_F(CompletionCallTest, PromptLogprobsAnswerVllmsShapeOnTheChoiceOrTheChatResponse) {
+  serving_.generator.setDefaultScript({.tokens = {oracle_.completion_ids[0]}});
+  auto writer = start(R"({"model":"stories260K","prompt":"Once upon a time","prompt_logprobs":2})");
+  ASSERT_TRUE(writer->waitDone());
+  const nlohmann::json choice = json(*writer)["choices"][0];
+  EXPECT_TRUE(choice["logprobs"].is_null());
+  const nlohmann::json& scores = choice["prompt_logprobs"];
+  ASSERT_EQ(scores.size(), oracle_.prompt_ids.size());
+  EXPECT_TRUE(scores[0].is_null());
+  const int32_t second = oracle_.prompt_ids[1];
+  // the token itself (rank 1 in the fake), and the next most likely one.
+  ASSERT_EQ(scores[1].size(), 2u);
+  const nlohmann::json& self = scores[1][std::to_string(second)];
+  EXPECT_DOUBLE_EQ(self["logprob"].get<double>(), -0.125);
+  EXPECT_EQ(self["rank"], 1);
+  EXPECT_EQ(self["decoded_token"], oracle_.prompt.substr(0, self["decoded_token"].get<std::string>().size()));
+  EXPECT_EQ(scores[1][std::to_string(second + 1)]["rank"], 2);
+  EXPECT_EQ(serving_.generator.submits()[0].params.prompt_logprobs, 2);
+
+  auto chat = start(R"({"model":"stories260K","messages":[{"role":"user","content":"Once"}],)"
+                    R"("prompt_logprobs":0})", openai::Endpoint::kChatCompletions);
+  ASSERT_TRUE(chat->waitDone());
+  const nlohmann::json body = json(*chat);
+  ASSERT_TRUE(body["prompt_logprobs"].is_array());
+  EXPECT_TRUE(body["prompt_logprobs"][0].is_null());
+  EXPECT_EQ(body["prompt_logprobs"][1].size(), 1u);
+  EXPECT_FALSE(body["choices"][0].contains("prompt_logprobs"));
+}
+
 }  // namespace
 }  // namespace tandem::router

@@ -249,7 +249,11 @@ TEST_F(OpenAiServiceTest, UnknownModelsAndRoutesAre404AndWrongMethods405) {
   EXPECT_EQ(nlohmann::json::parse(r.body)["id"], "stories260K");
   r = get("/v1/models");
   ASSERT_EQ(r.status, 200);
-  EXPECT_EQ(nlohmann::json::parse(r.body)["data"][0]["id"], "stories260K");
+  const nlohmann::json card = nlohmann::json::parse(r.body)["data"][0];
+  EXPECT_EQ(card["id"], "stories260K");
+  // the model's id, as vLLM: never the server's path to the file.
+  EXPECT_EQ(card["root"], "stories260K");
+  EXPECT_EQ(r.body.find(tandem::testing::storiesGguf()), std::string::npos);
 }
 
 TEST_F(OpenAiServiceTest, AGeneratorThatShedsTheRequestIs429WithRetryAfter) {

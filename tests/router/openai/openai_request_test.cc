@@ -241,6 +241,26 @@ TEST(ParseChatTest, ReadsLogprobsAsABoolWithTopLogprobs) {
   EXPECT_FALSE(off.sampling.logprobs.has_value());
 }
 
+TEST(ParseCompletionsTest, EchoWithLogprobsOrPromptLogprobsScoresThePrompt) {
+  GenerationRequest plain = parseOk(completions(R"("logprobs":2)"));
+  EXPECT_FALSE(plain.sampling.prompt_logprobs.has_value());
+  GenerationRequest echo = parseOk(completions(R"("echo":true,"logprobs":2)"));
+  EXPECT_EQ(echo.sampling.prompt_logprobs, 2);
+  EXPECT_FALSE(echo.score_only);
+  // the larger top count of the two asks
+  GenerationRequest both = parseOk(completions(R"("echo":true,"logprobs":1,"prompt_logprobs":3)"));
+  EXPECT_EQ(both.sampling.prompt_logprobs, 3);
+  EXPECT_EQ(both.prompt_logprobs, 3);
+  GenerationRequest vllm = parseChatOk(chat(R"("prompt_logprobs":0)"));
+  EXPECT_EQ(vllm.sampling.prompt_logprobs, 0);
+  // lm-evaluation-harness: echo, logprobs 1, max_tokens 0
+  GenerationRequest score = parseOk(completions(R"("echo":true,"logprobs":1,"max_tokens":0)"));
+  EXPECT_TRUE(score.score_only);
+  EXPECT_EQ(score.sampling.max_tokens, 1);
+  EXPECT_TRUE(score.max_tokens_set);
+  EXPECT_EQ(score.sampling.prompt_logprobs, 1);
+}
+
 struct Rejection {
   Endpoint endpoint;
   std::string body;
@@ -288,6 +308,12 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{kCmpl, R"({"prompt":"hi"})", "model", "you must provide a model parameter"},
         Rejection{kCmpl, R"({"model":null,"prompt":"hi"})", "model", "model parameter"},
         Rejection{kCmpl, R"({"model":5,"prompt":"hi"})", "model", "model must be a string"},
+        Rejection{kChat, R"({"model":"m","messages":[{"role":"user","content":"a"}],"echo":true,)"
+                         R"("max_tokens":0})", "max_tokens", "at least 1"},
+        Rejection{kCmpl, R"({"model":"m","prompt":"a","prompt_logprobs":21})", "prompt_logprobs",
+                  "[0, 20]"},
+        Rejection{kCmpl, R"({"model":"m","prompt":"a","prompt_logprobs":1,"stream":true})",
+                  "prompt_logprobs", "not available when stream is true"},
         Rejection{kCmpl, R"({"model":"m"})", "prompt", "prompt is required"},
         Rejection{kCmpl, R"({"model":"m","prompt":5})", "prompt", "prompt must be a string"},
         Rejection{kCmpl, R"({"model":"m","prompt":[]})", "prompt", "must not be an empty array"},

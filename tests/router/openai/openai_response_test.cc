@@ -218,11 +218,11 @@ TEST(RenderUsageChunkTest, SendsUsageWithNoChoices) {
 }
 
 TEST(RenderModelListTest, ListsEachModelOwnedByTandem) {
-  EXPECT_EQ(renderModelList({{.id = "stories", .created = 1, .max_model_len = 512, .root = "/m/s"},
-                             {.id = "b", .created = 2, .max_model_len = 8, .root = "r"}}),
+  EXPECT_EQ(renderModelList({{.id = "stories", .created = 1, .max_model_len = 512},
+                             {.id = "b", .created = 2, .max_model_len = 8}}),
             R"({"object":"list","data":[{"id":"stories","object":"model","created":1,)"
-            R"("owned_by":"tandem","root":"/m/s","max_model_len":512},{"id":"b","object":"model",)"
-            R"("created":2,"owned_by":"tandem","root":"r","max_model_len":8}]})");
+            R"("owned_by":"tandem","root":"stories","max_model_len":512},{"id":"b","object":"model",)"
+            R"("created":2,"owned_by":"tandem","root":"b","max_model_len":8}]})");
   EXPECT_EQ(renderModelList({}), R"({"object":"list","data":[]})");
 }
 

@@ -243,6 +243,34 @@ TEST(ResponsesOutputTest, MaxOutputTokensMakesItIncompleteAndNothingStreamsWitho
   EXPECT_EQ(body["output"][0]["content"][0]["text"], "ab");
 }
 
+TEST(ResponsesOutputTest, EchoesTheTextFormatItEnforced) {
+  const auto echoed = [](const std::string& format) {
+    ResponsesRequest request =
+        parseResponsesOk(R"({"model":"m","input":"hi")" + format + "}");
+    ResponsesOutput output(request, "resp_5", 1, "m", /*stream=*/true);
+    const std::string created = output.start();
+    output.finish(/*length=*/false, {1, 1, 0});
+    // the streamed response.created carries the same format as the body
+    const Json first = Json::parse(created.substr(created.find("data: ") + 6,
+                                                  created.find('\n', created.find("data: ")) -
+                                                      created.find("data: ") - 6));
+    EXPECT_EQ(first["response"]["text"], Json::parse(output.body())["text"]);
+    return Json::parse(output.body())["text"]["format"];
+  };
+  EXPECT_EQ(echoed(""), Json::parse(R"({"type":"text"})"));
+  EXPECT_EQ(echoed(R"(,"text":{"format":{"type":"text"}})"), Json::parse(R"({"type":"text"})"));
+  EXPECT_EQ(echoed(R"(,"text":{"format":{"type":"json_object"}})"),
+            Json::parse(R"({"type":"json_object"})"));
+  const Json schema = Json::parse(
+      R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})");
+  const Json format = echoed(R"(,"text":{"format":{"type":"json_schema","name":"point",)"
+                             R"("strict":true,"schema":)" + schema.dump() + "}}");
+  EXPECT_EQ(format["type"], "json_schema");
+  EXPECT_EQ(format["name"], "point");
+  EXPECT_EQ(format["strict"], true);
+  EXPECT_EQ(format["schema"], schema);
+}
+
 TEST(ResponsesOutputTest, AnEmptyAnswerIsStillOneEmptyMessage) {
   ResponsesRequest request = parseResponsesOk(R"({"model":"m","input":"hi"})");
   ResponsesOutput output(request, "resp_4", 1, "m", /*stream=*/false);

@@ -5,42 +5,17 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/server/engine/next_token_model.h"
 
 namespace tandem::engine {
 namespace {
 
-constexpr int kEngineVocab = 8;
-
-// the "model" favors (last token + 1) mod 8 with logit 5, every other token 0.
-class CountingModel : public StepModel {
- public:
-  absl::Status forward(const Batch& batch, std::vector<float>* logits) override {
-    ++calls;
-    if (calls == fail_on_call) return absl::InternalError("device lost");
-    logits->clear();
-    for (const SequenceChunk& c : batch.seqs) {
-      if (!c.needs_logits) continue;
-      std::vector<float> row(kEngineVocab, 0.0f);
-      row[(c.tokens.back() + 1) % kEngineVocab] = 5.0f;
-      logits->insert(logits->end(), row.begin(), row.end());
-    }
-    return absl::OkStatus();
-  }
-  int calls = 0;
-  int fail_on_call = -1;
-};
+constexpr int kEngineVocab = testing::kNextTokenVocab;
+using CountingModel = testing::NextTokenModel;
 
 class EngineTest : public ::testing::Test {
  protected:
-  static EngineConfig config() {
-    EngineConfig c;
-    c.num_blocks = 16;
-    c.block_size = 4;
-    c.scheduler.max_num_batched_tokens = 64;
-    c.scheduler.chunk_size = 4;
-    c.scheduler.max_model_len = 64;
-    return c;
-  }
+  static EngineConfig config() { return testing::smallEngineConfig(16); }
 
   static std::map<SeqId, std::vector<int32_t>> run(Engine& engine) {
     std::map<SeqId, std::vector<int32_t>> tokens;

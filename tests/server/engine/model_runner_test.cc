@@ -130,6 +130,43 @@ INSTANTIATE_TEST_SUITE_P(
              "_kv" + std::string(dtypeName(std::get<3>(info.param)));
     });
 
+// all_logits: row i of a chunk is position i's logits, the same as the last
+// token's of the prefix ending there computed alone; a chunk beside it
+// keeps its own one row, after them.
+TEST(ModelRunnerAllLogitsTest, EveryTokensRowIsItsPrefixsLastTokenLogits) {
+  auto weights = model::ModelWeights::load(testing::storiesGguf());
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  auto backend = kernels::cpu::CpuBackend::create({.num_threads = 1});
+  ASSERT_TRUE(backend.ok());
+  auto runner = ModelRunner::create(**weights, **backend, 3 * kBlocksPerSeq, kBlockSize);
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  const std::vector<testing::OracleCase> oracle = testing::storiesOracle();
+  const std::vector<int32_t>& prompt = oracle[0].prompt_ids;
+  const std::vector<int32_t>& other = oracle[1].prompt_ids;
+  const int vocab = (*runner)->config().vocab_size;
+  const int n = static_cast<int>(prompt.size());
+
+  std::vector<float> all;
+  Batch batch{{{0, prompt, 0, blocksOf(0), true, /*all_logits=*/true},
+               {1, other, 0, blocksOf(1), true}}};
+  ASSERT_EQ(batch.numLogitRows(), n + 1);
+  ASSERT_TRUE((*runner)->forward(batch, &all).ok());
+  ASSERT_EQ(all.size(), static_cast<size_t>(n + 1) * vocab);
+
+  const auto expectRow = [&](const float* got, const std::vector<float>& want, int i) {
+    for (int v = 0; v < vocab; ++v) ASSERT_NEAR(got[v], want[v], 1e-4f) << "row " << i << " token " << v;
+  };
+  std::vector<float> alone;
+  for (int i = 0; i < n; ++i) {
+    const std::vector<int32_t> prefix(prompt.begin(), prompt.begin() + i + 1);
+    ASSERT_TRUE((*runner)->forward(Batch{{{2, prefix, 0, blocksOf(2), true}}}, &alone).ok());
+    ASSERT_EQ(alone.size(), static_cast<size_t>(vocab));
+    expectRow(&all[static_cast<size_t>(i) * vocab], alone, i);
+  }
+  ASSERT_TRUE((*runner)->forward(Batch{{{2, other, 0, blocksOf(2), true}}}, &alone).ok());
+  expectRow(&all[static_cast<size_t>(n) * vocab], alone, n);
+}
+
 TEST(ModelRunnerValidationTest, RejectsBadTokensAndShortBlockTables) {
   auto weights = model::ModelWeights::load(testing::storiesGguf());
   ASSERT_TRUE(weights.ok()) << weights.status();

@@ -287,5 +287,24 @@ TEST(SamplerMaskTest, ApplyMaskKeepsAllowedLogitsAndRefusesTheRest) {
   }
 }
 
+TEST(SamplerScoreTest, ScoresATokenWithItsLogSoftmaxRankAndTheTopTokens) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, 0.5f};
+  double sum = 0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x));
+  const double lse = std::log(sum);
+  const PromptTokenLogprob scored = Sampler::score(logits, 2, /*top_n=*/3);
+  EXPECT_EQ(scored.token, 2);
+  EXPECT_FLOAT_EQ(scored.logprob, static_cast<float>(2.0 - lse));
+  EXPECT_EQ(scored.rank, 3);  // two tokens (1 and 3) are more likely
+  ASSERT_EQ(scored.top_logprobs.size(), 3u);
+  EXPECT_EQ(scored.top_logprobs[0].token, 1);  // ties: the lower id first
+  EXPECT_EQ(scored.top_logprobs[1].token, 3);
+  EXPECT_EQ(scored.top_logprobs[2].token, 2);
+  // a tie for the top shares rank 1; no top tokens asked, none given
+  const PromptTokenLogprob tied = Sampler::score(logits, 3, 0);
+  EXPECT_EQ(tied.rank, 1);
+  EXPECT_TRUE(tied.top_logprobs.empty());
+}
+
 }  // namespace
 }  // namespace tandem::engine
