@@ -10,11 +10,7 @@ constexpr int kThreads = 256;
 constexpr int kMaxD = kAttentionMaxHeadDim;
 constexpr int kMaxGroup = kDecodeMaxGroup;
 constexpr int kMaxPartition = kDecodeMaxPartition;
-// query heads a lane holds while scoring (16 values each), and heads a
-// thread accumulates while summing values (8 values each): registers, not
-// the group size, bound them; a larger group takes more passes.
-constexpr int kScoreHeads = 4;
-constexpr int kValueHeads = 8;
+constexpr int kFlashMaxPartition = kDecodeMaxFlashPartition;
 
 int numSplits(const AttentionArgs& a, int partition) {
   return (a.max_context + partition - 1) / partition;
@@ -49,127 +45,128 @@ __device__ __forceinline__ void loadValues(const T* p, int n, float* out) {
   }
 }
 
-// grid (splits, kv heads, sequences). Scores the partition's keys into LDS
-// (head_dim / 16 lanes a key), turns them into exp(s - max) with one wave a
-// query head, then sums the values (head_dim / 8 threads a value row, the
-// block's key groups reduced through LDS). One split: the normalized output;
+// grid (splits, kv heads, sequences), four waves a block. Each wave walks
+// its share of the partition's keys (its lanes in groups of head_dim / 8, a
+// group a key: 16-byte loads of the key's and the value's slice), scoring
+// kG query heads at once and folding each key into an online softmax (max,
+// sum, the weighted sum of values) kept in registers: K and V are read in
+// one pass, with no LDS round trip per key. The groups of a wave merge by
+// shuffles, the four waves through LDS. One split: the normalized output;
 // else partial results per (sequence, query head, split): acc[head_dim]
 // (unnormalized), max and sum.
-template <class T>
+constexpr int kFlashWaves = 4;
+constexpr int kFlashMaxHeads = 8;  // query heads scored at once, at most
+
+template <class T, int kG>
 static __global__ void flashDecodeKernel(const float* q, const T* cache, int num_layers,
                                          int block_size, int num_kv_heads, int head_dim,
                                          int layer, const int32_t* seq_info,
                                          const int32_t* block_tables, int num_heads, float scale,
                                          int partition, int num_splits, float* partial,
                                          float* out) {
-  TANDEM_SHARED(float, scores, [kMaxGroup][kMaxPartition]);
-  TANDEM_SHARED(float, stats, [kMaxGroup][2]);
-  TANDEM_SHARED(float, red, [kThreads * 8]);
-
+  TANDEM_SHARED(float, merge, [kFlashWaves][kFlashMaxHeads][kMaxD + 2]);
   const int32_t* info = seq_info + 4 * blockIdx.z;
   const int q_row = info[0], n_keys = info[2] + info[1];
   const int k_begin = blockIdx.x * partition;
   if (k_begin >= n_keys) return;  // the whole block: past this sequence's context
   const int k_end = n_keys - k_begin < partition ? n_keys : k_begin + partition;
-  const int n = k_end - k_begin;
   const int kvh = blockIdx.y, group = num_heads / num_kv_heads, d = head_dim;
   const int64_t kv_width = static_cast<int64_t>(num_kv_heads) * d;
   const int64_t slice = static_cast<int64_t>(block_size) * kv_width;
   const CacheRows rows{block_tables + info[3], block_size, slice * 2 * num_layers, kv_width};
-  const T* k_base = cache + static_cast<int64_t>(layer) * 2 * slice + kvh * d;
+  const int lanes = d / 8, lane = threadIdx.x % warpSize, wave = threadIdx.x / warpSize;
+  const int sub = lane % lanes, slot = lane / lanes, per_wave = warpSize / lanes;
+  const T* k_base = cache + static_cast<int64_t>(layer) * 2 * slice + kvh * d + sub * 8;
   const T* v_base = k_base + slice;
   const float* q_heads = q + static_cast<int64_t>(q_row) * num_heads * d + kvh * group * d;
 
-  // scores: a key's head_dim values over `lanes` lanes, 16 each
-  {
-    const int lanes = d / 16, sub = threadIdx.x % lanes;
-    const int slot = threadIdx.x / lanes, per_pass = kThreads / lanes;
-    for (int g0 = 0; g0 < group; g0 += kScoreHeads) {
-      float qv[kScoreHeads][16];
-      for (int g = 0; g < kScoreHeads; ++g) {
-        for (int e = 0; e < 16; ++e) {
-          qv[g][e] = g0 + g < group ? q_heads[(g0 + g) * d + sub * 16 + e] * scale : 0.0f;
+  for (int g0 = 0; g0 < group; g0 += kG) {
+    float qv[kG][8], m[kG], l[kG], acc[kG][8];
+    for (int g = 0; g < kG; ++g) {
+      for (int e = 0; e < 8; ++e) {
+        qv[g][e] = g0 + g < group ? q_heads[(g0 + g) * d + sub * 8 + e] * scale : 0.0f;
+        acc[g][e] = 0.0f;
+      }
+      m[g] = -INFINITY;
+      l[g] = 0.0f;
+    }
+    // the same trip count for a whole wave: the sums' shuffles span it
+    TANDEM_UNROLL(2)
+    for (int base = k_begin + wave * per_wave; base < k_end; base += kFlashWaves * per_wave) {
+      const int p = base + slot;
+      const bool valid = p < k_end;
+      float kv[8] = {}, vv[8] = {};
+      if (valid) {
+        const int64_t at = rows.offset(p);
+        loadValues(k_base + at, 8, kv);
+        loadValues(v_base + at, 8, vv);
+      }
+      for (int g = 0; g < kG; ++g) {
+        float s = 0.0f;
+        for (int e = 0; e < 8; ++e) s += qv[g][e] * kv[e];
+        s = gpu::groupSum(s, lanes);
+        if (!valid) continue;
+        if (s > m[g]) {  // a new max: rescale what the slot has so far
+          const float c = expf(m[g] - s);
+          l[g] *= c;
+          for (int e = 0; e < 8; ++e) acc[g][e] *= c;
+          m[g] = s;
+        }
+        const float pe = expf(s - m[g]);
+        l[g] += pe;
+        for (int e = 0; e < 8; ++e) acc[g][e] += pe * vv[e];
+      }
+    }
+    // the wave's key slots into slot 0 (lanes of one sub hold one slice)
+    for (int off = lanes; off < warpSize; off *= 2) {
+      for (int g = 0; g < kG; ++g) {
+        const float mo = TANDEM_SHFL_XOR(m[g], off);
+        const float lo = TANDEM_SHFL_XOR(l[g], off);
+        float ao[8];
+        for (int e = 0; e < 8; ++e) ao[e] = TANDEM_SHFL_XOR(acc[g][e], off);
+        const float mn = fmaxf(m[g], mo);
+        if (mn == -INFINITY) continue;  // neither saw a key
+        const float c1 = expf(m[g] - mn), c2 = expf(mo - mn);
+        l[g] = l[g] * c1 + lo * c2;
+        for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * c1 + ao[e] * c2;
+        m[g] = mn;
+      }
+    }
+    if (slot == 0) {
+      for (int g = 0; g < kG; ++g) {
+        for (int e = 0; e < 8; ++e) merge[wave][g][sub * 8 + e] = acc[g][e];
+        if (sub == 0) {
+          merge[wave][g][d] = m[g];
+          merge[wave][g][d + 1] = l[g];
         }
       }
-      // the same trip count for every lane: the sums' shuffles span waves
-      for (int base = k_begin; base < k_end; base += per_pass) {
-        const int p = base + slot;
-        float kv[16] = {};
-        if (p < k_end) loadValues(k_base + rows.offset(p) + sub * 16, 16, kv);
-        for (int g = 0; g < kScoreHeads; ++g) {
-          if (g0 + g >= group) break;
-          float s = 0.0f;
-          for (int e = 0; e < 16; ++e) s += qv[g][e] * kv[e];
-          s = gpu::groupSum(s, lanes);
-          if (sub == 0 && p < k_end) scores[g0 + g][p - k_begin] = s;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < kG * d; e += blockDim.x) {
+      const int g = e / d, c = e % d, h = kvh * group + g0 + g;
+      if (g0 + g >= group) continue;
+      float mx = -INFINITY;
+      for (int w = 0; w < kFlashWaves; ++w) mx = fmaxf(mx, merge[w][g][d]);
+      float o = 0.0f, total = 0.0f;
+      for (int w = 0; w < kFlashWaves; ++w) {
+        const float c1 = merge[w][g][d] == -INFINITY ? 0.0f : expf(merge[w][g][d] - mx);
+        o += merge[w][g][c] * c1;
+        total += merge[w][g][d + 1] * c1;
+      }
+      if (num_splits == 1) {
+        out[static_cast<int64_t>(q_row) * num_heads * d + h * d + c] = o / total;
+      } else {
+        float* part = partial + ((static_cast<int64_t>(blockIdx.z) * num_heads + h) * num_splits +
+                                 blockIdx.x) *
+                                    (d + 2);
+        part[c] = o;
+        if (c == 0) {
+          part[d] = mx;
+          part[d + 1] = total;
         }
       }
     }
-  }
-  __syncthreads();
-
-  // softmax over the partition: wave w takes query heads w, w + waves, ...
-  {
-    const int lane = threadIdx.x % warpSize, waves = kThreads / warpSize;
-    for (int g = threadIdx.x / warpSize; g < group; g += waves) {
-      float m = -INFINITY;
-      for (int j = lane; j < n; j += warpSize) m = fmaxf(m, scores[g][j]);
-      m = gpu::warpMax(m);
-      float l = 0.0f;
-      for (int j = lane; j < n; j += warpSize) {
-        const float e = expf(scores[g][j] - m);
-        scores[g][j] = e;
-        l += e;
-      }
-      l = gpu::warpSum(l);
-      if (lane == 0) {
-        stats[g][0] = m;
-        stats[g][1] = l;
-      }
-    }
-  }
-  __syncthreads();
-
-  // values: thread (key group kg, column chunk c8) sums 8 columns over the
-  // key group's positions; the key groups meet in LDS
-  const int chunks = d / 8, c8 = threadIdx.x % chunks, kg = threadIdx.x / chunks;
-  const int groups = kThreads / chunks;
-  for (int g0 = 0; g0 < group; g0 += kValueHeads) {
-    float acc[kValueHeads][8];
-    for (int g = 0; g < kValueHeads; ++g) {
-      for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
-    }
-    for (int p = k_begin + kg; p < k_end; p += groups) {
-      float vv[8];
-      loadValues(v_base + rows.offset(p) + c8 * 8, 8, vv);
-      for (int g = 0; g < kValueHeads; ++g) {
-        if (g0 + g >= group) break;
-        const float w = scores[g0 + g][p - k_begin];
-        for (int e = 0; e < 8; ++e) acc[g][e] += w * vv[e];
-      }
-    }
-    for (int g = 0; g < kValueHeads && g0 + g < group; ++g) {
-      for (int e = 0; e < 8; ++e) red[kg * d + c8 * 8 + e] = acc[g][e];
-      __syncthreads();
-      const int h = kvh * group + g0 + g;
-      for (int c = threadIdx.x; c < d; c += kThreads) {
-        float o = 0.0f;
-        for (int j = 0; j < groups; ++j) o += red[j * d + c];
-        if (num_splits == 1) {
-          out[static_cast<int64_t>(q_row) * num_heads * d + h * d + c] = o / stats[g0 + g][1];
-        } else {
-          float* part = partial + ((static_cast<int64_t>(blockIdx.z) * num_heads + h) * num_splits +
-                                   blockIdx.x) *
-                                      (d + 2);
-          part[c] = o;
-          if (c == 0) {
-            part[d] = stats[g0 + g][0];
-            part[d + 1] = stats[g0 + g][1];
-          }
-        }
-      }
-      __syncthreads();  // red is rewritten for the next head
-    }
+    __syncthreads();  // merge is rewritten by the next pass
   }
 }
 
@@ -273,8 +270,8 @@ static __global__ void attentionDecodeCombineKernel(const float* partial, const 
   }
 }
 
-// 16-byte rows: head_dim / 16 lanes a key must be a power of two that
-// divides a wave, and every row start 16-byte aligned.
+// 16-byte rows: head_dim / 8 lanes a key must be a power of two no wider
+// than a wave, and every row start 16-byte aligned.
 bool flashShape(const AttentionArgs& a) {
   const int d = a.head_dim;
   const bool pow2 = d == 16 || d == 32 || d == 64 || d == 128;
@@ -282,14 +279,23 @@ bool flashShape(const AttentionArgs& a) {
   return pow2 && reinterpret_cast<uintptr_t>(a.cache) % 16 == 0 && d * elem % 16 == 0;
 }
 
+// the query heads the flash kernel scores at once: the group, rounded up to
+// a power of two, at most kFlashMaxHeads (larger groups take more passes).
+int flashHeads(int group) {
+  int g = 1;
+  while (g < group && g < kFlashMaxHeads) g *= 2;
+  return g;
+}
+
 }  // namespace
 
 int attentionDecodePartition(const AttentionArgs& a, int partition) {
   if (partition > 0) return partition;
-  // the largest of 512, 256, 128, 64 that still gives ~4 blocks a
-  // multiprocessor: long single sequences split finely, large batches not
+  // the largest of 1024 ... 64 that still gives ~4 blocks a multiprocessor
+  // (the general kernel's scores hold kDecodeMaxPartition): long single
+  // sequences split finely, large batches not
   const int64_t target = 4 * static_cast<int64_t>(gpu::hostMultiprocessors());
-  int p = kMaxPartition;
+  int p = flashShape(a) ? kFlashMaxPartition : kMaxPartition;
   while (p > 64 && static_cast<int64_t>(numSplits(a, p)) * a.num_kv_heads * a.num_seqs < target) {
     p /= 2;
   }
@@ -304,23 +310,33 @@ size_t attentionDecodeWorkspace(const AttentionArgs& a, int partition) {
 hipError_t launchAttentionDecode(const AttentionArgs& a, float* workspace, hipStream_t stream,
                                  int partition) {
   const int p = attentionDecodePartition(a, partition);
+  const bool flash = flashShape(a);
   if (a.head_dim > kMaxD || a.head_dim <= 0 || a.num_kv_heads <= 0 ||
       a.num_heads % a.num_kv_heads != 0 || a.num_heads / a.num_kv_heads > kMaxGroup ||
-      a.max_q_len != 1 || p <= 0 || p > kMaxPartition || p % 32 != 0) {
+      a.max_q_len != 1 || p <= 0 || p > (flash ? kFlashMaxPartition : kMaxPartition) ||
+      p % 32 != 0) {
     return hipErrorInvalidValue;
   }
   if (a.num_seqs == 0) return hipSuccess;
   const int splits = numSplits(a, p);
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(a.num_kv_heads),
                   static_cast<unsigned>(a.num_seqs));
-  const bool flash = flashShape(a);
   const hipError_t e = TANDEM_DISPATCH_ELEM(a.shape.dtype, T, [&] {
     const T* cache = static_cast<const T*>(a.cache);
     if (flash) {
-      return gpu::launch("attention_decode_flash", flashDecodeKernel<T>, grid, dim3(kThreads),
-                         stream, a.q, cache, a.shape.num_layers, a.shape.block_size,
-                         a.num_kv_heads, a.head_dim, a.layer, a.seq_info, a.block_tables,
-                         a.num_heads, a.scale, p, splits, workspace, a.out);
+      const dim3 block(static_cast<unsigned>(kFlashWaves * gpu::hostWarpSize()));
+      auto run = [&](auto kernel) {
+        return gpu::launch("attention_decode_flash", kernel, grid, block, stream, a.q, cache,
+                           a.shape.num_layers, a.shape.block_size, a.num_kv_heads, a.head_dim,
+                           a.layer, a.seq_info, a.block_tables, a.num_heads, a.scale, p, splits,
+                           workspace, a.out);
+      };
+      switch (flashHeads(a.num_heads / a.num_kv_heads)) {
+        case 1: return run(flashDecodeKernel<T, 1>);
+        case 2: return run(flashDecodeKernel<T, 2>);
+        case 4: return run(flashDecodeKernel<T, 4>);
+        default: return run(flashDecodeKernel<T, 8>);
+      }
     }
     return gpu::launch("attention_decode", attentionDecodeKernel<T>, grid, dim3(kThreads), stream,
                        a.q, cache, a.shape.num_layers, a.shape.block_size, a.num_kv_heads,

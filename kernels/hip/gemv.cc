@@ -8,15 +8,15 @@ namespace {
 
 // --- the vector kernel: k % 8 == 0, 16-byte aligned rows ---
 //
-// A wave owns R consecutive weight rows and reads each eight values at a time
-// (one 16-byte load for F16/BF16), lane l taking the chunks l, l + wave, ...
-// of k, so a wave's loads are 512 (or 1024) consecutive bytes of a row. The
-// M rows of x are read as two 16-byte loads a chunk and used for all R
-// weight rows: R grows with M so that x's traffic (through L1) stays within
-// twice the weights'. Bandwidth: with 128-thread blocks a device keeps
-// thousands of waves resident, each with TANDEM_UNROLL'd loads in flight,
-// which covers HBM latency (bench/gpu: gemv rows of `tandem_gpu_check bench`).
-constexpr int kVecThreads = 128;
+// A block of four waves owns R consecutive weight rows; the waves split k
+// between them (wave w takes the 8-value chunks w * wave + lane, then 4 *
+// wave further on, so the four read 2 KiB of a row side by side), each lane
+// reading eight weights of each row with one 16-byte load and using them for
+// every row of x. Rows per block grow with the rows of x (R up to 8: x's F32
+// loads, through L1, stay within twice the weights' bytes) and shrink while
+// the grid would leave multiprocessors idle (k/v projections of 1024 rows).
+// The waves' partial sums meet in LDS and are added in a fixed order.
+constexpr int kVecWaves = 4;
 
 // eight consecutive weights as floats.
 __device__ __forceinline__ void load8(const float* p, float* out) {
@@ -25,15 +25,13 @@ __device__ __forceinline__ void load8(const float* p, float* out) {
   out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
   out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
 }
-__device__ __forceinline__ void unpackHalves(const gpu::U32x4 v, float* out) {
+__device__ __forceinline__ void load8(const gpu::F16* p, float* out) {
+  const gpu::U32x4 v = *reinterpret_cast<const gpu::U32x4*>(p);
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
   for (int i = 0; i < 4; ++i) {
     out[2 * i] = gpu::halfBitsToFloat(static_cast<uint16_t>(w[i] & 0xffffu));
     out[2 * i + 1] = gpu::halfBitsToFloat(static_cast<uint16_t>(w[i] >> 16));
   }
-}
-__device__ __forceinline__ void load8(const gpu::F16* p, float* out) {
-  unpackHalves(*reinterpret_cast<const gpu::U32x4*>(p), out);
 }
 __device__ __forceinline__ void load8(const gpu::BF16* p, float* out) {
   const gpu::U32x4 v = *reinterpret_cast<const gpu::U32x4*>(p);
@@ -47,19 +45,18 @@ __device__ __forceinline__ void load8(const gpu::BF16* p, float* out) {
 template <class W, int M, int R>
 static __global__ void gemvVecKernel(const float* x, const W* w, const float* bias, float* y,
                                      int64_t n, int64_t k) {
-  const int lane = threadIdx.x % warpSize;
-  const int64_t row0 =
-      (static_cast<int64_t>(blockIdx.x) * (blockDim.x / warpSize) + threadIdx.x / warpSize) * R;
-  // the whole wave leaves together: its shuffles stay among live lanes
-  if (row0 >= n) return;
+  TANDEM_SHARED(float, partial, [kVecWaves][kGemvMaxRows * 8]);
+  const int lane = threadIdx.x % warpSize, wave = threadIdx.x / warpSize;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
   const W* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = w + (row0 + r < n ? row0 + r : row0) * k;
   float acc[M][R];
   for (int i = 0; i < M; ++i) {
     for (int r = 0; r < R; ++r) acc[i][r] = 0.0f;
   }
-  TANDEM_UNROLL(4)
-  for (int64_t j = static_cast<int64_t>(lane) * 8; j < k; j += static_cast<int64_t>(warpSize) * 8) {
+  const int64_t step = static_cast<int64_t>(warpSize) * kVecWaves * 8;
+  TANDEM_UNROLL(2)
+  for (int64_t j = (static_cast<int64_t>(wave) * warpSize + lane) * 8; j < k; j += step) {
     float wv[R][8];
     for (int r = 0; r < R; ++r) load8(rows[r] + j, wv[r]);
     for (int i = 0; i < M; ++i) {
@@ -73,24 +70,53 @@ static __global__ void gemvVecKernel(const float* x, const W* w, const float* bi
   for (int i = 0; i < M; ++i) {
     for (int r = 0; r < R; ++r) {
       const float total = gpu::warpSum(acc[i][r]);
-      if (lane == 0 && row0 + r < n) {
-        y[i * n + row0 + r] = total + (bias != nullptr ? bias[row0 + r] : 0.0f);
-      }
+      if (lane == 0) partial[wave][i * R + r] = total;
     }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < M * R; e += blockDim.x) {
+    const int i = e / R, r = e % R;
+    if (row0 + r >= n) continue;
+    float total = 0.0f;
+    for (int v = 0; v < kVecWaves; ++v) total += partial[v][e];
+    y[i * n + row0 + r] = total + (bias != nullptr ? bias[row0 + r] : 0.0f);
   }
 }
 
-// weight rows a wave takes for M rows of x (x's loads per weight byte <= 2).
-constexpr int rowsPerWave(int m) { return m <= 2 ? 1 : m <= 4 ? 2 : 4; }
+// weight rows a block takes for M rows of x: the power of two >= M up to 8,
+// halved while the grid would have fewer than 4 blocks a multiprocessor.
+int rowsPerBlock(int m, int64_t n) {
+  int r = 1;
+  while (r < m && r < 8) r *= 2;
+  const int64_t enough = 4 * static_cast<int64_t>(gpu::hostMultiprocessors());
+  while (r > 1 && (n + r - 1) / r < enough) r /= 2;
+  return r;
+}
+
+template <class W, int M, int R>
+hipError_t launchVecRows(const float* x, const W* w, const float* bias, float* y, int64_t n,
+                         int64_t k, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((n + R - 1) / R));
+  return gpu::launch("gemv_vec", gemvVecKernel<W, M, R>, grid,
+                     dim3(static_cast<unsigned>(kVecWaves * gpu::hostWarpSize())), stream, x, w,
+                     bias, y, n, k);
+}
 
 template <class W, int M>
 hipError_t launchVec(const float* x, const W* w, const float* bias, float* y, int64_t n, int64_t k,
                      hipStream_t stream) {
-  constexpr int kR = rowsPerWave(M);
-  const int64_t rows_per_block = static_cast<int64_t>(kVecThreads / gpu::hostWarpSize()) * kR;
-  const dim3 grid(static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block));
-  return gpu::launch("gemv_vec", gemvVecKernel<W, M, kR>, grid, dim3(kVecThreads), stream, x, w,
-                     bias, y, n, k);
+  // only the R that rowsPerBlock can pick for this M are instantiated
+  const int r = rowsPerBlock(M, n);
+  if constexpr (M > 4) {
+    if (r == 8) return launchVecRows<W, M, 8>(x, w, bias, y, n, k, stream);
+  }
+  if constexpr (M > 2) {
+    if (r == 4) return launchVecRows<W, M, 4>(x, w, bias, y, n, k, stream);
+  }
+  if constexpr (M > 1) {
+    if (r == 2) return launchVecRows<W, M, 2>(x, w, bias, y, n, k, stream);
+  }
+  return launchVecRows<W, M, 1>(x, w, bias, y, n, k, stream);
 }
 
 template <class W>

@@ -6,19 +6,20 @@ namespace tandem::kernels::hip {
 
 namespace {
 
-constexpr int kThreads = 128;
+// A block of four waves owns R consecutive weight rows; its lanes take a
+// row's 32-value units side by side (unit (wave * wave_size + lane) + 4 *
+// wave_size * i), each loaded once and dotted with every row of x's 8-bit
+// blocks; the waves' partial sums meet in LDS and are added in a fixed order.
+// With k = 4096 a row is 128 units: every lane of the block has one, and a
+// device runs thousands of blocks, so many loads are in flight per row.
+constexpr int kWaves = 4;
 
-// a wave owns R consecutive weight rows; lane l takes the units l, l + wave,
-// ... of each (loads of neighbouring lanes are neighbouring units), dots each
-// with the M rows of quantized activations and the wave sums at the end.
 template <class Q, int M, int R>
 static __global__ void gemvQuantKernel(const gpu::ActQ8* act, const typename Q::Block* w,
                                        const float* bias, float* y, int64_t n, int64_t k) {
-  const int lane = threadIdx.x % warpSize;
-  const int64_t row0 =
-      (static_cast<int64_t>(blockIdx.x) * (blockDim.x / warpSize) + threadIdx.x / warpSize) * R;
-  // the whole wave leaves together: its shuffles stay among live lanes
-  if (row0 >= n) return;
+  TANDEM_SHARED(float, partial, [kWaves][kGemvMaxRows * 4]);
+  const int lane = threadIdx.x % warpSize, wave = threadIdx.x / warpSize;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
   const int64_t blocks_per_row = k / Q::kValues, acts_per_row = k / gpu::kActValues;
   const int64_t units = k / Q::kUnitValues;
   const typename Q::Block* rows[R];
@@ -27,8 +28,9 @@ static __global__ void gemvQuantKernel(const gpu::ActQ8* act, const typename Q::
   for (int i = 0; i < M; ++i) {
     for (int r = 0; r < R; ++r) acc[i][r] = 0.0f;
   }
+  const int64_t step = static_cast<int64_t>(warpSize) * kWaves;
   TANDEM_UNROLL(2)
-  for (int64_t u = lane; u < units; u += warpSize) {
+  for (int64_t u = static_cast<int64_t>(wave) * warpSize + lane; u < units; u += step) {
     typename Q::Unit wu[R];
     for (int r = 0; r < R; ++r) Q::load(rows[r], u, wu[r]);
     for (int i = 0; i < M; ++i) {
@@ -38,25 +40,51 @@ static __global__ void gemvQuantKernel(const gpu::ActQ8* act, const typename Q::
   for (int i = 0; i < M; ++i) {
     for (int r = 0; r < R; ++r) {
       const float total = gpu::warpSum(acc[i][r]);
-      if (lane == 0 && row0 + r < n) {
-        y[i * n + row0 + r] = total + (bias != nullptr ? bias[row0 + r] : 0.0f);
-      }
+      if (lane == 0) partial[wave][i * R + r] = total;
     }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < M * R; e += blockDim.x) {
+    const int i = e / R, r = e % R;
+    if (row0 + r >= n) continue;
+    float total = 0.0f;
+    for (int v = 0; v < kWaves; ++v) total += partial[v][e];
+    y[i * n + row0 + r] = total + (bias != nullptr ? bias[row0 + r] : 0.0f);
   }
 }
 
-// weight rows a wave takes for M rows of x: the activations' int8 bytes
-// read per weight byte stay about 2 or below.
-constexpr int rowsPerWave(int m) { return m <= 2 ? 1 : m <= 4 ? 2 : 4; }
+// weight rows a block takes for M rows of x: the power of two >= M up to 4
+// (x's int8 bytes read per weight byte stay about 2 or below), halved while
+// the grid would have fewer than 4 blocks a multiprocessor.
+int rowsPerBlock(int m, int64_t n) {
+  int r = 1;
+  while (r < m && r < 4) r *= 2;
+  const int64_t enough = 4 * static_cast<int64_t>(gpu::hostMultiprocessors());
+  while (r > 1 && (n + r - 1) / r < enough) r /= 2;
+  return r;
+}
+
+template <class Q, int M, int R>
+hipError_t launchQuantRows(const gpu::ActQ8* act, const typename Q::Block* w, const float* bias,
+                           float* y, int64_t n, int64_t k, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((n + R - 1) / R));
+  return gpu::launch("gemv_quant", gemvQuantKernel<Q, M, R>, grid,
+                     dim3(static_cast<unsigned>(kWaves * gpu::hostWarpSize())), stream, act, w,
+                     bias, y, n, k);
+}
 
 template <class Q, int M>
 hipError_t launchRows(const gpu::ActQ8* act, const typename Q::Block* w, const float* bias,
                       float* y, int64_t n, int64_t k, hipStream_t stream) {
-  constexpr int kR = rowsPerWave(M);
-  const int64_t rows_per_block = static_cast<int64_t>(kThreads / gpu::hostWarpSize()) * kR;
-  const dim3 grid(static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block));
-  return gpu::launch("gemv_quant", gemvQuantKernel<Q, M, kR>, grid, dim3(kThreads), stream, act, w,
-                     bias, y, n, k);
+  // only the R that rowsPerBlock can pick for this M are instantiated
+  const int r = rowsPerBlock(M, n);
+  if constexpr (M > 2) {
+    if (r == 4) return launchQuantRows<Q, M, 4>(act, w, bias, y, n, k, stream);
+  }
+  if constexpr (M > 1) {
+    if (r == 2) return launchQuantRows<Q, M, 2>(act, w, bias, y, n, k, stream);
+  }
+  return launchQuantRows<Q, M, 1>(act, w, bias, y, n, k, stream);
 }
 
 }  // namespace

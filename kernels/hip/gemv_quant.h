@@ -1,10 +1,11 @@
 // Matrix-vector products for decode with block-quantized weights (GGUF
 // q8_0, q4_0, q4_k, q6_k): y = x * w^T (+ bias) for a handful of rows of x,
 // as llama.cpp's MMVQ: x is first quantized to 8-bit blocks
-// (quantize_act.h), then a wave owns a few weight rows and its lanes take
-// units of 32 or 64 packed values (quant_dot_device.h), each multiplied with
-// every row of x through 4-way integer dot products, so each weight byte is
-// read once for all rows and a weight costs about one instruction.
+// (quantize_act.h), then a block of four waves owns a few weight rows and
+// its lanes take units of 32 packed values (quant_dot_device.h), each
+// multiplied with every row of x through 4-way integer dot products, so each
+// weight byte is read once for all rows and a weight costs about one
+// instruction.
 //
 // Numerics: the result is the dequantized weights times x', x's round trip
 // through the 8-bit blocks (quant_dot_device.h), in F32.
