@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "router/openai/json_field.h"
 #include "router/openai/response_format.h"
 
 namespace tandem::router {
@@ -12,12 +13,15 @@ absl::StatusOr<std::string> requestGrammar(const tandem::v1::GenerateRequest& re
     case tandem::v1::RESPONSE_FORMAT_TYPE_JSON_OBJECT:
       return openai::grammarForJsonObject();
     case tandem::v1::RESPONSE_FORMAT_TYPE_JSON_SCHEMA: {
-      const nlohmann::ordered_json schema =
-          nlohmann::ordered_json::parse(format.schema(), nullptr, /*allow_exceptions=*/false);
-      if (schema.is_discarded()) {
-        return absl::InvalidArgumentError("response_format.schema is not valid JSON");
+      // the body's depth limit never saw inside this string: applied here.
+      std::variant<nlohmann::ordered_json, std::string> schema =
+          openai::parseBoundedJson(format.schema());
+      if (auto* problem = std::get_if<std::string>(&schema)) {
+        return absl::InvalidArgumentError(absl::StrCat("response_format.schema ",
+                                                       problem->starts_with("invalid") ? "is " : "",
+                                                       *problem));
       }
-      return openai::grammarForJsonSchema(schema);
+      return openai::grammarForJsonSchema(std::get<nlohmann::ordered_json>(schema));
     }
     case tandem::v1::RESPONSE_FORMAT_TYPE_TEXT:
       break;
