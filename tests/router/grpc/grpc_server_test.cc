@@ -16,6 +16,7 @@
 #include "google/protobuf/descriptor.pb.h"
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "grpcpp/impl/client_unary_call.h"
+#include "tests/common/grpc/health_check_client.h"
 #include "tests/router/generate/stories_serving.h"
 
 namespace tandem::router {
@@ -38,26 +39,8 @@ class GrpcServerTest : public ::testing::Test {
     admission_->stop();
   }
 
-  // grpc.health.v1.Health/Check for `service`: "SERVING", "NOT_SERVING",
-  // or the call's failure ("NOT_FOUND: ..."). The messages are encoded by
-  // hand: HealthCheckRequest{service = 1}, HealthCheckResponse{status = 1}.
   std::string health(const std::string& service) {
-    std::string request;
-    if (!service.empty()) request = std::string("\x0a", 1) + static_cast<char>(service.size()) + service;
-    grpc::Slice slice(request);
-    grpc::ByteBuffer in(&slice, 1), out;
-    grpc::ClientContext context;
-    const grpc::internal::RpcMethod check("/grpc.health.v1.Health/Check",
-                                          grpc::internal::RpcMethod::NORMAL_RPC);
-    grpc::Status status = grpc::internal::BlockingUnaryCall(channel_.get(), check, &context, in, &out);
-    if (!status.ok()) return "NOT_FOUND: " + status.error_message();
-    std::vector<grpc::Slice> slices;
-    EXPECT_TRUE(out.Dump(&slices).ok());
-    std::string bytes;
-    for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    if (bytes == std::string("\x08\x01", 2)) return "SERVING";
-    if (bytes == std::string("\x08\x02", 2)) return "NOT_SERVING";
-    return "unexpected response of " + std::to_string(bytes.size()) + " bytes";
+    return grpc_util::testing::healthCheck(*channel_, service);
   }
 
   // asks `requests` in order on one ServerReflectionInfo stream of
