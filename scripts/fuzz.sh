@@ -16,7 +16,8 @@ seconds=${1:-15}
 shift || true
 build=${TANDEM_FUZZ_BUILD:-$root/build-fuzz}
 all=(http_request openai_request tokenizer_json gguf safetensors chat_template
-     kv_chunk kv_events worker_report disk_record)
+     kv_chunk kv_events worker_report disk_record
+     tool_definitions responses_request grpc_generate_request)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 

@@ -8,8 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/support/proto_buffer_reader.h"
-#include "grpcpp/support/proto_buffer_writer.h"
+#include "grpcpp/impl/codegen/proto_utils.h"  // SerializationTraits for protobuf messages
 
 namespace tandem::grpc_util {
 
