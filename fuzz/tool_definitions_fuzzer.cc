@@ -51,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parsed = tandem::openai::parseGenerationRequest(body, tandem::openai::Endpoint::kChatCompletions);
   auto* request = std::get_if<GenerationRequest>(&parsed);
   if (request == nullptr) return 0;
-  if (request->tools.is_array() && request->tools.size() > static_cast<size_t>(tandem::openai::kMaxTools)) __builtin_trap();
+  const size_t max_tools = tandem::openai::kMaxTools;
+  if (request->tools.is_array() && request->tools.size() > max_tools) __builtin_trap();
   auto text = tandem::fuzz::qwen3Template().render(request->messages, request->tools,
                                                    /*add_generation_prompt=*/true);
   if (text.ok()) tandem::fuzz::storiesTokenizer().encode(*text, /*add_special=*/false);

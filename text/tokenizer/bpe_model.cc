@@ -41,11 +41,12 @@ size_t BpeModel::maxBytesPerToken(bool byte_stand_ins) const {
     }
     return true;
   };
-  const bool covered =
-      (byte_stand_ins &&
-       all_bytes([](uint8_t b) { return byteLevelEncode(std::string_view(reinterpret_cast<const char*>(&b), 1)); })) ||
-      (options_.byte_fallback && all_bytes(byteTokenName)) ||
-      (options_.unk_id && !options_.fuse_unk);
+  auto stand_in = [](uint8_t b) {
+    return byteLevelEncode(std::string_view(reinterpret_cast<const char*>(&b), 1));
+  };
+  const bool covered = (byte_stand_ins && all_bytes(stand_in)) ||
+                       (options_.byte_fallback && all_bytes(byteTokenName)) ||
+                       (options_.unk_id && !options_.fuse_unk);
   if (!covered) return 0;
   // an unknown token stands for one character, up to 4 bytes.
   size_t most = options_.unk_id ? 4 : 1;
