@@ -1,16 +1,28 @@
 #include "common/call_executor.h"
 
 #include <algorithm>
+#include <cerrno>
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/crash_report.h"
 
 namespace tandem {
 
-CallExecutor::CallExecutor(int num_threads, size_t max_queued) : max_queued_(max_queued) {
+CallExecutor::CallExecutor(int num_threads, size_t max_queued, int nice) : max_queued_(max_queued) {
   for (int i = 0; i < std::max(num_threads, 1); ++i) {
-    threads_.emplace_back([this] {
+    threads_.emplace_back([this, nice] {
       // requests are parsed here: a crash report even for a stack overflow.
       crash::useAltStackOnThisThread();
+      if (nice > 0) {
+        // best effort: a thread that cannot be reniced runs as it is.
+        const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+        errno = 0;
+        const int current = getpriority(PRIO_PROCESS, tid);
+        if (errno == 0) setpriority(PRIO_PROCESS, tid, std::min(current + nice, 19));
+      }
       run();
     });
   }

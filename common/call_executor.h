@@ -25,9 +25,11 @@ class CallExecutor {
   using Task = absl::AnyInvocable<void()>;
 
   // starts `num_threads` (>= 1) threads; at most `max_queued` tasks wait
-  // for one (the ones running not counted).
+  // for one (the ones running not counted). `nice` > 0 lowers the threads'
+  // CPU priority by that much (Linux niceness is per thread): bulk work
+  // that must yield the CPU to everything else the process does.
   explicit CallExecutor(int num_threads,
-                        size_t max_queued = std::numeric_limits<size_t>::max());
+                        size_t max_queued = std::numeric_limits<size_t>::max(), int nice = 0);
   // stop().
   ~CallExecutor();
   CallExecutor(const CallExecutor&) = delete;

@@ -386,9 +386,89 @@ def json_schema_seeds():
           bytes([8]) + b'{"$defs":[{"type":"integer"}],"$ref":"#/$defs/99999999999999999999999999"}')
 
 
+# ---- tool_definitions: byte 0 bits 0-1 = family (json, hermes, mistral, llama3);
+# then the value of "tools", a 0 byte, the value of "tool_choice" ----
+def tool_definitions_seeds():
+    weather = {"type": "function", "function": {
+        "name": "get_weather", "description": "Weather in a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 40},
+            "unit": {"enum": ["c", "f"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+            "required": ["city"]}}}
+    search = {"type": "function", "function": {
+        "name": "search.web", "strict": True,
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string"},
+            "filters": {"type": "array", "items": {"$ref": "#/$defs/filter"}, "maxItems": 3}},
+            "$defs": {"filter": {"type": "object", "properties": {
+                "field": {"type": "string"}, "value": {"anyOf": [{"type": "string"}, {"type": "number"}]}}}},
+            "required": ["query"], "additionalProperties": False}}}
+    bare = {"type": "function", "function": {"name": "now"}}
+    cases = {
+        "named_hermes": (1, [weather, search], {"type": "function", "function": {"name": "get_weather"}}),
+        "required_mistral": (2, [weather, search, bare], "required"),
+        "required_llama3": (3, [search], "required"),
+        "auto_json": (0, [weather, bare], "auto"),
+        "none_no_choice": (0, [bare], None),
+    }
+    for name, (family, tools, choice) in cases.items():
+        data = bytes([family]) + json.dumps(tools).encode()
+        if choice is not None:
+            data += b"\x00" + json.dumps(choice).encode()
+        write("tool_definitions", name, data)
+
+
+# ---- responses_request: the body of POST /v1/responses ----
+def responses_request_seeds():
+    tools = [{"type": "function", "name": "get_weather", "description": "Weather in a city",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+    bodies = {
+        "string_input": {"model": "stories260K", "input": "Once upon a time", "instructions": "Be brief.",
+                         "max_output_tokens": 16, "temperature": 0},
+        "items_and_tool_turn": {"model": "stories260K", "input": [
+            {"role": "developer", "content": "Answer with the tool."},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]},
+            {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+            {"type": "function_call", "call_id": "call_2", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+            {"role": "assistant", "content": [{"type": "output_text", "text": "It is sunny."}]}],
+            "tools": tools, "tool_choice": {"type": "function", "name": "get_weather"}, "stream": True},
+        "text_format_schema": {"model": "stories260K", "input": "A dog",
+                               "text": {"format": {"type": "json_schema", "name": "pet", "strict": True,
+                                                   "schema": {"type": "object", "properties": {
+                                                       "name": {"type": "string"}}, "required": ["name"]}}},
+                               "metadata": {"k": "v"}, "store": False, "truncation": "auto"},
+    }
+    for name, b in bodies.items():
+        write("responses_request", name, json.dumps(b, ensure_ascii=False))
+
+
+# ---- grpc_generate_request: a tandem.v1.GenerateRequest's wire format ----
+def grpc_generate_request_seeds():
+    def f32(field, v):  # a float field
+        return varint(field << 3 | 5) + struct.pack("<f", v)
+    # SamplingParams: temperature 1, max_tokens 9, stop 10, top_logprobs 13, logprobs 14,
+    # grammar 15, logit_bias 16 (TokenBias: token_id 1, bias 2)
+    text = (fb(1, "stories260K") + fb(2, "Once upon a time")
+            + fb(4, f32(1, 0.0) + fv(9, 16) + fb(10, " girl") + fv(13, 2) + fv(14, 1)))
+    token_ids = fb(3, fb(1, b"".join(varint(t) for t in [1, 403, 407, 261, 378])))  # TokenIds, packed
+    grammar = fb(2, "Once") + fb(4, fb(15, 'root ::= "yes" | "no"') + fv(9, 4))
+    # ResponseFormat: type 1 (2 = json_schema, 1 = json_object), schema 2, name 3, strict 4
+    schema = (fb(2, "A dog") + fb(4, fv(9, 32)) + fb(5, "req-1")
+              + fb(6, fv(1, 2) + fb(2, json.dumps({"type": "object", "properties": {
+                  "name": {"type": "string", "maxLength": 8}, "age": {"type": "integer"}},
+                  "required": ["name"]})) + fb(3, "pet") + fv(4, 1)))
+    json_object = fb(2, "Once") + fb(6, fv(1, 1)) + fb(4, fv(9, 8) + fb(16, fv(1, 5) + f32(2, -1.5)))
+    for name, data in {"text": text, "token_ids": token_ids, "grammar": grammar,
+                       "json_schema": schema, "json_object": json_object}.items():
+        write("grpc_generate_request", name, data)
+
+
 if __name__ == "__main__":
     for fn in [http_seeds, openai_seeds, tokenizer_seeds, gguf_seeds, safetensors_seeds, chat_seeds,
                kv_chunk_seeds, kv_events_seeds, worker_report_seeds, disk_record_seeds,
-               grammar_seeds, json_schema_seeds]:
+               grammar_seeds, json_schema_seeds,
+               tool_definitions_seeds, responses_request_seeds, grpc_generate_request_seeds]:
         fn()
     print("seeds written to", CORPUS, file=sys.stderr)

@@ -12,42 +12,18 @@
 #include <string_view>
 #include <variant>
 
-#include "common/mapped_file.h"
+#include "fuzz/chat_fixtures.h"
 #include "router/openai/openai_request.h"
-#include "text/chat/chat_template.h"
-#include "text/tokenizer/tokenizer.h"
 
 namespace {
 
 using tandem::openai::Endpoint;
 using tandem::openai::GenerationRequest;
 
-const tandem::chat::ChatTemplate* chatTemplate() {
-  static const tandem::chat::ChatTemplatePtr t = [] {
-    auto source = tandem::readFile(TANDEM_FUZZ_DIR "/corpus/chat_template/qwen3.jinja");
-    if (!source.ok()) __builtin_trap();
-    auto parsed = tandem::chat::ChatTemplate::parse(*source);
-    if (!parsed.ok()) __builtin_trap();
-    (*parsed)->setSpecialTokens("", "<|im_end|>");
-    return std::move(*parsed);
-  }();
-  return t.get();
-}
-
-const tandem::tokenizer::Tokenizer* tokenizer() {
-  static const tandem::tokenizer::TokenizerPtr t = [] {
-    auto loaded = tandem::tokenizer::Tokenizer::fromHfDir(TANDEM_SOURCE_DIR "/models/stories260K/hf");
-    if (!loaded.ok()) __builtin_trap();
-    return std::move(*loaded);
-  }();
-  return t.get();
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  chatTemplate();
-  tokenizer();
+  tandem::fuzz::loadChatFixtures();
   return 0;
 }
 
@@ -61,13 +37,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (request->n < 1 || request->n > GenerationRequest::kMaxN) __builtin_trap();
   if (request->prompts.size() > static_cast<size_t>(GenerationRequest::kMaxPrompts)) __builtin_trap();
   if (endpoint == Endpoint::kChatCompletions) {
-    auto text = chatTemplate()->render(request->messages, request->tools,
-                                       request->add_generation_prompt && !request->continue_final_message,
-                                       request->chat_template_kwargs);
-    if (text.ok()) tokenizer()->encode(*text, /*add_special=*/false);
+    auto text = tandem::fuzz::qwen3Template().render(
+        request->messages, request->tools,
+        request->add_generation_prompt && !request->continue_final_message,
+        request->chat_template_kwargs);
+    if (text.ok()) tandem::fuzz::storiesTokenizer().encode(*text, /*add_special=*/false);
   } else {
     for (const auto& prompt : request->prompts) {
-      if (!prompt.is_tokens) tokenizer()->encode(prompt.text, /*add_special=*/true);
+      if (!prompt.is_tokens) tandem::fuzz::storiesTokenizer().encode(prompt.text, /*add_special=*/true);
     }
   }
   return 0;

@@ -19,7 +19,8 @@ seconds=${1:-15}
 shift || true
 build=${TANDEM_FUZZ_BUILD:-$root/build-fuzz}
 all=(http_request openai_request tokenizer_json gguf safetensors chat_template
-     kv_chunk kv_events worker_report disk_record grammar json_schema)
+     kv_chunk kv_events worker_report disk_record grammar json_schema
+     tool_definitions responses_request grpc_generate_request)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 

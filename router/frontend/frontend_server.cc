@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "common/grpc/reloadable_server_credentials.h"
@@ -83,10 +84,18 @@ void FrontendServer::drainAndStop(std::chrono::milliseconds grace) {
   service_->setDraining();
   if (grpc_) grpc_->setDraining();
   const auto deadline = std::chrono::steady_clock::now() + grace;
-  // gRPC and HTTP drain side by side.
+  // gRPC and HTTP drain side by side. The gRPC port stays open while calls
+  // are in flight (new ones are refused UNAVAILABLE by the admission), so
+  // a health probe sees NOT_SERVING rather than a closed port; gRPC's
+  // Shutdown would refuse every new call at once, health checks too.
   std::thread grpc_stop([&] {
-    if (grpc_) grpc_->shutdown(std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now()));
+    if (!grpc_) return;
+    while (admission_ != nullptr && admission_->pending() > 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    grpc_->shutdown(std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{0})));
   });
   http_->shutdown(grace);
   grpc_stop.join();

@@ -65,8 +65,10 @@ class FrontendServer {
   // becomes ready and gRPC starts listening.
   absl::Status serve(ServedModelPtr model, generation::Generator* generator);
 
-  // stops taking requests (health 503 / NOT_SERVING, new generations 503),
-  // lets those in progress finish until `grace`, then closes everything.
+  // stops taking requests (health 503 / NOT_SERVING, new generations 503 /
+  // UNAVAILABLE), lets those in progress finish until `grace`, then closes
+  // everything. The gRPC port answers (health NOT_SERVING) until the calls
+  // in progress are done.
   void drainAndStop(std::chrono::milliseconds grace);
 
   int httpPort() const { return http_->port(); }

@@ -26,6 +26,9 @@ std::optional<std::string_view> bearerKey(std::string_view authorization) {
   return authorization.substr(kBearer.size());
 }
 
+// how much lower the large lane's thread runs (niceness, 0..19).
+constexpr int kLargeLaneNice = 10;
+
 constexpr char kKeyRequired[] = "a valid API key is required: Authorization: Bearer <key>";
 
 ApiKeyLimitsPtr keysOf(const AdmissionOptions& options) {
@@ -70,7 +73,12 @@ Admission::Admission(const CallContext& context, AdmissionOptions options)
       keys_(keysOf(options_)),
       executor_(std::make_unique<CallExecutor>(
           prepareThreads(options_.prepare_threads),
-          static_cast<size_t>(std::max(options_.max_queued_prepares, 0)))) {}
+          static_cast<size_t>(std::max(options_.max_queued_prepares, 0)))),
+      // one thread: large bodies are few, and each takes a core while it
+      // is parsed; niced, so the small lane, the I/O threads and the
+      // streams in flight get the CPU first.
+      large_executor_(std::make_unique<CallExecutor>(
+          1, static_cast<size_t>(std::max(options_.max_queued_prepares, 0)), kLargeLaneNice)) {}
 
 Admission::~Admission() { stop(); }
 
@@ -116,9 +124,10 @@ std::variant<AdmissionSlot, AdmissionError> Admission::reserve(std::string_view 
   return slot;
 }
 
-std::optional<AdmissionError> Admission::offload(CallExecutor::Task task) {
-  if (executor_->post(std::move(task))) return std::nullopt;
-  if (executor_->stopping()) return error(AdmissionReason::kDraining, "the server is shutting down");
+std::optional<AdmissionError> Admission::offload(CallExecutor::Task task, size_t body_bytes) {
+  CallExecutor& lane = body_bytes >= options_.large_body_bytes ? *large_executor_ : *executor_;
+  if (lane.post(std::move(task))) return std::nullopt;
+  if (lane.stopping()) return error(AdmissionReason::kDraining, "the server is shutting down");
   context_.metrics->countRejected("prepare_queue");
   return error(AdmissionReason::kOverloaded,
                absl::StrFormat("the server is overloaded (%d requests waiting to be prepared); "
@@ -174,15 +183,23 @@ std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::prepare(
   }
   std::vector<TokenizedPrompt> prompts;
   if (chat) {
-    absl::StatusOr<std::vector<int32_t>> tokens = model.chatTokens(request);
-    if (!tokens.ok()) {
-      return error(AdmissionReason::kInvalidPrompt, std::string(tokens.status().message()),
+    absl::StatusOr<std::string> text = model.chatText(request);
+    if (!text.ok()) {
+      return error(AdmissionReason::kInvalidPrompt, std::string(text.status().message()),
                    "messages");
     }
-    prompts.push_back({std::move(*tokens), ""});
+    if (std::optional<AdmissionError> e = refuseByLength(text->size(), "messages")) {
+      return std::move(*e);
+    }
+    prompts.push_back({model.tokenizer().encode(*text, /*add_special=*/false), ""});
     if (std::optional<AdmissionError> e = constrainToolCall(request)) return std::move(*e);
   } else {
     for (const openai::Prompt& p : request.prompts) {
+      if (!p.is_tokens) {
+        if (std::optional<AdmissionError> e = refuseByLength(p.text.size(), "prompt")) {
+          return std::move(*e);
+        }
+      }
       TokenizedPrompt t{model.promptTokens(p), p.text};
       // only echo reads the text back: decode token ids for it alone.
       if (p.is_tokens && request.echo) {
@@ -266,21 +283,12 @@ std::optional<AdmissionError> Admission::checkLengths(
     openai::GenerationRequest& request, const std::vector<TokenizedPrompt>& prompts) const {
   // the prompt and what it asks to generate must fit the context.
   const int max_len = context_.model->maxModelLen();
-  const int max_prompt = options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : max_len;
   const bool chat = request.endpoint == openai::Endpoint::kChatCompletions;
   int longest = 0;
   for (const TokenizedPrompt& p : prompts) longest = std::max<int>(longest, p.tokens.size());
-  if (longest > max_prompt || longest >= max_len) {
-    const bool server_limit = longest > max_prompt && longest < max_len;
-    return error(server_limit ? AdmissionReason::kPromptTooLong
-                              : AdmissionReason::kContextLengthExceeded,
-                 absl::StrFormat(
-                     "this model's maximum context length is %d tokens, but the prompt has %d "
-                     "tokens%s",
-                     max_len, longest,
-                     server_limit ? absl::StrFormat(" (the server allows at most %d)", max_prompt)
-                                  : ""),
-                 chat ? "messages" : "prompt");
+  if (std::optional<AdmissionError> e =
+          promptLengthError(longest, absl::StrFormat("%d tokens", longest), chat ? "messages" : "prompt")) {
+    return e;
   }
   if (!request.max_tokens_set) {
     const int rest = max_len - longest;
@@ -297,6 +305,42 @@ std::optional<AdmissionError> Admission::checkLengths(
                  "max_tokens");
   }
   return std::nullopt;
+}
+
+int Admission::maxPromptTokens() const {
+  return options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : context_.model->maxModelLen();
+}
+
+std::optional<AdmissionError> Admission::promptLengthError(int64_t tokens, const std::string& has,
+                                                           const char* field) const {
+  const int max_len = context_.model->maxModelLen();
+  const int max_prompt = maxPromptTokens();
+  if (tokens <= max_prompt && tokens < max_len) return std::nullopt;
+  const bool server_limit = tokens > max_prompt && tokens < max_len;
+  return error(server_limit ? AdmissionReason::kPromptTooLong : AdmissionReason::kContextLengthExceeded,
+               absl::StrFormat("this model's maximum context length is %d tokens, but the prompt "
+                               "has %s%s",
+                               max_len, has,
+                               server_limit
+                                   ? absl::StrFormat(" (the server allows at most %d)", max_prompt)
+                                   : ""),
+               field);
+}
+
+std::optional<AdmissionError> Admission::refuseByLength(size_t bytes, const char* field) const {
+  // the rule: a token of this tokenizer stands for at most `per_token`
+  // bytes of its input, so `bytes` bytes are at least bytes / per_token
+  // tokens. A tokenizer without such a bound (0) tokenizes the text in
+  // full; the body limit bounds that work.
+  const size_t per_token = context_.model->tokenizer().maxInputBytesPerToken();
+  if (per_token == 0) return std::nullopt;
+  const auto at_least = static_cast<int64_t>((bytes + per_token - 1) / per_token);
+  return promptLengthError(
+      at_least,
+      absl::StrFormat("%d bytes, so at least %d tokens (a token of this model stands for at most "
+                      "%d bytes)",
+                      bytes, at_least, per_token),
+      field);
 }
 
 AdmissionError Admission::submitRefused(const absl::Status& status, size_t prompt_tokens) const {

@@ -17,7 +17,8 @@
 // (finished, failed, refused, client gone).
 //
 // Parsing, chat rendering and tokenizing run on the admission's own
-// preparing threads (offload()), never on a front end's I/O threads.
+// preparing threads (offload()), never on a front end's I/O threads; large
+// bodies on a lane of their own, so they never delay small ones.
 #pragma once
 
 #include <atomic>
@@ -91,6 +92,11 @@ struct AdmissionOptions {
   int prepare_threads = 0;
   // requests waiting for a preparing thread; more are kOverloaded.
   int max_queued_prepares = 1024;
+  // a request body of at least this many bytes is prepared on the large
+  // lane: a thread of its own, at a lower CPU priority, with its own queue
+  // (max_queued_prepares as well), so parsing, rendering and tokenizing
+  // megabytes never make a small request wait behind them.
+  size_t large_body_bytes = 64 * 1024;
 };
 
 
@@ -160,14 +166,18 @@ class Admission {
 
   // runs `task` on one of the preparing threads, after those queued before
   // it; the front ends prepare and admit requests there, not on their I/O
-  // threads. kDraining once stop() began; kOverloaded (counted, limit
-  // "prepare_queue") when max_queued_prepares tasks wait already: `task`
-  // is dropped then.
-  std::optional<AdmissionError> offload(CallExecutor::Task task);
+  // threads. `body_bytes` is the size of what the task parses: from
+  // large_body_bytes on, the task goes to the large lane. kDraining once
+  // stop() began; kOverloaded (counted, limit "prepare_queue") when
+  // max_queued_prepares tasks wait already in its lane: `task` is dropped
+  // then.
+  std::optional<AdmissionError> offload(CallExecutor::Task task, size_t body_bytes = 0);
 
   // checks `request`'s model and size (prompts × n sequences, before any
   // tokenizing), turns its prompts into token ids (chat: renders the
-  // messages; completions: each prompt, with the text `echo` repeats),
+  // messages; completions: each prompt, with the text `echo` repeats; a
+  // text too long to fit by its bytes alone is refused before it is
+  // tokenized),
   // checks the longest prompt and fills in or checks
   // request.sampling.max_tokens. Errors: kUnknownModel, kRequestTooLarge,
   // kInvalidPrompt, kEmptyPrompt, kPromptTooLong, kContextLengthExceeded.
@@ -196,7 +206,10 @@ class Admission {
   // runs the preparations already queued, then joins the preparing
   // threads; offload() answers kDraining from now on. Idempotent; not from
   // a preparing thread.
-  void stop() { executor_->stop(); }
+  void stop() {
+    executor_->stop();
+    large_executor_->stop();
+  }
   // calls holding a slot.
   int pending() const { return pending_.load(); }
   // sequences and prompt tokens admitted now (held by slots).
@@ -212,6 +225,17 @@ class Admission {
   std::optional<AdmissionError> constrainToolCall(openai::GenerationRequest& request) const;
   std::optional<AdmissionError> checkLengths(openai::GenerationRequest& request,
                                              const std::vector<TokenizedPrompt>& prompts) const;
+  // the most tokens a prompt may have: the server's limit, else the context.
+  int maxPromptTokens() const;
+  // kContextLengthExceeded (or kPromptTooLong under the server's limit) when
+  // a prompt of `tokens` tokens cannot be admitted; `has` says how many it
+  // has in words, `field` is the error's.
+  std::optional<AdmissionError> promptLengthError(int64_t tokens, const std::string& has,
+                                                  const char* field) const;
+  // the same refusal for a text of `bytes` bytes that cannot fit however
+  // it tokenizes (Tokenizer::maxInputBytesPerToken): decided before any
+  // tokenizing, so a prompt of megabytes costs no tokenizer work.
+  std::optional<AdmissionError> refuseByLength(size_t bytes, const char* field) const;
   // gives back what a slot held.
   void release(const AdmissionSlot& slot);
 
@@ -224,6 +248,7 @@ class Admission {
   int64_t admitted_seqs_ = 0;           // guarded by budget_mu_
   int64_t admitted_prompt_tokens_ = 0;  // guarded by budget_mu_
   std::unique_ptr<CallExecutor> executor_;
+  std::unique_ptr<CallExecutor> large_executor_;  // bodies of large_body_bytes and more
 };
 
 }  // namespace tandem::router

@@ -14,8 +14,14 @@ ChoiceTextStream::ChoiceTextStream(const tokenizer::Tokenizer& tokenizer,
       include_stop_(include_stop) {
   for (std::string& s : stop) {
     if (s.empty()) continue;
-    longest_stop_ = std::max(longest_stop_, s.size());
-    stop_.push_back(std::move(s));
+    Stop entry{std::move(s), {}, 0};
+    entry.fail.assign(entry.text.size(), 0);
+    for (size_t i = 1, k = 0; i < entry.text.size(); ++i) {
+      while (k > 0 && entry.text[i] != entry.text[k]) k = entry.fail[k - 1];
+      if (entry.text[i] == entry.text[k]) ++k;
+      entry.fail[i] = k;
+    }
+    stop_.push_back(std::move(entry));
   }
 }
 
@@ -38,45 +44,50 @@ std::string ChoiceTextStream::finish() {
   if (stopped_) return out;
   out += held_;
   held_.clear();
+  scanned_ = 0;
   return out;
 }
 
 std::string ChoiceTextStream::release() {
-  if (stop_.empty()) return std::exchange(held_, std::string());
-  // the earliest complete stop string ends the choice. held_ had none
-  // before this token, so any match includes new text.
+  if (stop_.empty()) {
+    scanned_ = 0;
+    return std::exchange(held_, std::string());
+  }
+  // the stops' states follow the new bytes; the earliest-starting stop
+  // string completed in them ends the choice (held_ had none before).
   size_t best = std::string::npos;
-  const std::string* best_stop = nullptr;
-  for (const std::string& s : stop_) {
-    const size_t pos = held_.find(s);
-    if (pos < best) {
-      best = pos;
-      best_stop = &s;
+  const Stop* best_stop = nullptr;
+  for (size_t j = scanned_; j < held_.size(); ++j) {
+    const char c = held_[j];
+    for (Stop& s : stop_) {
+      while (s.state > 0 && s.text[s.state] != c) s.state = s.fail[s.state - 1];
+      if (s.text[s.state] == c) ++s.state;
+      if (s.state < s.text.size()) continue;
+      const size_t start = j + 1 - s.text.size();
+      if (start < best) {
+        best = start;
+        best_stop = &s;
+      }
+      s.state = s.fail[s.state - 1];
     }
   }
+  scanned_ = held_.size();
   if (best_stop != nullptr) {
     stopped_ = true;
-    matched_ = *best_stop;
+    matched_ = best_stop->text;
     std::string out = held_.substr(0, best);
-    if (include_stop_) out += *best_stop;
+    if (include_stop_) out += best_stop->text;
     held_.clear();
     return out;
   }
-  // hold the longest tail of held_ that begins some stop string. a stop
-  // string starts on a character boundary, so the cut never splits one.
-  const size_t max_tail = std::min(held_.size(), longest_stop_ - 1);
+  // hold the longest tail of held_ that begins some stop string (each
+  // state is one such tail); the rest goes out. A stop string starts on a
+  // character boundary, so the cut never splits one.
   size_t keep = 0;
-  for (size_t k = max_tail; k > 0 && keep == 0; --k) {
-    const std::string_view tail(held_.data() + held_.size() - k, k);
-    for (const std::string& s : stop_) {
-      if (std::string_view(s).starts_with(tail)) {
-        keep = k;
-        break;
-      }
-    }
-  }
+  for (const Stop& s : stop_) keep = std::max(keep, s.state);
   std::string out = held_.substr(0, held_.size() - keep);
   held_.erase(0, held_.size() - keep);
+  scanned_ = held_.size();
   return out;
 }
 

@@ -3,7 +3,12 @@
 // completes), special tokens dropped when skip_special, and stop strings
 // found across token boundaries — text that may be the start of a stop
 // string is held back until the next tokens show it is not, so a stop
-// string never reaches the client (unless include_stop).
+// string never reaches the client (unless include_stop). Each stop string
+// is matched as the bytes arrive (Knuth-Morris-Pratt: its state is the
+// longest suffix of the held text that begins it), so a token costs the
+// stop strings' count times its bytes, however long the strings and the
+// text held: rescanning the held text cost its square, which a client
+// could drive to seconds a token with one long stop string.
 #pragma once
 
 #include <cstdint>
@@ -36,16 +41,25 @@ class ChoiceTextStream {
   const std::string& matchedStop() const { return matched_; }
 
  private:
+  struct Stop {
+    std::string text;
+    // Knuth-Morris-Pratt: fail[i] is the longest proper prefix of
+    // text[0, i] that is also its suffix.
+    std::vector<size_t> fail;
+    // how many of text's first bytes end held_ (< text.size()).
+    size_t state = 0;
+  };
+
   // moves what is certainly not part of a stop string out of held_.
   std::string release();
 
   const tokenizer::Tokenizer& tokenizer_;
   tokenizer::StreamDecoder decoder_;
   std::vector<int32_t> keep_special_;
-  std::vector<std::string> stop_;
+  std::vector<Stop> stop_;
   bool include_stop_;
-  size_t longest_stop_ = 0;
   std::string held_;
+  size_t scanned_ = 0;  // held_'s first bytes the stops' states have seen
   bool stopped_ = false;
   std::string matched_;
 };

@@ -183,12 +183,15 @@ void OpenAiService::offloadPrepare(http::HttpRequest& http_request, const std::s
     return;
   }
   // parsing, rendering and tokenizing are the body's size in CPU: they run
-  // on a preparing thread, so the I/O threads go on serving.
+  // on a preparing thread, so the I/O threads go on serving, and a large
+  // body on the large lane, so small ones never wait behind it.
+  const size_t body_bytes = http_request.body.size();
   std::optional<AdmissionError> refused = admission_->offload(
       [body = std::move(http_request.body), writer, prepare = std::move(prepare),
        slot = std::move(std::get<AdmissionSlot>(slot)), arrival]() mutable {
         prepare(body, std::move(slot), std::move(writer), arrival);
-      });
+      },
+      body_bytes);
   if (refused) sendError(writer, toApiError(*refused), label);
 }
 

@@ -83,13 +83,15 @@ std::vector<int32_t> ServedModel::promptTokens(const openai::Prompt& prompt) con
   return tokenizer_->encode(prompt.text, /*add_special=*/true);
 }
 
+absl::StatusOr<std::string> ServedModel::chatText(const openai::GenerationRequest& request) const {
+  return template_->render(request.messages, request.tools,
+                           request.add_generation_prompt && !request.continue_final_message,
+                           request.chat_template_kwargs);
+}
+
 absl::StatusOr<std::vector<int32_t>> ServedModel::chatTokens(
     const openai::GenerationRequest& request) const {
-  nlohmann::ordered_json extra = request.chat_template_kwargs;
-  ASSIGN_OR_RETURN(std::string text,
-                   template_->render(request.messages, request.tools,
-                                     request.add_generation_prompt && !request.continue_final_message,
-                                     extra));
+  ASSIGN_OR_RETURN(std::string text, chatText(request));
   return tokenizer_->encode(text, /*add_special=*/false);
 }
 

@@ -51,10 +51,11 @@ class ServedModel {
   // the token ids of a completions prompt: text is tokenized with the
   // model's special tokens (BOS); token ids are taken as they are.
   std::vector<int32_t> promptTokens(const openai::Prompt& prompt) const;
-  // renders a chat request's messages with the template and tokenizes the
-  // result (the template writes the special tokens itself). errors:
-  // InvalidArgument with the template's message (raise_exception, bad
-  // message content).
+  // renders a chat request's messages with the template (which writes the
+  // special tokens itself). errors: InvalidArgument with the template's
+  // message (raise_exception, bad message content, its work limits).
+  absl::StatusOr<std::string> chatText(const openai::GenerationRequest& request) const;
+  // chatText(), tokenized.
   absl::StatusOr<std::vector<int32_t>> chatTokens(const openai::GenerationRequest& request) const;
 
  private:

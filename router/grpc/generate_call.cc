@@ -2,22 +2,31 @@
 
 #include <variant>
 
+#include "common/grpc/byte_buffer_message.h"
 #include "proto/convert/finish_reason_proto.h"
 #include "proto/convert/prompt_logprobs_proto.h"
-#include "proto/convert/sampling_params_proto.h"
 #include "router/grpc/admission_grpc_status.h"
-#include "router/grpc/response_format_proto.h"
+#include "router/grpc/generate_request.h"
 
 namespace tandem::router {
 
 using tandem::v1::GenerateResponse;
 
-grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
-    Admission& admission, const tandem::v1::GenerateRequest& request,
-    grpc::CallbackServerContext* context, std::string_view authorization) {
-  auto* reactor = new grpc_util::ServerStreamReactor<GenerateResponse>();
-  RequestRecordPtr record = grpcRecord(admission.context(), *context, "/tandem.v1.Inference/Generate",
-                                       request.request_id());
+grpc::ServerWriteReactor<grpc::ByteBuffer>* GenerateCall::start(Admission& admission,
+                                                                const grpc::ByteBuffer& body,
+                                                                grpc::CallbackServerContext* context,
+                                                                std::string_view authorization) {
+  auto* reactor = new grpc_util::ServerStreamReactor<grpc::ByteBuffer>();
+  // the access-log id: the client's request_id where the body is small
+  // enough to read here (microseconds); a large body is parsed on the large
+  // lane, after the record is made, so its id is generated
+  std::string client_id;
+  if (body.Length() < admission.options().large_body_bytes) {
+    tandem::v1::GenerateRequest peek;
+    if (grpc_util::fromByteBuffer(body, &peek).ok()) client_id = peek.request_id();
+  }
+  RequestRecordPtr record =
+      grpcRecord(admission.context(), *context, "/tandem.v1.Inference/Generate", client_id);
   std::variant<AdmissionSlot, AdmissionError> slot = admission.reserve(authorization);
   if (auto* error = std::get_if<AdmissionError>(&slot)) {
     addRetryAfter(*error, context);
@@ -29,12 +38,12 @@ grpc::ServerWriteReactor<GenerateResponse>* GenerateCall::start(
   auto call = std::make_shared<GenerateCall>(admission.context(), reactor->writer(),
                                              std::move(std::get<AdmissionSlot>(slot)), record);
   reactor->observe(call);
-  // gRPC frees `request` when the call ends, which may be before the
-  // preparing thread gets to it: the task owns a copy.
-  std::optional<AdmissionError> refused =
-      admission.offload([call, admission = &admission, request]() {
-        call->submit(*admission, request);
-      });
+  // gRPC frees `body` when the call ends, which may be before the
+  // preparing thread gets to it: the task owns a copy (of the slices'
+  // references, not of the bytes).
+  std::optional<AdmissionError> refused = admission.offload(
+      [call, admission = &admission, body = grpc::ByteBuffer(body)]() { call->submit(*admission, body); },
+      body.Length());
   if (refused) reactor->writer()->finish(toGrpcStatus(*refused));
   return reactor;
 }
@@ -55,50 +64,29 @@ GenerateCall::GenerateCall(const CallContext& context, std::shared_ptr<Writer> w
       record_(std::move(record)),
       metrics_(context.metrics, CallMetrics::Clock::now(), record_) {}
 
-void GenerateCall::submit(Admission& admission, const tandem::v1::GenerateRequest& request) {
+void GenerateCall::submit(Admission& admission, const grpc::ByteBuffer& body) {
   std::lock_guard lock(mu_);
   // the client left (or the server stopped the call) while it waited.
   if (generation_done_ || writer_->closed()) return;
-  // the admission's checks, as the request's fields.
-  openai::GenerationRequest parsed;
-  parsed.model = request.model().empty() ? context_.model->name() : request.model();
-  openai::Prompt prompt;
-  if (request.has_token_ids()) {
-    prompt.is_tokens = true;
-    prompt.token_ids.assign(request.token_ids().ids().begin(), request.token_ids().ids().end());
-  } else if (request.has_text() && !request.text().empty()) {
-    prompt.text = request.text();
-  } else {
-    prompt.is_tokens = true;  // unset or "": no tokens, an empty prompt
+  tandem::v1::GenerateRequest request;
+  if (grpc::Status parsed = grpc_util::fromByteBuffer(body, &request); !parsed.ok()) {
+    writer_->finish(parsed);
+    return;
   }
-  parsed.prompts.push_back(std::move(prompt));
-  // invalid params are reported after the model and the prompt. max_tokens
-  // 0 with prompt_logprobs scores the prompt: the generator is asked for
-  // one token, which is dropped (as vLLM does for echo with max_tokens 0).
-  tandem::v1::SamplingParams wire_params = request.params();
-  score_only_ = wire_params.has_max_tokens() && wire_params.max_tokens() == 0 &&
-                wire_params.has_prompt_logprobs();
-  if (score_only_) wire_params.set_max_tokens(1);
-  absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(wire_params);
-  if (params.ok()) {
-    absl::StatusOr<std::string> grammar = requestGrammar(request);
-    if (grammar.ok()) {
-      params->grammar = std::move(*grammar);
-    } else {
-      params = grammar.status();
-    }
-  }
-  if (params.ok()) parsed.sampling = *params;
-  parsed_prompt_logprobs_ = params.ok() && params->prompt_logprobs.has_value();
-  parsed.max_tokens_set = request.params().has_max_tokens();
+  GrpcGeneration generation = toGeneration(request, context_.model->name());
+  openai::GenerationRequest& parsed = generation.request;
+  score_only_ = generation.score_only;
+  parsed_prompt_logprobs_ = generation.prompt_logprobs;
+  // the admission's checks first; invalid params are reported after them.
   auto prepared = admission.admit(slot_, parsed);
   if (auto* error = std::get_if<AdmissionError>(&prepared)) {
     writer_->finish(toGrpcStatus(*error));
     return;
   }
   std::vector<int32_t> tokens = std::move(std::get<std::vector<TokenizedPrompt>>(prepared).front().tokens);
-  if (!params.ok()) {
-    writer_->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(params.status().message())));
+  if (!generation.params.ok()) {
+    writer_->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 std::string(generation.params.message())));
     return;
   }
   const ServedModel& model = *context_.model;
@@ -128,7 +116,7 @@ void GenerateCall::writePromptLogprobs(const generation::TokenOutput& output) {
     GenerateResponse msg;
     rpc::appendPromptLogprobs(part, msg.mutable_prompt_logprobs());
     if (part.data() == scores.data()) msg.mutable_prompt_logprobs(0)->clear_logprob();
-    writer_->write(std::move(msg));
+    writer_->write(grpc_util::toByteBuffer(msg));
   });
 }
 
@@ -183,7 +171,7 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
   std::string finish;
   GenerateResponse msg = responseFor(output, &finish);
   if (finish.empty()) {
-    writer_->write(std::move(msg));
+    writer_->write(grpc_util::toByteBuffer(msg));
     return;
   }
   generation_done_ = true;
@@ -193,7 +181,7 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
   usage->set_completion_tokens(timing_.tokens);
   usage->set_cached_tokens(output.num_cached_tokens);
   metrics_.completed({{.prompt = prompt_tokens_, .cached = output.num_cached_tokens, .generated = timing_.tokens}});
-  writer_->writeLast(std::move(msg));
+  writer_->writeLast(grpc_util::toByteBuffer(msg));
 }
 
 void GenerateCall::onStreamBroken() {

@@ -1,11 +1,13 @@
-// One tandem.v1.Inference/Generate call: admits the request through the
-// Admission the HTTP front end shares (capacity, model, prompt limits; the
-// API key is InferenceService's), submits it to the generator and streams
-// its tokens to the client in order through the shared ServerStreamWriter
-// (one write in flight, the rest queued). The prompt is tokenized on the
-// admission's preparing threads, not on gRPC's. A client that leaves cancels
-// the request on the generator; the call's share of the admission's budget
-// is given back when the call ends.
+// One tandem.v1.Inference/Generate call: parses the request (a raw method:
+// a body that does not parse is INVALID_ARGUMENT with a message), admits it
+// through the Admission the HTTP front end shares (capacity, model, prompt
+// limits; the API key is InferenceService's), submits it to the generator
+// and streams its tokens to the client in order through the shared
+// ServerStreamWriter (one write in flight, the rest queued). The body is
+// parsed and the prompt tokenized on the admission's preparing threads (a
+// large body on its large lane), not on gRPC's. A client that leaves
+// cancels the request on the generator; the call's share of the
+// admission's budget is given back when the call ends.
 #pragma once
 
 #include <memory>
@@ -32,7 +34,8 @@ RequestRecordPtr grpcRecord(const CallContext& served, const grpc::CallbackServe
 class GenerateCall final : public grpc_util::StreamObserver,
                            public std::enable_shared_from_this<GenerateCall> {
  public:
-  using Writer = grpc_util::ServerStreamWriter<tandem::v1::GenerateResponse>;
+  // GenerateResponse messages, serialized.
+  using Writer = grpc_util::ServerStreamWriter<grpc::ByteBuffer>;
 
   // the reactor gRPC drives for `request`, admitted by `admission` (which,
   // with its context, outlives the call); the call answers through it
@@ -42,11 +45,13 @@ class GenerateCall final : public grpc_util::StreamObserver,
   // the generator refuses, UNAVAILABLE when it cannot take requests now;
   // INTERNAL when the model fails; RESOURCE_EXHAUSTED with trailing
   // metadata `retry-after` (seconds) when the caller's API key is over its
-  // rate). An empty model names the served one. `authorization` is the
-  // call's API key metadata ("Bearer <key>"), `context` its server context.
-  static grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* start(
-      Admission& admission, const tandem::v1::GenerateRequest& request,
-      grpc::CallbackServerContext* context, std::string_view authorization);
+  // rate; INVALID_ARGUMENT when `body` is no tandem.v1.GenerateRequest).
+  // An empty model names the served one. `authorization` is the call's API
+  // key metadata ("Bearer <key>"), `context` its server context.
+  static grpc::ServerWriteReactor<grpc::ByteBuffer>* start(Admission& admission,
+                                                          const grpc::ByteBuffer& body,
+                                                          grpc::CallbackServerContext* context,
+                                                          std::string_view authorization);
 
   GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot,
                RequestRecordPtr record);
@@ -56,9 +61,9 @@ class GenerateCall final : public grpc_util::StreamObserver,
   void onStreamDone(const std::optional<grpc::Status>& status) override;
 
  private:
-  // on a preparing thread: admits and submits; on error ends the call
-  // with it.
-  void submit(Admission& admission, const tandem::v1::GenerateRequest& request);
+  // on a preparing thread: parses, admits and submits; on error ends the
+  // call with it.
+  void submit(Admission& admission, const grpc::ByteBuffer& body);
   void onOutput(const generation::TokenOutput& output);
   // the message for one output; sets `finish` when it is the last one.
   // The first output's prompt scores go out before it (writePromptLogprobs).

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "router/grpc/reflection_v1_service.h"
 
 namespace tandem::router {
 
@@ -29,11 +30,17 @@ absl::StatusOr<GrpcServerPtr> GrpcServer::start(const std::string& host, int por
   builder.AddListeningPort(address, s->credentials_, &s->port_);
   builder.RegisterService(s->service_.get());
   for (grpc::Service* service : extra_services) builder.RegisterService(service);
+  addReflectionV1(builder);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", address));
   }
-  s->server_->GetHealthCheckService()->SetServingStatus(admission != nullptr);
+  // health per service as well as the server's (""): Kubernetes' gRPC
+  // probes name the service. SetServingStatus(bool) sets every service
+  // known, so setReady and setDraining move both.
+  grpc::HealthCheckServiceInterface* health = s->server_->GetHealthCheckService();
+  health->SetServingStatus(tandem::v1::Inference::service_full_name(), admission != nullptr);
+  health->SetServingStatus(admission != nullptr);
   s->serving_ = admission != nullptr;
   return s;
 }

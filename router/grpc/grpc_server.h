@@ -1,6 +1,8 @@
 // The router's gRPC server: tandem.v1.Inference, the standard
-// grpc.health.v1.Health (SERVING once started, NOT_SERVING while draining)
-// and server reflection (grpcurl, grpcui).
+// grpc.health.v1.Health for the server ("") and for "tandem.v1.Inference"
+// alike (SERVING once serving and a worker is ready, NOT_SERVING before and
+// while draining), and server reflection, grpc.reflection.v1alpha and v1
+// (grpcurl, grpcui).
 #pragma once
 
 #include <atomic>

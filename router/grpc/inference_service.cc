@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "common/grpc/byte_buffer_message.h"
 #include "router/grpc/admission_grpc_status.h"
 #include "router/grpc/generate_call.h"
 
@@ -10,7 +11,7 @@ namespace tandem::router {
 namespace {
 
 // answers a streaming call with one status and no message.
-class FinishedWriter final : public grpc::ServerWriteReactor<tandem::v1::GenerateResponse> {
+class FinishedWriter final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   explicit FinishedWriter(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
@@ -42,12 +43,12 @@ grpc::Status InferenceService::checkCaller(const grpc::CallbackServerContext& co
   return grpc::Status::OK;
 }
 
-grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* InferenceService::Generate(
-    grpc::CallbackServerContext* context, const tandem::v1::GenerateRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Generate(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   if (grpc::Status status = checkCaller(*context); !status.ok()) {
     // before the model is served there is no access log to write to yet.
     if (ready_.load(std::memory_order_acquire)) {
-      grpcRecord(admission_->context(), *context, "/tandem.v1.Inference/Generate", request->request_id())
+      grpcRecord(admission_->context(), *context, "/tandem.v1.Inference/Generate", "")
           ->finish(status.error_code());
     }
     return new FinishedWriter(status);
@@ -56,10 +57,13 @@ grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* InferenceService::Genera
 }
 
 grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerContext* context,
-                                                       const tandem::v1::ListModelsRequest* request,
-                                                       tandem::v1::ListModelsResponse* response) {
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (grpc::Status status = checkCaller(*context); !status.ok()) {
+  grpc::Status status = checkCaller(*context);
+  tandem::v1::ListModelsRequest parsed;
+  if (status.ok()) status = grpc_util::fromByteBuffer(*request, &parsed);
+  if (!status.ok()) {
     if (ready_.load(std::memory_order_acquire)) {
       grpcRecord(admission_->context(), *context, "/tandem.v1.Inference/ListModels", "")
           ->finish(status.error_code());
@@ -69,9 +73,11 @@ grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerConte
   }
   const CallContext& served = admission_->context();
   grpcRecord(served, *context, "/tandem.v1.Inference/ListModels", "")->finish(grpc::StatusCode::OK);
-  auto* model = response->add_models();
+  tandem::v1::ListModelsResponse list;
+  auto* model = list.add_models();
   model->set_id(served.model->name());
   model->set_max_context(served.model->maxModelLen());
+  *response = grpc_util::toByteBuffer(list);
   served.metrics->countRequest("grpc_list_models", 0);
   reactor->Finish(grpc::Status::OK);
   return reactor;

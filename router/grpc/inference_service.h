@@ -18,7 +18,13 @@
 
 namespace tandem::router {
 
-class InferenceService final : public tandem::v1::Inference::CallbackService {
+// both methods raw (grpc::ByteBuffer): the service parses its requests
+// itself (grpc_util::fromByteBuffer), so a body that does not parse is
+// INVALID_ARGUMENT with a message instead of gRPC's UNIMPLEMENTED.
+using InferenceRawService = tandem::v1::Inference::WithRawCallbackMethod_Generate<
+    tandem::v1::Inference::WithRawCallbackMethod_ListModels<tandem::v1::Inference::Service>>;
+
+class InferenceService final : public InferenceRawService {
  public:
   // `admission` (and its context) must outlive the service.
   explicit InferenceService(Admission* admission) { setAdmission(admission); }
@@ -29,12 +35,13 @@ class InferenceService final : public tandem::v1::Inference::CallbackService {
   // once, before or while serving.
   void setAdmission(Admission* admission);
 
-  // tandem::v1::Inference::CallbackService
-  grpc::ServerWriteReactor<tandem::v1::GenerateResponse>* Generate(
-      grpc::CallbackServerContext* context, const tandem::v1::GenerateRequest* request) override;
+  // tandem::v1::Inference, raw: a GenerateRequest in, GenerateResponses out
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Generate(grpc::CallbackServerContext* context,
+                                                      const grpc::ByteBuffer* request) override;
+  // a ListModelsRequest in, a ListModelsResponse out
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
-                                       const tandem::v1::ListModelsRequest* request,
-                                       tandem::v1::ListModelsResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
  private:
   // UNAVAILABLE before setAdmission(), UNAUTHENTICATED without a valid

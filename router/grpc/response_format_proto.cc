@@ -13,30 +13,15 @@ absl::StatusOr<std::string> requestGrammar(const tandem::v1::GenerateRequest& re
     case tandem::v1::RESPONSE_FORMAT_TYPE_JSON_OBJECT:
       return openai::grammarForJsonObject();
     case tandem::v1::RESPONSE_FORMAT_TYPE_JSON_SCHEMA: {
-      // nested as deep as an HTTP body may be (the same schema is refused
-      // the same way on both APIs); deeper subtrees are never built.
-      bool too_deep = false;
-      const nlohmann::ordered_json::parser_callback_t limit_depth =
-          [&too_deep](int depth, nlohmann::ordered_json::parse_event_t event,
-                      nlohmann::ordered_json&) {
-            if ((event == nlohmann::ordered_json::parse_event_t::object_start ||
-                 event == nlohmann::ordered_json::parse_event_t::array_start) &&
-                depth >= openai::kMaxJsonDepth) {
-              too_deep = true;
-              return false;
-            }
-            return true;
-          };
-      const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(
-          format.schema(), limit_depth, /*allow_exceptions=*/false);
-      if (schema.is_discarded()) {
-        return absl::InvalidArgumentError("response_format.schema is not valid JSON");
+      // the body's depth limit never saw inside this string: applied here.
+      std::variant<nlohmann::ordered_json, std::string> schema =
+          openai::parseBoundedJson(format.schema());
+      if (auto* problem = std::get_if<std::string>(&schema)) {
+        return absl::InvalidArgumentError(absl::StrCat("response_format.schema ",
+                                                       problem->starts_with("invalid") ? "is " : "",
+                                                       *problem));
       }
-      if (too_deep) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "response_format.schema nests deeper than ", openai::kMaxJsonDepth, " levels"));
-      }
-      return openai::grammarForJsonSchema(schema);
+      return openai::grammarForJsonSchema(std::get<nlohmann::ordered_json>(schema));
     }
     case tandem::v1::RESPONSE_FORMAT_TYPE_TEXT:
       break;

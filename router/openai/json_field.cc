@@ -10,7 +10,7 @@ namespace tandem::openai {
 
 using Json = nlohmann::ordered_json;
 
-std::variant<Json, ApiError> parseJsonObject(std::string_view body) {
+std::variant<Json, std::string> parseBoundedJson(std::string_view text) {
   bool too_deep = false;
   Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t event,
                                                      Json&) {
@@ -24,7 +24,7 @@ std::variant<Json, ApiError> parseJsonObject(std::string_view body) {
   };
   Json json;
   try {
-    json = Json::parse(body.begin(), body.end(), limit_depth);
+    json = Json::parse(text.begin(), text.end(), limit_depth);
   } catch (const Json::exception& e) {
     // every parse failure, not only parse_error: a number beyond double's
     // range (1e999) is out_of_range, and uncaught it ended the router (the
@@ -35,17 +35,24 @@ std::variant<Json, ApiError> parseJsonObject(std::string_view body) {
     std::string_view what = e.what();
     size_t id_end = what.find("] ");
     if (id_end != std::string_view::npos) what.remove_prefix(id_end + 2);
-    return errorFor(400, absl::StrCat("invalid JSON: ", std::string(what)));
+    return absl::StrCat("invalid JSON: ", std::string(what));
   }
-  if (too_deep) {
-    return errorFor(400, absl::StrCat("the request body nests deeper than ", kMaxJsonDepth,
-                                      " levels"));
+  if (too_deep) return absl::StrCat("nests deeper than ", kMaxJsonDepth, " levels");
+  return json;
+}
+
+std::variant<Json, ApiError> parseJsonObject(std::string_view body) {
+  std::variant<Json, std::string> parsed = parseBoundedJson(body);
+  if (auto* problem = std::get_if<std::string>(&parsed)) {
+    if (problem->starts_with("invalid JSON")) return errorFor(400, std::move(*problem));
+    return errorFor(400, absl::StrCat("the request body ", *problem));
   }
+  Json& json = std::get<Json>(parsed);
   if (!json.is_object()) {
     return errorFor(400, absl::StrCat("the request body must be a JSON object, got ",
                                       json.type_name()));
   }
-  return json;
+  return std::move(json);
 }
 
 std::optional<int64_t> asInteger(const Json& value) {

@@ -25,9 +25,15 @@ inline constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 // schemas included) nests anywhere near this.
 inline constexpr int kMaxJsonDepth = 128;
 
+// `text` as JSON (key order kept), or what is wrong with it in words:
+// "invalid JSON: ..." (nlohmann's message without its internal id), or
+// "nests deeper than <kMaxJsonDepth> levels" (the deeper part is never
+// built). For JSON that arrives inside a string (a gRPC request's schema).
+std::variant<nlohmann::ordered_json, std::string> parseBoundedJson(std::string_view text);
+
 // a request body as a JSON object (key order kept), or the 400 to answer:
-// invalid JSON (nlohmann's message without its internal id), nesting deeper
-// than kMaxJsonDepth, or a value that is not an object.
+// invalid JSON, nesting deeper than kMaxJsonDepth (parseBoundedJson), or a
+// value that is not an object.
 std::variant<nlohmann::ordered_json, ApiError> parseJsonObject(std::string_view body);
 
 // `value` as an integer when it is one: a JSON integer, or a float with no

@@ -44,6 +44,10 @@ struct GenerationRequest {
   static constexpr int kMaxStopStrings = 32;
   static constexpr int kMaxN = 128;
   static constexpr int kMaxPrompts = 1024;
+  // chat messages (and Responses input items): far more than a real
+  // conversation holds, and each one is template work before any limit
+  // on tokens can apply.
+  static constexpr int kMaxMessages = 4096;
 
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;

@@ -126,6 +126,11 @@ void checkMessages(FieldReader& reader) {
     reader.fail("messages", "messages must be a non-empty array of message objects");
     return;
   }
+  if (messages->size() > static_cast<size_t>(GenerationRequest::kMaxMessages)) {
+    reader.fail("messages", absl::StrCat("messages may hold at most ", GenerationRequest::kMaxMessages,
+                                         " messages, got ", messages->size()));
+    return;
+  }
   for (size_t i = 0; i < messages->size(); ++i) {
     const Json& message = (*messages)[i];
     if (!message.is_object()) {

@@ -16,7 +16,7 @@ namespace tandem::openai {
 // recorded on `reader` as 400s with param "prompt".
 void readPrompts(FieldReader& reader, GenerationRequest& request);
 
-// checks "messages": a non-empty array of objects, each with a string
+// checks "messages": a non-empty array of at most kMaxMessages objects, each with a string
 // "role" and a "content" that is absent, null, a string, or an array of
 // {"type":"text","text":string} parts. Errors have param "messages".
 void checkMessages(FieldReader& reader);

@@ -82,6 +82,11 @@ Json inputMessages(FieldReader& reader) {
     reader.fail("input", "input must be a string or a non-empty array of input items");
     return messages;
   }
+  if (input->size() > static_cast<size_t>(GenerationRequest::kMaxMessages)) {
+    reader.fail("input", absl::StrCat("input may hold at most ", GenerationRequest::kMaxMessages,
+                                      " items, got ", input->size()));
+    return messages;
+  }
   for (size_t i = 0; i < input->size() && !reader.failed(); ++i) {
     const Json& item = (*input)[i];
     const std::string where = absl::StrCat("input[", i, "]");

@@ -14,6 +14,7 @@ const load = (file, includeDirs) => grpc.loadPackageDefinition(protoLoader.loadS
 const tandem = load('tandem/v1/inference.proto', [path.join(sourceDir, 'proto')]).tandem.v1;
 const health = load('health.proto', [path.join(here, 'protos')]).grpc.health.v1;
 const reflection = load('reflection.proto', [path.join(here, 'protos')]).grpc.reflection.v1alpha;
+const reflectionV1 = load('grpc/reflection/v1/reflection.proto', [path.join(sourceDir, 'proto')]).grpc.reflection.v1;
 
 let server;
 let client;
@@ -82,25 +83,32 @@ test('ListModels names the served model', async () => {
   assert.ok(r.models[0].max_context > 0);
 });
 
-test('grpc.health.v1.Health says SERVING', async () => {
+test('grpc.health.v1.Health says SERVING for the server and for tandem.v1.Inference', async () => {
   const h = new health.Health(`${server.host}:${server.grpcPort}`, grpc.credentials.createInsecure());
-  const r = await new Promise((res, rej) => h.check({ service: '' }, (e, v) => (e ? rej(e) : res(v))));
-  assert.equal(r.status, 'SERVING');
+  for (const service of ['', 'tandem.v1.Inference']) {
+    const r = await new Promise((res, rej) => h.check({ service }, (e, v) => (e ? rej(e) : res(v))));
+    assert.equal(r.status, 'SERVING', service);
+  }
   h.close();
 });
 
-test('server reflection lists tandem.v1.Inference', async () => {
-  const r = new reflection.ServerReflection(`${server.host}:${server.grpcPort}`, grpc.credentials.createInsecure());
-  const names = await new Promise((res, rej) => {
-    const call = r.serverReflectionInfo();
-    call.on('data', (m) => { res(m.list_services_response.service.map((s) => s.name)); call.end(); });
-    call.on('error', rej);
-    call.write({ list_services: '' });
+// grpcurl's first question: v1 (grpcurl 1.9 and later), then v1alpha.
+for (const [version, pkg] of [['v1', reflectionV1], ['v1alpha', reflection]]) {
+  test(`server reflection ${version} lists tandem.v1.Inference`, async () => {
+    const r = new pkg.ServerReflection(`${server.host}:${server.grpcPort}`, grpc.credentials.createInsecure());
+    const names = await new Promise((res, rej) => {
+      const call = r.serverReflectionInfo();
+      call.on('data', (m) => { res(m.list_services_response.service.map((s) => s.name)); call.end(); });
+      call.on('error', rej);
+      call.write({ list_services: '' });
+    });
+    for (const name of ['tandem.v1.Inference', 'grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection',
+      'grpc.reflection.v1alpha.ServerReflection']) {
+      assert.ok(names.includes(name), `${name} missing from ${names.join(',')}`);
+    }
+    r.close();
   });
-  assert.ok(names.includes('tandem.v1.Inference'), names.join(','));
-  assert.ok(names.includes('grpc.health.v1.Health'), names.join(','));
-  r.close();
-});
+}
 
 test('a cancelled call stops its generation', async () => {
   const call = client.generate({ text: 'Once upon a time', params: { temperature: 0, max_tokens: 400, ignore_eos: true } });

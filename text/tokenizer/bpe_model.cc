@@ -1,5 +1,6 @@
 #include "text/tokenizer/bpe_model.h"
 
+#include <algorithm>
 #include <queue>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,26 @@ absl::Status BpeModel::init(std::vector<std::string> vocab,
     merges_.try_emplace(pairKey(*ia, *ib), Merge{static_cast<int32_t>(rank), *im});
   }
   return absl::OkStatus();
+}
+
+size_t BpeModel::maxBytesPerToken(bool byte_stand_ins) const {
+  auto all_bytes = [this](auto&& spell) {
+    for (int b = 0; b < 256; ++b) {
+      if (!find(spell(static_cast<uint8_t>(b)))) return false;
+    }
+    return true;
+  };
+  auto stand_in = [](uint8_t b) {
+    return byteLevelEncode(std::string_view(reinterpret_cast<const char*>(&b), 1));
+  };
+  const bool covered = (byte_stand_ins && all_bytes(stand_in)) ||
+                       (options_.byte_fallback && all_bytes(byteTokenName)) ||
+                       (options_.unk_id && !options_.fuse_unk);
+  if (!covered) return 0;
+  // an unknown token stands for one character, up to 4 bytes.
+  size_t most = options_.unk_id ? 4 : 1;
+  for (const std::string& token : vocab_) most = std::max(most, token.size());
+  return most;
 }
 
 std::optional<TokenId> BpeModel::find(std::string_view token) const {

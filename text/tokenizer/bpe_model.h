@@ -39,6 +39,15 @@ class BpeModel {
   // appends the ids of one pre-token (already in vocabulary spelling).
   void tokenize(std::string_view word, std::vector<TokenId>* out) const;
 
+  // the most bytes (in vocabulary spelling) one token of tokenize() stands
+  // for, when every character of a pre-token spelled with
+  // `byte_stand_ins` (every character one of GPT-2's 256 byte stand-ins)
+  // is sure to become tokens: each is in the vocabulary, or its bytes are
+  // (byte fallback), or it becomes one unknown token (not fused). 0
+  // otherwise: a character with none of these is dropped, and fused
+  // unknown tokens swallow any number of characters.
+  size_t maxBytesPerToken(bool byte_stand_ins) const;
+
   std::optional<TokenId> find(std::string_view token) const;
   const std::string& token(TokenId id) const { return vocab_[id]; }
   int size() const { return static_cast<int>(vocab_.size()); }

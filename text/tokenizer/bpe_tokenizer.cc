@@ -16,6 +16,21 @@ BpeTokenizer::BpeTokenizer(std::unique_ptr<BpeModel> model, Normalizer normalize
       options_(std::move(options)) {
   vocab_size_ = model_->size();
   for (const AddedToken& t : added_.tokens()) vocab_size_ = std::max(vocab_size_, t.id + 1);
+  max_input_bytes_per_token_ = computeMaxInputBytesPerToken();
+}
+
+size_t BpeTokenizer::computeMaxInputBytesPerToken() const {
+  const size_t shrink = normalizer_.shrinkFactor();
+  if (shrink == 0 || !pre_tokenizer_.keepsEveryByte()) return 0;
+  size_t model = model_->maxBytesPerToken(pre_tokenizer_.endsByteLevel());
+  if (model == 0) return 0;
+  size_t raw = 0;  // added tokens matched in the raw input
+  for (const AddedToken& t : added_.tokens()) {
+    if (t.lstrip || t.rstrip) return 0;
+    size_t& most = t.normalized ? model : raw;
+    most = std::max(most, t.content.size());
+  }
+  return std::max(raw, shrink * model);
 }
 
 std::vector<TokenId> BpeTokenizer::encode(std::string_view text, bool add_special) const {

@@ -42,6 +42,14 @@ class BpeTokenizer : public Tokenizer {
   std::vector<TokenId> encode(std::string_view text, bool add_special) const override;
   std::string decode(const std::vector<TokenId>& ids, bool skip_special) const override;
   std::string tokenBytes(TokenId id) const override;
+  // raw bytes -> normalizer (shrinks at most by its shrinkFactor) ->
+  // pre-tokenizer (keeps every byte unless it drops matches) -> BPE (a
+  // token stands for at most BpeModel::maxBytesPerToken of the spelled
+  // pieces); added tokens stand for their content (times the normalizer's
+  // factor for those matched in normalized text). 0 when a step has no
+  // bound, or an added token strips the spaces beside it (lstrip/rstrip
+  // swallow any number of them).
+  size_t maxInputBytesPerToken() const override { return max_input_bytes_per_token_; }
   int vocabSize() const override { return vocab_size_; }
   bool isSpecial(TokenId id) const override;
   std::optional<TokenId> tokenToId(std::string_view token) const override;
@@ -51,6 +59,7 @@ class BpeTokenizer : public Tokenizer {
 
  private:
   void encodeNormalized(std::string_view text, bool first, std::vector<TokenId>* out) const;
+  size_t computeMaxInputBytesPerToken() const;
 
   std::unique_ptr<BpeModel> model_;
   Normalizer normalizer_;
@@ -58,6 +67,7 @@ class BpeTokenizer : public Tokenizer {
   AddedVocab added_;
   Options options_;
   int vocab_size_ = 0;
+  size_t max_input_bytes_per_token_ = 0;
 };
 
 }  // namespace tandem::tokenizer

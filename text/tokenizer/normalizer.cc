@@ -1,5 +1,7 @@
 #include "text/tokenizer/normalizer.h"
 
+#include <algorithm>
+
 #include <unicode/normalizer2.h>
 #include <unicode/unistr.h>
 
@@ -87,6 +89,32 @@ absl::Status Normalizer::addStep(const nlohmann::json& json) {
   }
   steps_.push_back(std::move(step));
   return absl::OkStatus();
+}
+
+size_t Normalizer::shrinkFactor() const {
+  // the Unicode forms and Lowercase: see the header.
+  constexpr size_t kUnicodeShrink = 4;
+  // a factor past this is as good as none, and the product cannot overflow.
+  constexpr size_t kCap = size_t{1} << 20;
+  size_t factor = 1;
+  for (const Step& step : steps_) {
+    size_t f = 1;
+    switch (step.kind) {
+      case Kind::kNfc:
+      case Kind::kNfd:
+      case Kind::kNfkc:
+      case Kind::kNfkd:
+      case Kind::kLowercase: f = kUnicodeShrink; break;
+      case Kind::kPrepend: break;
+      case Kind::kStrip: return 0;
+      case Kind::kReplace:
+        if (step.regex != nullptr || step.content.empty()) return 0;
+        f = (step.literal.size() + step.content.size() - 1) / step.content.size();
+        break;
+    }
+    factor = std::min(factor * f, kCap);
+  }
+  return factor;
 }
 
 std::string Normalizer::apply(std::string_view text) const {

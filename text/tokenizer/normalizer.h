@@ -27,6 +27,16 @@ class Normalizer {
   bool empty() const { return steps_.empty(); }
   std::string apply(std::string_view text) const;
 
+  // f such that apply(t) has at least |t| / f bytes for every t; 0 when no
+  // step sequence bounds it (Strip drops any run of spaces at the ends, a
+  // Replace with empty content or a regex pattern any number of bytes).
+  // Prepend only adds; a literal Replace of L bytes by C shrinks a match to
+  // C/L of it; the Unicode forms and Lowercase at most to a quarter (the
+  // most is a 4-byte character folding to 1 byte, U+1D400 -> "A" in NFKC:
+  // tests/text/tokenizer/normalizer_test.cc checks every code point and
+  // every canonical and compatibility composition).
+  size_t shrinkFactor() const;
+
  private:
   enum class Kind { kNfc, kNfd, kNfkc, kNfkd, kLowercase, kPrepend, kReplace, kStrip };
   struct Step {

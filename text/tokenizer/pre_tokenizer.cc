@@ -88,6 +88,14 @@ absl::Status PreTokenizer::addStep(const nlohmann::json& json) {
   return absl::OkStatus();
 }
 
+bool PreTokenizer::keepsEveryByte() const {
+  for (const Step& step : steps_) {
+    if (step.regex != nullptr && step.regex->dropsText()) return false;
+    if (step.kind == Kind::kMetaspace && step.replacement.empty()) return false;
+  }
+  return true;
+}
+
 std::vector<std::string> PreTokenizer::run(std::string_view text, bool first) const {
   std::vector<std::string> pieces{std::string(text)};
   std::vector<std::string> next;

@@ -32,6 +32,14 @@ class PreTokenizer {
   std::vector<std::string> run(std::string_view text, bool first) const;
   // whether some step maps bytes to GPT-2 stand-ins.
   bool isByteLevel() const { return byte_level_; }
+  // whether run()'s pieces together hold at least the text's bytes: no
+  // Split drops what it matches, no Metaspace replaces a space by nothing
+  // (ByteLevel spells a byte in 1 or 2, Metaspace a space in its
+  // replacement, and prefixes only add).
+  bool keepsEveryByte() const;
+  // whether the last step is ByteLevel: every character of every piece is
+  // then one of the 256 byte stand-ins.
+  bool endsByteLevel() const { return !steps_.empty() && steps_.back().kind == Kind::kByteLevel; }
 
  private:
   enum class Kind { kSplit, kByteLevel, kMetaspace };

@@ -41,6 +41,11 @@ class SplitRegex {
                                                                    Behavior behavior, bool invert);
   ~SplitRegex();
 
+  // true when split() drops what it matches (kRemoved, or the runs
+  // between matches when inverted): its pieces may hold fewer bytes than
+  // the text.
+  bool dropsText() const { return behavior_ == Behavior::kRemoved; }
+
   // appends the non-empty pieces of `text`, views into it, to `out`.
   void split(std::string_view text, std::vector<std::string_view>* out) const;
 

@@ -1,5 +1,6 @@
 #include "text/tokenizer/spm_tokenizer.h"
 
+#include <algorithm>
 #include <queue>
 
 #include "absl/strings/str_replace.h"
@@ -22,6 +23,7 @@ SpmTokenizer::SpmTokenizer(std::vector<std::string> tokens, std::vector<float> s
   for (size_t i = 0; i < tokens_.size(); ++i) {
     auto id = static_cast<TokenId>(i);
     ids_[tokens_[i]] = id;  // the last duplicate wins, as in llama.cpp
+    max_token_bytes_ = std::max(max_token_bytes_, tokens_[i].size());
     GgufTokenType t = type(id);
     // control and user-defined tokens written in the text are matched whole
     if (t == GgufTokenType::kControl || t == GgufTokenType::kUserDefined) {

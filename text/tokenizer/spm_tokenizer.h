@@ -36,6 +36,12 @@ class SpmTokenizer : public Tokenizer {
   std::vector<TokenId> encode(std::string_view text, bool add_special) const override;
   std::string decode(const std::vector<TokenId>& ids, bool skip_special) const override;
   std::string tokenBytes(TokenId id) const override;
+  // the longest token string (at least 1): every input byte lands in one
+  // symbol, and each symbol becomes a token whose string holds it (a space
+  // is "▁", 3 bytes, in the string) or one <0xXX> token per byte (the
+  // unknown token when the vocabulary lacks it); control and user-defined
+  // tokens match their own string. Nothing is dropped or fused.
+  size_t maxInputBytesPerToken() const override { return max_token_bytes_; }
   int vocabSize() const override { return static_cast<int>(tokens_.size()); }
   bool isSpecial(TokenId id) const override;
   std::optional<TokenId> tokenToId(std::string_view token) const override;
@@ -54,6 +60,7 @@ class SpmTokenizer : public Tokenizer {
   absl::flat_hash_map<std::string, TokenId> ids_;
   AddedVocab specials_;
   Options options_;
+  size_t max_token_bytes_ = 1;
 };
 
 }  // namespace tandem::tokenizer

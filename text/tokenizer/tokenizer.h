@@ -5,6 +5,7 @@
 // from an HF tokenizer.json or a GGUF-embedded vocabulary.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -48,6 +49,15 @@ class Tokenizer {
   // sequence. SentencePiece models turn the "▁" marker into a space here;
   // decode() drops the space in front of the very first token, as HF does.
   virtual std::string tokenBytes(TokenId id) const = 0;
+
+  // the most bytes of encode()'s input one token of its output can stand
+  // for: a text of n bytes encodes to at least ceil(n / this) tokens (the
+  // special tokens add_special puts around it only add). What lets a caller
+  // refuse a text that cannot fit a token budget by its length alone,
+  // before tokenizing it. 0 when this tokenizer has no such bound: some
+  // step of it may drop input bytes or fold any number of them into one
+  // token (each implementation says which).
+  virtual size_t maxInputBytesPerToken() const = 0;
 
   virtual int vocabSize() const = 0;
   virtual bool isSpecial(TokenId id) const = 0;

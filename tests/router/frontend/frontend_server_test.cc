@@ -9,12 +9,14 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/prompt_mix_series.h"
 #include "nlohmann/json.hpp"
 #include "router/openai/api_error.h"
 #include "tandem/v1/inference.grpc.pb.h"
+#include "tests/common/grpc/health_check_client.h"
 #include "tests/common/http/raw_client.h"
 #include "tests/common/http/server_test_util.h"
 #include "tests/fakes/fake_generator.h"
@@ -127,6 +129,45 @@ TEST_F(FrontendServerTest, HttpAndGrpcShareOneCapacityBudget) {
   client->close();
   ASSERT_TRUE(http::testing::waitUntil([&] { return metric("tandem:admitted_seqs") == 0; },
                                        std::chrono::seconds(10)));
+}
+
+// a Kubernetes gRPC probe during a drain: the port still answers, and says
+// NOT_SERVING (for the server and for tandem.v1.Inference) while a call is
+// in flight; new calls are UNAVAILABLE; the port closes once the call ends.
+TEST_F(FrontendServerTest, GrpcHealthIsNotServingWhileTheCallsInFlightDrain) {
+  serve({});
+  generator_->setDefaultScript({.tokens = {oracle_.completion_ids[0]}, .hold = true});
+  const std::string address = "127.0.0.1:" + std::to_string(frontend_->grpcPort());
+  // a probe connects anew each time (kubelet does).
+  auto probe = [&](const std::string& service) {
+    grpc::ChannelArguments fresh;
+    fresh.SetInt("grpc.use_local_subchannel_pool", 1);
+    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), fresh);
+    return grpc_util::testing::healthCheck(*channel, service);
+  };
+  EXPECT_EQ(probe("tandem.v1.Inference"), "SERVING");
+  grpc::ClientContext held_context;
+  setDeadline(held_context);
+  auto held = stub_->Generate(&held_context, grpcRequest());
+  tandem::v1::GenerateResponse message;
+  ASSERT_TRUE(held->Read(&message));  // admitted and held by the generator
+
+  std::thread drain([&] { frontend_->drainAndStop(std::chrono::seconds(30)); });
+  EXPECT_TRUE(http::testing::waitUntil([&] { return probe("tandem.v1.Inference") == "NOT_SERVING"; },
+                                       std::chrono::seconds(10)));
+  EXPECT_EQ(probe(""), "NOT_SERVING");
+  grpc::ClientContext late_context;
+  setDeadline(late_context);
+  auto late = stub_->Generate(&late_context, grpcRequest());
+  EXPECT_FALSE(late->Read(&message));
+  EXPECT_EQ(late->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  // the held call ends: the drain completes and the port closes.
+  held_context.TryCancel();
+  while (held->Read(&message)) {}
+  held->Finish();
+  drain.join();
+  frontend_.reset();
+  EXPECT_EQ(probe("").substr(0, 12), "UNAVAILABLE:");
 }
 
 TEST_F(FrontendServerTest, HttpAndGrpcTakeTheSameApiKeys) {

@@ -166,6 +166,46 @@ TEST_F(AdmissionTest, APromptOverTheServerLimitIsPromptTooLong) {
   EXPECT_EQ(toApiError(e).code, "context_length_exceeded");
 }
 
+// stories260K's tokens stand for at most 9 bytes each: 63 tokens (the most
+// a prompt may have in a 64-token context) are at most 567 bytes, so a
+// longer text is refused by its length, before the tokenizer sees it.
+TEST_F(AdmissionTest, ATextThatCannotFitByItsBytesIsRefusedBeforeTokenizing) {
+  ASSERT_EQ(serving_.model->tokenizer().maxInputBytesPerToken(), 9u);
+  openai::GenerationRequest request = completion(std::string(568, 'a'));
+  AdmissionError e = errorOf(make()->prepare(request));
+  EXPECT_EQ(e.reason, AdmissionReason::kContextLengthExceeded);
+  EXPECT_EQ(e.field, "prompt");
+  EXPECT_EQ(e.message,
+            "this model's maximum context length is 64 tokens, but the prompt has 568 bytes, so "
+            "at least 64 tokens (a token of this model stands for at most 9 bytes)");
+  EXPECT_EQ(toApiError(e).code, "context_length_exceeded");
+  // at 567 bytes the text may fit: it is tokenized, and its tokens decide.
+  request = completion(std::string(567, 'a'));
+  e = errorOf(make()->prepare(request));
+  EXPECT_EQ(e.reason, AdmissionReason::kContextLengthExceeded);
+  EXPECT_TRUE(e.message.ends_with(" tokens")) << e.message;
+  // under the server's prompt limit the refusal says so.
+  request = completion(std::string(100, 'a'));
+  e = errorOf(make({.max_prompt_tokens = 8})->prepare(request));
+  EXPECT_EQ(e.reason, AdmissionReason::kPromptTooLong);
+  EXPECT_EQ(e.message,
+            "this model's maximum context length is 64 tokens, but the prompt has 100 bytes, so "
+            "at least 12 tokens (a token of this model stands for at most 9 bytes) (the server "
+            "allows at most 8)");
+}
+
+TEST_F(AdmissionTest, ARenderedChatThatCannotFitByItsBytesIsRefusedBeforeTokenizing) {
+  openai::GenerationRequest request;
+  request.endpoint = openai::Endpoint::kChatCompletions;
+  request.model = testing::kModelName;
+  request.messages = nlohmann::ordered_json::array(
+      {{{"role", "user"}, {"content", std::string(100000, 'x')}}});
+  AdmissionError e = errorOf(make()->prepare(request));
+  EXPECT_EQ(e.reason, AdmissionReason::kContextLengthExceeded);
+  EXPECT_EQ(e.field, "messages");
+  EXPECT_NE(e.message.find("the prompt has 100003 bytes"), std::string::npos) << e.message;
+}
+
 TEST_F(AdmissionTest, MaxTokensBeyondTheContextIsContextLengthExceededOnMaxTokens) {
   openai::GenerationRequest request = tokenCompletion(std::vector<int32_t>(10, 5));
   request.max_tokens_set = true;
@@ -326,6 +366,46 @@ TEST_F(AdmissionTest, OffloadsToItsOwnThreadsAndRefusesBeyondTheQueue) {
   e = admission.offload([] {});
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->reason, AdmissionReason::kDraining);
+}
+
+// a task on one lane blocked: the other lane's tasks run all the same.
+TEST_F(AdmissionTest, LargeBodiesArePreparedOnALaneOfTheirOwn) {
+  auto owner = make({.prepare_threads = 1, .large_body_bytes = 1000});
+  // (blocked task's bytes, other task's bytes): large blocks small, small blocks large.
+  for (const auto& [blocked, other] : {std::pair<size_t, size_t>{5000, 999}, {0, 1000}}) {
+    std::mutex mu;
+    std::condition_variable changed;
+    bool started = false, release = false, other_ran = false;
+    std::thread::id blocked_on, other_on;
+    Admission& admission = *owner;
+    ASSERT_FALSE(admission.offload(
+        [&] {
+          std::unique_lock lock(mu);
+          blocked_on = std::this_thread::get_id();
+          started = true;
+          changed.notify_all();
+          changed.wait(lock, [&] { return release; });
+        },
+        blocked));
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return started; }));
+    ASSERT_FALSE(admission.offload(
+        [&] {
+          std::lock_guard inner(mu);
+          other_on = std::this_thread::get_id();
+          other_ran = true;
+          changed.notify_all();
+        },
+        other));
+    EXPECT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return other_ran; }))
+        << "a task of " << other << " bytes waited behind one of " << blocked;
+    EXPECT_NE(blocked_on, other_on);
+    release = true;
+    changed.notify_all();
+    lock.unlock();
+    admission.stop();  // the blocked task ends before `mu` goes
+    owner = make({.prepare_threads = 1, .large_body_bytes = 1000});
+  }
 }
 
 }  // namespace

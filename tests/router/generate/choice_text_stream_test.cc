@@ -146,5 +146,25 @@ TEST_F(ChoiceTextStreamTest, KeepsTheSpecialTokensItIsToldToEvenWhenSkippingSpec
   EXPECT_EQ(kept, first + "</s>" + second);
 }
 
+// the text of `text`'s tokens pushed one by one, then finish().
+std::string streamed(ChoiceTextStream& stream, const tokenizer::Tokenizer& tok, const std::string& text) {
+  std::string out;
+  for (int32_t id : tok.encode(text, false)) out += stream.push(id);
+  return out + stream.finish();
+}
+
+// stop strings whose own prefixes repeat: a partial match that fails must
+// fall back to the longest prefix still matching, not to nothing.
+TEST_F(ChoiceTextStreamTest, FindsStopStringsThatOverlapThemselves) {
+  ChoiceTextStream aab(*tok_, {"aab"}, false, true);
+  EXPECT_EQ(streamed(aab, *tok_, "xaaab y"), " xa");
+  EXPECT_EQ(aab.matchedStop(), "aab");
+  ChoiceTextStream abac(*tok_, {"abac"}, false, true);
+  EXPECT_EQ(streamed(abac, *tok_, "ababac"), " ab");
+  ChoiceTextStream none(*tok_, {"abac"}, false, true);
+  EXPECT_EQ(streamed(none, *tok_, "ababab"), " ababab");
+  EXPECT_FALSE(none.stopped());
+}
+
 }  // namespace
 }  // namespace tandem::router

@@ -63,6 +63,7 @@ class GatedTokenizer final : public tokenizer::Tokenizer {
     return inner_->decode(ids, skip_special);
   }
   std::string tokenBytes(tokenizer::TokenId id) const override { return inner_->tokenBytes(id); }
+  size_t maxInputBytesPerToken() const override { return inner_->maxInputBytesPerToken(); }
   int vocabSize() const override { return inner_->vocabSize(); }
   bool isSpecial(tokenizer::TokenId id) const override { return inner_->isSpecial(id); }
   std::optional<tokenizer::TokenId> tokenToId(std::string_view token) const override {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "grpcpp/impl/client_unary_call.h"
 #include "tandem/v1/inference.grpc.pb.h"
 #include "tests/common/http/server_test_util.h"
 #include "tests/router/generate/stories_serving.h"
@@ -56,6 +57,29 @@ class InferenceServiceTest : public ::testing::Test {
     int n = 0;
     while (reader->Read(&response)) ++n;
     if (messages != nullptr) *messages = n;
+    return reader->Finish();
+  }
+
+  // a call of `method` with `body` as its request's bytes, whatever they
+  // are (a client with a broken encoder): the status it ends with.
+  grpc::Status rawCall(const std::string& method, const std::string& body,
+                       grpc::internal::RpcMethod::RpcType type) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    grpc::Slice slice(body);
+    grpc::ByteBuffer request(&slice, 1);
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                       grpc::InsecureChannelCredentials());
+    const grpc::internal::RpcMethod rpc(method.c_str(), type);
+    if (type == grpc::internal::RpcMethod::NORMAL_RPC) {
+      grpc::ByteBuffer response;
+      return grpc::internal::BlockingUnaryCall(channel.get(), rpc, &context, request, &response);
+    }
+    std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+        grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel.get(), rpc, &context,
+                                                                      request));
+    grpc::ByteBuffer message;
+    while (reader->Read(&message)) {}
     return reader->Finish();
   }
 
@@ -151,6 +175,47 @@ TEST_F(InferenceServiceTest, AnEmptyModelNamesTheServedOneAndAnotherIsNotFound) 
   EXPECT_TRUE(generate(request).ok());
   request.set_model("gpt-9");
   EXPECT_EQ(generate(request).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// gRPC's own deserialization answered these UNIMPLEMENTED with no details
+// (the generic reading of "no such method"); the service parses its
+// requests itself and says what is wrong.
+TEST_F(InferenceServiceTest, ABodyThatDoesNotParseIsInvalidArgumentWithAMessage) {
+  serve();
+  const std::string bodies[] = {
+      std::string("\x00\x01", 2),          // field number 0: no such tag
+      std::string("\x12\x05" "ab", 4),       // text: 5 bytes announced, 2 sent
+      std::string("\x12\x02\xff\xfe", 4),  // text: not UTF-8
+  };
+  for (const std::string& body : bodies) {
+    grpc::Status status =
+        rawCall("/tandem.v1.Inference/Generate", body, grpc::internal::RpcMethod::SERVER_STREAMING);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+    EXPECT_EQ(status.error_message(),
+              "the request body (" + std::to_string(body.size()) +
+                  " bytes) does not parse as tandem.v1.GenerateRequest: not protobuf wire format, "
+                  "a truncated field, or a string field that is not UTF-8");
+  }
+  grpc::Status list = rawCall("/tandem.v1.Inference/ListModels", bodies[1],
+                              grpc::internal::RpcMethod::NORMAL_RPC);
+  EXPECT_EQ(list.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(list.error_message().find("tandem.v1.ListModelsRequest"), std::string::npos);
+  EXPECT_TRUE(serving_.generator.submits().empty());
+  // a well-formed body on the same raw path is served.
+  serving_.generator.setDefaultScript({.tokens = {oracle_.completion_ids[0]}});
+  EXPECT_TRUE(rawCall("/tandem.v1.Inference/Generate", textRequest("Once").SerializeAsString(),
+                      grpc::internal::RpcMethod::SERVER_STREAMING)
+                  .ok());
+}
+
+TEST_F(InferenceServiceTest, ASchemaNestedPastTheJsonDepthLimitIsInvalidArgument) {
+  serve();
+  tandem::v1::GenerateRequest request = textRequest("Once");
+  request.mutable_response_format()->set_type(tandem::v1::RESPONSE_FORMAT_TYPE_JSON_SCHEMA);
+  request.mutable_response_format()->set_schema(std::string(100000, '[') + std::string(100000, ']'));
+  grpc::Status status = generate(request);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "response_format.schema nests deeper than 128 levels");
 }
 
 }  // namespace

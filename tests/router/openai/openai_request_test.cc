@@ -354,6 +354,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "messages", "messages[0].content[0].text must be a string"},
         Rejection{kChat, R"({"model":"m","messages":[{"role":"user","content":["hi"]}]})",
                   "messages", "must be an object with a string \"type\""},
+        Rejection{kChat, R"({"model":"m","messages":[)" + [] {
+          std::string items = R"({"role":"user"})";
+          for (int i = 0; i < GenerationRequest::kMaxMessages; ++i) items += R"(,{"role":"user"})";
+          return items;
+        }() + "]}", "messages", "at most 4096 messages, got 4097"},
         Rejection{kChat, chat(R"("tools":"f")"), "tools", "tools must be an array, got string"},
         Rejection{kChat, chat(R"("tools":[1])"), "tools", "tools[0] must be an object"},
         Rejection{kChat, chat(R"("chat_template_kwargs":[])"), "chat_template_kwargs",

@@ -137,6 +137,12 @@ TEST(ResponsesRequestTest, RefusesWhatItDoesNotDoNamingTheField) {
             "input[0]: input items of type 'reasoning' are not supported"},
            {R"({"model":"m","input":[{"type":"function_call","name":"f"}]})",
             "input[0].call_id must be a string"},
+           {R"({"model":"m","input":[)" + [] {
+              std::string items = R"({"role":"user","content":"x"})";
+              for (int i = 0; i < GenerationRequest::kMaxMessages; ++i) items += R"(,{"role":"user","content":"x"})";
+              return items;
+            }() + "]}",
+            "input may hold at most 4096 items, got 4097"},
        }) {
     ApiError error = parseError(body);
     EXPECT_EQ(error.param, "input") << body;
