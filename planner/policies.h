@@ -27,8 +27,18 @@ struct PolicyConfig {
   // `sla`: the share of requests that should meet each SLO.
   double target_attainment = 0.99;
   // `sla` and `load`: a lower count is taken only after this many intervals
-  // in a row wanted it (hysteresis against scaling down into a dip).
+  // in a row wanted it (hysteresis against scaling down into a dip); `sla`
+  // waits at least a cold start and an interval (a worker stopped and asked
+  // for again within that costs more than one kept).
   int scale_down_after = 3;
+  // `sla`: from a scale-up decision to the worker taking requests, until
+  // the policy has seen its own workers arrive (it learns it from them).
+  double cold_start_s = 30;
+  // `sla`, provisioning against bursts (demand_history.h): the prefill
+  // demand to carry is this quantile of the busiest interval of every
+  // window of a cold start and an interval over the last burst_window_s.
+  double burst_quantile = 0.9;
+  double burst_window_s = 600;
   // `load`: saturation thresholds (llm-d's workload-variant autoscaler):
   // decode KV utilization, requests waiting per decode worker, and prompts
   // (of the mean length) waiting per prefill worker.
