@@ -222,9 +222,9 @@ void SlaPolicy::learn(const LoadSample& o, const RoleCounts& current) {
       batch = std::max(1.0, o.request_rate * o.mean_output_tokens *
                                 profile_.decodeItlMs(batch, context) / 1000 / served.decode);
     }
-    const double sample = o.itl_slo_attainment >= config_.target_attainment
-                              ? 1.0
-                              : o.itl_mean_ms / profile_.decodeItlMs(batch, context);
+    // within the SLO, only a faster decode than the profile's is news.
+    const double ratio = o.itl_mean_ms / profile_.decodeItlMs(batch, context);
+    const double sample = o.itl_slo_attainment >= config_.target_attainment ? std::min(1.0, ratio) : ratio;
     itl_correction_ = smooth(itl_correction_, sample);
   }
 }
@@ -286,13 +286,21 @@ ScalingDecision SlaPolicy::decide(const PolicyInputs& in) {
   // a worker stopped and asked for again within a cold start costs more
   // than one kept: hold at least that long.
   const int hold = std::max(config_.scale_down_after, horizonIntervals());
+  // requests waiting on a role say its count is not too many, whatever the
+  // sizing says (a profile faster than the serving path, a burst): no step
+  // down while they do.
+  const bool waiting[2] = {o.prefill_queue_tokens > 0 &&
+                               o.prefill_queue_tokens / profile_.prefillTokensPerS(std::max(1.0, isl)) >
+                                   kBacklogShareOfSlo * config_.ttft_slo_ms / 1000,
+                           o.decode_queue_requests > 0};
   RoleCounts desired = in.current;
   for (Role r : {Role::kPrefill, Role::kDecode}) {
     const int n = in.current[r];
+    if (waiting[r == Role::kPrefill ? 0 : 1]) down_streak_[r] = 0;
     if (need[r] >= n) {
       desired[r] = need[r];
       down_streak_[r] = 0;
-    } else if (++down_streak_[r] >= hold) {
+    } else if (!waiting[r == Role::kPrefill ? 0 : 1] && ++down_streak_[r] >= hold) {
       desired[r] = std::max(need[r], n - std::max(1, n / 5));
       down_streak_[r] = 0;
     }

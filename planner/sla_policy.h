@@ -45,16 +45,19 @@
 //    routed to, so workers added serve only the prompts still to come;
 //  - scale-down waits max(scale_down_after, a cold start + an interval)
 //    intervals in a row of lower need (a worker stopped and asked for again
-//    within a cold start costs more than one kept) and takes at most a
-//    fifth of the role at a time (never below what the sizing needs).
+//    within a cold start costs more than one kept), none while requests
+//    wait on the role (decode: any waiting to join a batch; prefill: a
+//    queue of half the TTFT SLO a worker), and takes at most a fifth of the
+//    role at a time (never below what the sizing needs).
 // The corrections are observed / predicted mean latency (TTFT against the
 // queue model's mean at the ready workers; ITL against the profile at the
 // batch there was), smoothed and bounded to [0.5, 2] (TTFT's to [1, 2]: a
 // faster TTFT than modelled says the wait model is pessimistic, not that
 // prefill beats the profile). They learn only what they can fix: an
-// interval that met its SLO pulls them back towards 1 (a correction above 1
-// there only buys workers the SLO does not need: on the shared traces it
-// cost 20-40% more GPU-hours than the counts that meet it); TTFT's only
+// interval that met its SLO pulls them towards 1 (ITL's may still learn a
+// faster decode than the profile's; a correction above 1 there only buys
+// workers the SLO does not need: on the shared traces it cost 20-40% more
+// GPU-hours than the counts that meet it); TTFT's only
 // where the modelled wait is a small part of the TTFT (it scales the
 // prefill time, not the queue); none from an overloaded pool (requests
 // waiting to join a decode batch, or prefill offered at or above its

@@ -52,8 +52,8 @@ struct PlannerSimOptions {
   // lengths a worker last served, and mislead long prompts' routing).
   bool router_learns_rates = true;
   // sla's burst envelope (planner::PolicyConfig::burst_quantile, burst_window_s).
-  double burst_quantile = 0.9;
-  double burst_window_s = 600;
+  double burst_quantile = 1;
+  double burst_window_s = 1200;
   // run the perfect-foresight bound beside the policies, calibrated (its
   // headroom searched for the SLO targets: foresight_policy.h) or not.
   bool foresight = true;

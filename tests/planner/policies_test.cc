@@ -264,6 +264,22 @@ TEST(SlaPolicyTest, CorrectionsGoBackToOneWhileTheSloIsMet) {
   EXPECT_LT(sla.ttftCorrection(), 1.01);
 }
 
+TEST(SlaPolicyTest, NeverStepsDownARoleRequestsWaitOn) {
+  PolicyConfig c = config();
+  c.scale_down_after = 1;
+  c.cold_start_s = 0;
+  c.burst_window_s = 10;
+  SlaPolicy sla(c);
+  // light traffic, sized for 1 decode worker, but requests wait to join a
+  // batch on the 4 there are (a profile faster than the serving path): hold.
+  LoadSample s = traffic(1, 200, 100);
+  s.ready = {1, 4};
+  s.decode_queue_requests = 0.5;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(sla.decide(inputs(s, {1, 4})).desired.decode, 4) << i;
+  s.decode_queue_requests = 0;
+  EXPECT_EQ(sla.decide(inputs(s, {1, 4})).desired.decode, 3);
+}
+
 TEST(SlaPolicyTest, LearnsTheColdStartFromItsOwnWorkersArriving) {
   PolicyConfig c = config();
   c.cold_start_s = 60;
