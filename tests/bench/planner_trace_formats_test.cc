@@ -114,15 +114,9 @@ std::vector<int> perWindow(const SimTrace& t, double width, double duration) {
 }
 
 TEST(SyntheticTraceTest, AFlashCrowdMultipliesTheRateWithinItsRamp) {
-  SyntheticTraceOptions o;
-  o.kind = "flash-crowd";
-  o.rate = 20;
-  o.duration_s = 1200;
-  o.every_s = 300;
-  o.seed = 3;
-  absl::StatusOr<SimTrace> t = syntheticTrace(o, 64);
+  absl::StatusOr<SimTrace> t = loadPlannerTrace("synthetic:flash-crowd:rate=20,duration_s=1200,every_s=300", 64, 3);
   ASSERT_TRUE(t.ok()) << t.status();
-  const std::vector<int> n = perWindow(*t, 10, o.duration_s);
+  const std::vector<int> n = perWindow(*t, 10, 1200);
   // some 10 s hold ~5x the base 200 arrivals, others ~the base; a crowd's
   // 10-s ramp goes from one to the other within two windows.
   EXPECT_GT(*std::max_element(n.begin(), n.end()), 850);

@@ -113,13 +113,13 @@ async function streamOnce(url, i, maxTokens) {
   });
   if (res.status !== 200) return { start, ttft, ok: false, why: `${res.status} ${(await res.text()).slice(0, 200)}` };
   const decoder = new TextDecoder();
-  let buffer = '';
+  let pending = '';
   for await (const chunk of res.body) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let at;
-    while ((at = buffer.indexOf('\n\n')) >= 0) {
-      const data = buffer.slice(0, at).replace(/^data: /, '');
-      buffer = buffer.slice(at + 2);
+    // whole events only: the last piece may be the start of the next.
+    const events = (pending + decoder.decode(chunk, { stream: true })).split('\n\n');
+    pending = events.pop();
+    for (const event of events) {
+      const data = event.replace(/^data: /, '');
       if (data === '[DONE]') continue;
       const msg = JSON.parse(data);
       if (msg.error) return { start, ttft, ok: false, why: JSON.stringify(msg.error) };
