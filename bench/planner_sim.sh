@@ -53,7 +53,7 @@ run() {  # name, trace spec, replicas, ttft slo, extra flags...
 static_at() {  # trace spec, replicas, ttft slo, P, D, extra flags...
   local spec=$1 replicas=$2 slo=$3 p=$4 d=$5
   shift 5
-  "$tandem" planner simulate --trace "$spec" --replicas "$replicas" --block-size 512 --policies static \
+  "$tandem" planner simulate --trace "$spec" --replicas "$replicas" --block-size 512 --policies static --foresight false \
     --static-counts "$p,$d" --cold-start 30s --interval 10s --ttft-slo-ms "$slo" --itl-slo-ms 50 "$@" \
     --json "$out/search.tmp.json" >/dev/null 2>&1
   python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["policies"]["static"]; print(p["ttft_attainment"], p["itl_attainment"], p["gpu_hours"])' "$out/search.tmp.json"

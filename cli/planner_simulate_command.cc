@@ -8,8 +8,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bench/planner_sim/planner_simulator.h"
 #include "bench/planner_sim/scaled_trace.h"
+#include "bench/planner_sim/trace_formats.h"
 #include "bench/router_sim/sim_trace.h"
 #include "cli/command.h"
 #include "common/mapped_file.h"
@@ -33,6 +35,7 @@ struct PlannerSimulateArgs {
   std::string json_out;
   std::string plot_out;
   std::vector<int> static_counts;
+  std::vector<std::string> window;  // FROM,LENGTH of the trace (durations)
 };
 
 // "30s", "2m", "500ms" or a plain number of seconds.
@@ -70,8 +73,16 @@ absl::Status runPlannerSimulate(PlannerSimulateArgs args) {
   if (args.scale.replicas < 1) return absl::InvalidArgumentError("--replicas must be at least 1");
   absl::StatusOr<planner::WorkerProfile> profile = planner::WorkerProfile::load(args.profile);
   if (!profile.ok()) return profile.status();
-  absl::StatusOr<bench::SimTrace> raw = bench::loadSimTrace(args.trace, args.options.block_size);
+  absl::StatusOr<bench::SimTrace> raw = bench::loadPlannerTrace(args.trace, args.options.block_size, args.options.seed);
   if (!raw.ok()) return raw.status();
+  if (!args.window.empty()) {
+    absl::StatusOr<double> from = parseDuration(args.window[0], "--window");
+    if (!from.ok()) return from.status();
+    absl::StatusOr<double> length = parseDuration(args.window[1], "--window");
+    if (!length.ok()) return length.status();
+    *raw = bench::windowTrace(*raw, *from, *length);
+    if (raw->requests.empty()) return absl::InvalidArgumentError("--window holds no request of the trace");
+  }
   args.scale.seed = args.options.seed;
   const bench::SimTrace trace = bench::scaleTrace(*raw, args.scale);
   std::fprintf(stderr, "%s: %zu requests over %.0f s; profile %s\n", trace.name.c_str(), trace.requests.size(),
@@ -82,12 +93,14 @@ absl::Status runPlannerSimulate(PlannerSimulateArgs args) {
   std::fprintf(stderr, "static: %d prefill + %d decode workers (the sizing model at the busiest interval: %d + %d)\n",
                result->static_counts.prefill, result->static_counts.decode, result->static_model_counts.prefill,
                result->static_model_counts.decode);
-  std::fprintf(stderr, "%-8s %10s %10s %10s %8s %8s %8s %10s %10s\n", "policy", "ttft_att", "itl_att", "gpu_h",
-               "events", "max_P", "max_D", "slo_miss", "wall_s");
+  std::fprintf(stderr, "%-9s %10s %10s %10s %8s %8s %8s %10s %10s %10s\n", "policy", "ttft_att", "itl_att", "gpu_h",
+               "events", "max_P", "max_D", "slo_miss", "of_bound", "wall_s");
   for (const bench::PlannerPolicyResult& p : result->policies) {
-    std::fprintf(stderr, "%-8s %10.4f %10.4f %10.2f %8d %8d %8d %10lld %10.1f\n", p.policy.c_str(), p.ttft_attainment,
-                 p.itl_attainment, p.gpu_hours, p.scale_events, p.max_prefill, p.max_decode,
-                 static_cast<long long>(p.slo_misses), p.sim_wall_s);
+    const std::string fraction =
+        p.fraction_of_possible_savings ? absl::StrFormat("%.2f", *p.fraction_of_possible_savings) : "-";
+    std::fprintf(stderr, "%-9s %10.4f %10.4f %10.2f %8d %8d %8d %10lld %10s %10.1f\n", p.policy.c_str(),
+                 p.ttft_attainment, p.itl_attainment, p.gpu_hours, p.scale_events, p.max_prefill, p.max_decode,
+                 static_cast<long long>(p.slo_misses), fraction.c_str(), p.sim_wall_s);
   }
   std::fprintf(stderr, "misses by prompt length (TTFT misses / of them over the SLO by their own prefill / waiting at their decode worker / ITL misses):\n");
   for (const bench::PlannerPolicyResult& p : result->policies) {
@@ -110,7 +123,14 @@ void registerPlannerSimulateCommand(CLI::App* planner) {
   auto args = std::make_shared<PlannerSimulateArgs>();
   CLI::App* cmd = planner->add_subcommand(
       "simulate", "replay a trace through prefill/decode workers with the planner in the loop (virtual time)");
-  cmd->add_option("--trace", args->trace, "mooncake:FILE (JSONL) or azure:FILE (CSV)")->required();
+  cmd->add_option("--trace", args->trace,
+                  "mooncake:FILE (JSONL), azure:FILE or azure2024:FILE (Azure LLM inference CSV), burstgpt:FILE "
+                  "(BurstGPT CSV) or synthetic:KIND[:key=value,...] (on-off, flash-crowd, diurnal, gamma; --seed)")
+      ->required();
+  cmd->add_option("--window", args->window,
+                  "FROM,LENGTH: only the trace's arrivals in that span (e.g. 2h,1h of a week-long trace)")
+      ->delimiter(',')
+      ->expected(2);
   cmd->add_option("--profile", args->profile, "the workers' profile (tandem planner profile)")->capture_default_str();
   cmd->add_option("--policies", args->options.policies, "scaling policies to compare (comma-separated)")
       ->delimiter(',')
@@ -146,6 +166,18 @@ void registerPlannerSimulateCommand(CLI::App* planner) {
                   "static's prefill,decode workers (default: the sizing model at the busiest interval)")
       ->delimiter(',')
       ->expected(2);
+  cmd->add_option("--burst-quantile", args->options.burst_quantile,
+                  "sla: the quantile of the busiest interval of a cold start it provisions for")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--burst-window-s", args->options.burst_window_s,
+                  "sla: how far back it looks for the bursts it provisions for")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--foresight", args->options.foresight,
+                  "also run the perfect-foresight bound (knows the future, pays the cold start), calibrated to "
+                  "meet the SLOs, and report each policy's fraction_of_possible_savings against static")
+      ->capture_default_str();
   cmd->add_option("--router-learns-rates", args->options.router_learns_rates,
                   "the router learns each prefill worker's rate from its first tokens (its default)")
       ->capture_default_str();

@@ -77,6 +77,16 @@ struct LoadSample {
   double decode_queue_requests = 0; // requests waiting on decode workers, per worker
   RoleCounts ready;                 // workers routable now
   PromptMix mix;                    // the arrivals' prompt lengths (empty: not measured)
+  // from the arrivals' times (planner/arrival_burst.h), 0 where not
+  // measured (a source without arrival times, fewer than 3 arrivals): the
+  // rate of the busiest half of the interval, and the squared coefficient
+  // of variation of the gaps between its arrivals (1: Poisson; more:
+  // clumps within it).
+  double peak_request_rate = 0;
+  double arrival_scv = 0;
+  // requests in decode (running or waiting on decode workers), averaged
+  // over the interval; 0: not measured (the simulator measures it).
+  double decode_requests = 0;
 };
 
 // What a policy decided for the next interval, with why (logged and exported).

@@ -27,8 +27,20 @@ struct PolicyConfig {
   // `sla`: the share of requests that should meet each SLO.
   double target_attainment = 0.99;
   // `sla` and `load`: a lower count is taken only after this many intervals
-  // in a row wanted it (hysteresis against scaling down into a dip).
+  // in a row wanted it (hysteresis against scaling down into a dip); `sla`
+  // waits at least a cold start and an interval (a worker stopped and asked
+  // for again within that costs more than one kept).
   int scale_down_after = 3;
+  // `sla`: from a scale-up decision to the worker taking requests, until
+  // the policy has seen its own workers arrive (it learns it from them).
+  double cold_start_s = 30;
+  // `sla`, provisioning against bursts (sla_policy.h, demand_history.h):
+  // the rate to carry is the last interval's busiest plus this quantile of
+  // the rises seen within a cold start and an interval over the last
+  // burst_window_s (at most the most seen). Chosen by cross-validation over
+  // eight traces (bench/RESULTS.md, "Autoscaling on traffic it was not tuned on").
+  double burst_quantile = 1;
+  double burst_window_s = 1200;
   // `load`: saturation thresholds (llm-d's workload-variant autoscaler):
   // decode KV utilization, requests waiting per decode worker, and prompts
   // (of the mean length) waiting per prefill worker.

@@ -53,37 +53,39 @@ Moments moments(std::span<const ServiceClass> classes) {
 
 }  // namespace
 
-double mgnWaitTail(int workers, double rate, double mean_s, double scv, double t) {
+double mgnWaitTail(int workers, double rate, double mean_s, double scv, double t, double arrival_scv) {
   if (rate <= 0 || mean_s <= 0) return 0;
   if (rate * mean_s >= workers) return 1;
   const double c = erlangC(workers, rate * mean_s);
-  return c * std::exp(-(workers / mean_s - rate) * std::max(0.0, t) * 2 / (1 + scv));
+  return c * std::exp(-(workers / mean_s - rate) * std::max(0.0, t) * 2 / std::max(1e-9, arrival_scv + scv));
 }
 
-double mgnMeanWaitS(int workers, double rate, double mean_s, double scv) {
+double mgnMeanWaitS(int workers, double rate, double mean_s, double scv, double arrival_scv) {
   if (rate <= 0 || mean_s <= 0) return 0;
   if (rate * mean_s >= workers) return std::numeric_limits<double>::infinity();
-  return erlangC(workers, rate * mean_s) / (workers / mean_s - rate) * (1 + scv) / 2;
+  return erlangC(workers, rate * mean_s) / (workers / mean_s - rate) * (arrival_scv + scv) / 2;
 }
 
-double prefillAttainment(int workers, double rate, std::span<const ServiceClass> classes, double slo_s) {
+double prefillAttainment(int workers, double rate, std::span<const ServiceClass> classes, double slo_s,
+                         double arrival_scv) {
   const Moments m = moments(classes);
   double met = 0;
   for (const ServiceClass& c : classes) {
     if (c.service_s > slo_s) continue;
-    met += c.share * (1 - mgnWaitTail(workers, rate, m.mean, m.scv, slo_s - c.service_s));
+    met += c.share * (1 - mgnWaitTail(workers, rate, m.mean, m.scv, slo_s - c.service_s, arrival_scv));
   }
   return met;
 }
 
-int workersForAttainment(double rate, std::span<const ServiceClass> classes, double slo_s, double target) {
+int workersForAttainment(double rate, std::span<const ServiceClass> classes, double slo_s, double target,
+                         double arrival_scv) {
   const Moments m = moments(classes);
   if (rate <= 0 || m.mean <= 0) return 0;
   double feasible = 0;
   for (const ServiceClass& c : classes) feasible += c.service_s <= slo_s ? c.share : 0;
   const double aim = std::min(target, feasible - (1 - target) / 10);
   int n = static_cast<int>(std::floor(rate * m.mean)) + 1;
-  while (prefillAttainment(n, rate, classes, slo_s) < aim && n < 1000000) ++n;
+  while (prefillAttainment(n, rate, classes, slo_s, arrival_scv) < aim && n < 1000000) ++n;
   return n;
 }
 

@@ -3,10 +3,13 @@
 // exponentially distributed service (M/M/N, Erlang C). Prefill is such a
 // pool: a prompt waits for a free prefill worker, then takes its prefill time.
 // Prompt lengths are heavy-tailed (Mooncake: squared coefficient of
-// variation of the prefill time ~7), so the pool is M/G/N: the wait is
-// M/M/N's stretched by (1 + cs^2) / 2 (Allen-Cunneen), and each class of
-// prompt length meets the TTFT SLO when its wait fits in what its own
-// prefill leaves of the SLO (a 7 s prompt may wait 1 s of an 8 s SLO).
+// variation of the prefill time ~7), and arrivals can be burstier than
+// Poisson (the Azure 2023 code trace: interarrival scv 2-4 within a 10 s
+// interval), so the pool is G/G/N: the wait is M/M/N's stretched by
+// (ca^2 + cs^2) / 2 (Allen-Cunneen; ca^2 = 1 is Poisson, the M/G/N of the
+// functions' names), and each class of prompt length meets the TTFT SLO when
+// its wait fits in what its own prefill leaves of the SLO (a 7 s prompt may
+// wait 1 s of an 8 s SLO).
 #pragma once
 
 #include <span>
@@ -31,20 +34,24 @@ struct ServiceClass {
   double service_s = 0;
 };
 
-// M/G/N (Allen-Cunneen): P(wait > t) = C(N, rate x mean) e^{-(N / mean - rate) t x 2 / (1 + scv)};
+// G/G/N (Allen-Cunneen), `scv` the service time's and `arrival_scv` the
+// interarrival time's squared coefficient of variation (1: Poisson):
+// P(wait > t) = C(N, rate x mean) e^{-(N / mean - rate) t x 2 / (arrival_scv + scv)};
 // 1 when the pool cannot keep up.
-double mgnWaitTail(int workers, double rate, double mean_s, double scv, double t);
-// its mean wait: M/M/N's x (1 + scv) / 2; +inf when the pool cannot keep up.
-double mgnMeanWaitS(int workers, double rate, double mean_s, double scv);
+double mgnWaitTail(int workers, double rate, double mean_s, double scv, double t, double arrival_scv = 1);
+// its mean wait: M/M/N's x (arrival_scv + scv) / 2; +inf when the pool cannot keep up.
+double mgnMeanWaitS(int workers, double rate, double mean_s, double scv, double arrival_scv = 1);
 
 // the share of arrivals whose wait plus own prefill fits in `slo_s`, over
 // `classes` (shares summing to 1) at `rate` with `workers`.
-double prefillAttainment(int workers, double rate, std::span<const ServiceClass> classes, double slo_s);
+double prefillAttainment(int workers, double rate, std::span<const ServiceClass> classes, double slo_s,
+                         double arrival_scv = 1);
 
 // the fewest workers whose prefillAttainment reaches `target`, or, when
 // the classes whose prefill alone exceeds the SLO leave less than that,
 // what the others can reach less a tenth of the miss budget (1 - target):
 // no count of workers makes a prompt longer than the SLO fit. 0 when rate is 0.
-int workersForAttainment(double rate, std::span<const ServiceClass> classes, double slo_s, double target);
+int workersForAttainment(double rate, std::span<const ServiceClass> classes, double slo_s, double target,
+                         double arrival_scv = 1);
 
 }  // namespace tandem::planner

@@ -32,9 +32,11 @@ nlohmann::json PlannerSimResult::toJson() const {
   j["duration_s"] = duration_s;
   j["options"] = {{"interval_s", options.interval_s},       {"cold_start_s", options.cold_start_s},
                   {"ttft_slo_ms", options.ttft_slo_ms},     {"itl_slo_ms", options.itl_slo_ms},
-                  {"predictor", options.predictor},         {"block_size", options.block_size}};
+                  {"predictor", options.predictor},         {"block_size", options.block_size},
+                  {"burst_quantile", options.burst_quantile}, {"burst_window_s", options.burst_window_s}};
   j["static_counts"] = {{"prefill", static_counts.prefill}, {"decode", static_counts.decode}};
   j["static_model_counts"] = {{"prefill", static_model_counts.prefill}, {"decode", static_model_counts.decode}};
+  j["foresight_headroom"] = {{"prefill", foresight_headroom_prefill}, {"decode", foresight_headroom_decode}};
   nlohmann::json policies_json = nlohmann::json::object();
   for (const PlannerPolicyResult& p : policies) {
     nlohmann::json t = {{"time_s", nlohmann::json::array()},         {"offered_rate", nlohmann::json::array()},
@@ -63,6 +65,8 @@ nlohmann::json PlannerSimResult::toJson() const {
                          {"itl_misses", b.itl_misses}});
     }
     policies_json[p.policy]["misses_by_prompt"] = std::move(buckets);
+    policies_json[p.policy]["fraction_of_possible_savings"] =
+        p.fraction_of_possible_savings ? nlohmann::json(*p.fraction_of_possible_savings) : nlohmann::json(nullptr);
   }
   j["policies"] = std::move(policies_json);
   return j;

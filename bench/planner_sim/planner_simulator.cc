@@ -10,9 +10,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
+#include "bench/planner_sim/foresight_policy.h"
 #include "bench/planner_sim/sim_decode_worker.h"
 #include "bench/planner_sim/sim_prefill_worker.h"
 #include "common/parallel_jobs.h"
+#include "planner/arrival_burst.h"
 #include "planner/policies.h"
 #include "planner/predictors.h"
 #include "planner/sla_policy.h"
@@ -43,11 +45,21 @@ double percentile(std::vector<double> v, double p) {
 
 double share(int64_t good, int64_t all) { return all > 0 ? static_cast<double>(good) / static_cast<double>(all) : 1; }
 
+// the busiest part of an interval (planner::LoadSample::peak_request_rate): its half.
+constexpr double kPeakWindowShare = 0.5;
+
+void setBurst(planner::LoadSample& s, const std::vector<double>& arrivals) {
+  const planner::ArrivalBurst b = planner::arrivalBurst(arrivals, s.interval_s * kPeakWindowShare);
+  s.peak_request_rate = b.peak_rate;
+  s.arrival_scv = b.scv;
+}
+
 // the traffic of each interval of the trace: rate, ISL, OSL and the cached
 // fraction one shared cache of everything seen before would give.
 std::vector<planner::LoadSample> trafficByInterval(const SimTrace& trace, int block_size, double interval_s) {
   std::vector<planner::LoadSample> out;
   std::vector<double> prompt, cached;
+  std::vector<std::vector<double>> arrivals;
   absl::flat_hash_set<kvcache::BlockHash> seen;
   for (const SimRequest& r : trace.requests) {
     const size_t k = static_cast<size_t>(r.arrival_s / interval_s);
@@ -55,7 +67,9 @@ std::vector<planner::LoadSample> trafficByInterval(const SimTrace& trace, int bl
       out.resize(k + 1);
       prompt.resize(k + 1);
       cached.resize(k + 1);
+      arrivals.resize(k + 1);
     }
+    arrivals[k].push_back(r.arrival_s);
     size_t hit = 0;
     while (hit < r.hashes.size() && seen.contains(r.hashes[hit])) ++hit;
     seen.insert(r.hashes.begin(), r.hashes.end());
@@ -79,6 +93,7 @@ std::vector<planner::LoadSample> trafficByInterval(const SimTrace& trace, int bl
       s.cached_fraction = cached[k] / prompt[k];
     }
     s.request_rate /= interval_s;
+    setBurst(s, arrivals[k]);
   }
   return out;
 }
@@ -88,6 +103,9 @@ planner::PolicyConfig policyConfig(const planner::WorkerProfile& profile, const 
   c.ttft_slo_ms = o.ttft_slo_ms;
   c.itl_slo_ms = o.itl_slo_ms;
   c.interval_s = o.interval_s;
+  c.cold_start_s = o.cold_start_s;
+  c.burst_quantile = o.burst_quantile;
+  c.burst_window_s = o.burst_window_s;
   c.profile = profile;
   return c;
 }
@@ -105,6 +123,9 @@ class ClusterRun {
   }
 
   absl::StatusOr<PlannerPolicyResult> run();
+  // each interval's load as the planner saw it (as routed: the prompts'
+  // uncached tokens at the workers they went to), in order.
+  const std::vector<planner::LoadSample>& observed() const { return observed_; }
 
  private:
   enum class State { kStarting, kReady, kDraining, kStopped };
@@ -161,6 +182,7 @@ class ClusterRun {
   double last_event_ = 0;
   // the interval being observed
   int64_t arrivals_ = 0;
+  std::vector<double> arrival_times_;
   double isl_sum_ = 0, osl_sum_ = 0, cached_sum_ = 0;
   planner::PromptMix mix_;
   std::vector<double> ttft_ms_, itl_ms_;
@@ -169,6 +191,8 @@ class ClusterRun {
   int64_t ttft_good_ = 0, itl_good_ = 0, itl_counted_ = 0, misses_ = 0;
   std::vector<char> missed_;
   PlannerPolicyResult result_;
+  std::vector<planner::LoadSample> observed_;
+  std::vector<double> decode_seconds_;  // by interval: all requests' time in decode
   std::vector<std::pair<int, double>> prefill_done_;
   std::vector<SimDecodeOutcome> decode_done_;
 };
@@ -256,6 +280,7 @@ absl::Status ClusterRun::route(int id, double now) {
   requests_[id].prefill_s =
       profile_.prefillSeconds(static_cast<double>(fresh), static_cast<double>(r.prompt_tokens));
   ++arrivals_;
+  arrival_times_.push_back(now);
   ++in_flight_;
   isl_sum_ += static_cast<double>(r.prompt_tokens);
   mix_.add(static_cast<double>(r.prompt_tokens), static_cast<double>(fresh), static_cast<double>(r.output_tokens));
@@ -299,6 +324,15 @@ void ClusterRun::onFinished(int id, double now) {
   router_->finished(static_cast<uint64_t>(id) + 1, r.output_tokens, now);
   --in_flight_;
   ++result_.finished;
+  // its time in decode, by interval (LoadSample::decode_requests).
+  const double step = options_.interval_s;
+  for (double from = q.first_token; from < now;) {
+    const size_t k = static_cast<size_t>(from / step);
+    const double to = std::min(now, static_cast<double>(k + 1) * step);
+    if (decode_seconds_.size() <= k) decode_seconds_.resize(k + 1);
+    decode_seconds_[k] += to - from;
+    from = to;
+  }
   if (r.output_tokens > 1) {
     const double itl = (now - q.first_token) * 1000 / static_cast<double>(r.output_tokens - 1);
     itl_ms_.push_back(itl);
@@ -333,6 +367,7 @@ void ClusterRun::decide(double now) {
   o.time_s = now;
   o.interval_s = options_.interval_s;
   o.request_rate = static_cast<double>(arrivals_) / options_.interval_s;
+  setBurst(o, arrival_times_);
   if (arrivals_ > 0) {
     o.mean_input_tokens = isl_sum_ / static_cast<double>(arrivals_);
     o.mean_output_tokens = osl_sum_ / static_cast<double>(arrivals_);
@@ -374,6 +409,7 @@ void ClusterRun::decide(double now) {
     o.decode_queue_requests = waiting / o.ready.decode;
   }
   o.mix = mix_;
+  observed_.push_back(o);
   predictor_->observe(o);
   const planner::PolicyInputs in{.observed = o, .predicted = predictor_->predict(), .current = current,
                                  .bounds = options_.bounds};
@@ -420,6 +456,7 @@ void ClusterRun::decide(double now) {
   result_.timeline.push_back({now, o.request_rate, paid.prefill, paid.decode, o.ttft_slo_attainment,
                               o.itl_slo_attainment});
   arrivals_ = 0;
+  arrival_times_.clear();
   isl_sum_ = osl_sum_ = cached_sum_ = 0;
   mix_ = {};
   ttft_ms_.clear();
@@ -546,20 +583,78 @@ absl::StatusOr<PlannerPolicyResult> ClusterRun::run() {
   result_.max_workers = std::max(result_.max_workers, initial_.total());
   result_.max_prefill = std::max(result_.max_prefill, initial_.prefill);
   result_.max_decode = std::max(result_.max_decode, initial_.decode);
+  for (size_t k = 0; k < std::min(observed_.size(), decode_seconds_.size()); ++k) {
+    observed_[k].decode_requests = decode_seconds_[k] / options_.interval_s;
+  }
   result_.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return std::move(result_);
+}
+
+// the bound at `headroom` on the intervals as static saw them.
+absl::StatusOr<PlannerPolicyResult> runBound(const SimTrace& trace, const planner::WorkerProfile& profile,
+                                             const PlannerSimOptions& options,
+                                             const std::vector<planner::LoadSample>& future, Headroom headroom) {
+  auto foresight = std::make_unique<ForesightPolicy>(future, policyConfig(profile, options), headroom);
+  // it starts with what the first cold start needs: it knew.
+  const RoleCounts start = planner::clampToBounds(foresight->neededFrom(0), options.bounds);
+  PlannerSimOptions quiet = options;
+  quiet.progress = false;
+  return ClusterRun(trace, profile, quiet, "foresight", start, std::move(foresight)).run();
+}
+
+// the bound, its headroom the smallest of 1, 1.05, ..., 2 per role that
+// meets the targets (the TTFT one searched with decode generous, then
+// decode's at it); 2 where none does.
+absl::StatusOr<PlannerPolicyResult> runForesight(const SimTrace& trace, const planner::WorkerProfile& profile,
+                                                 const PlannerSimOptions& options,
+                                                 const std::vector<planner::LoadSample>& future,
+                                                 const PlannerPolicyResult& fixed, Headroom* headroom) {
+  *headroom = {};
+  absl::StatusOr<PlannerPolicyResult> exact = runBound(trace, profile, options, future, *headroom);
+  const double ttft_target = std::min(options.target_attainment, fixed.ttft_attainment);
+  const double itl_target = std::min(options.target_attainment, fixed.itl_attainment);
+  if (!exact.ok() || !options.foresight_calibrate ||
+      (exact->ttft_attainment >= ttft_target && exact->itl_attainment >= itl_target)) {
+    return exact;
+  }
+  constexpr int kSteps = 20;  // headroom 1 + 0.05 k
+  auto at = [](int k) { return 1 + 0.05 * k; };
+  // the smallest step in [lo, kSteps] for which `meets` holds (kSteps if none).
+  auto search = [&](auto meets) -> absl::StatusOr<int> {
+    int lo = 0, hi = kSteps;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      absl::StatusOr<bool> ok = meets(at(mid));
+      if (!ok.ok()) return ok.status();
+      if (*ok) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+  };
+  // prefill first, unless the exact counts already meet TTFT.
+  absl::StatusOr<int> p = exact->ttft_attainment >= ttft_target ? 0 : search([&](double m) -> absl::StatusOr<bool> {
+    absl::StatusOr<PlannerPolicyResult> r = runBound(trace, profile, options, future, {m, at(kSteps)});
+    if (!r.ok()) return r.status();
+    return r->ttft_attainment >= ttft_target;
+  });
+  if (!p.ok()) return p.status();
+  headroom->prefill = at(*p);
+  absl::StatusOr<int> d = search([&](double m) -> absl::StatusOr<bool> {
+    absl::StatusOr<PlannerPolicyResult> r = runBound(trace, profile, options, future, {headroom->prefill, m});
+    if (!r.ok()) return r.status();
+    return r->itl_attainment >= itl_target;
+  });
+  if (!d.ok()) return d.status();
+  headroom->decode = at(*d);
+  return runBound(trace, profile, options, future, *headroom);
 }
 
 }  // namespace
 
 RoleCounts peakSize(const SimTrace& trace, const planner::WorkerProfile& profile, const PlannerSimOptions& options) {
-  planner::SlaPolicy sizing(policyConfig(profile, options));
+  const planner::SlaPolicy sizing(policyConfig(profile, options));
   RoleCounts peak{1, 1};
   for (const planner::LoadSample& s : trafficByInterval(trace, options.block_size, options.interval_s)) {
-    // the model sla sizes with: the interval's rate, the prompt-length mix
-    // of the window up to it.
-    sizing.observeMix(s.mix);
-    const RoleCounts need = sizing.sizeForMix(s.request_rate, sizing.mix());
+    const RoleCounts need = sizing.sizeForInterval(s);
     peak.prefill = std::max(peak.prefill, need.prefill);
     peak.decode = std::max(peak.decode, need.decode);
   }
@@ -591,32 +686,68 @@ absl::StatusOr<PlannerSimResult> simulatePlanner(const SimTrace& trace, const pl
   const size_t first = static_cast<size_t>(std::ceil(options.cold_start_s / options.interval_s)) + 1;
   for (size_t k = 0; k < std::min(first, traffic.size()); ++k) {
     const planner::LoadSample& s = traffic[k];
-    sizing.observeMix(s.mix);
-    const RoleCounts need = sizing.sizeForMix(s.request_rate, sizing.mix());
+    sizing.observe(s);
+    const RoleCounts need = sizing.sizeForMix(s.request_rate, sizing.mix(), sizing.arrivalScv());
     initial.prefill = std::max(initial.prefill, need.prefill);
     initial.decode = std::max(initial.decode, need.decode);
   }
   initial = planner::clampToBounds(initial, options.bounds);
 
-  const size_t n = options.policies.size();
-  for (size_t i = 0; i < n; ++i) {
-    planner::PolicyConfig config = policyConfig(profile, options);
-    absl::StatusOr<std::unique_ptr<planner::ScalingPolicy>> policy = planner::makePolicy(options.policies[i], config);
+  for (const std::string& name : options.policies) {
+    absl::StatusOr<std::unique_ptr<planner::ScalingPolicy>> policy = planner::makePolicy(name, policyConfig(profile, options));
     if (!policy.ok()) return policy.status();
   }
+  // the bound sizes each interval as the static cluster saw it (the
+  // prompts' uncached tokens as routed to per-worker caches): static runs
+  // first when the bound is asked for, reported or not.
+  std::vector<std::string> names = options.policies;
+  const bool probe = options.foresight && std::find(names.begin(), names.end(), "static") == names.end();
+  if (probe) names.push_back("static");
+  const size_t n = names.size();
   std::vector<absl::StatusOr<PlannerPolicyResult>> runs(n, absl::UnknownError("not run"));
+  std::vector<planner::LoadSample> static_observed;
   auto runOne = [&](size_t i) {
     planner::PolicyConfig config = policyConfig(profile, options);
     config.static_counts = result.static_counts;
-    std::unique_ptr<planner::ScalingPolicy> policy = *planner::makePolicy(options.policies[i], config);
-    const RoleCounts start = options.policies[i] == "static" ? result.static_counts : initial;
-    ClusterRun run(trace, profile, options, options.policies[i], start, std::move(policy));
+    std::unique_ptr<planner::ScalingPolicy> policy = *planner::makePolicy(names[i], config);
+    const RoleCounts start = names[i] == "static" ? result.static_counts : initial;
+    ClusterRun run(trace, profile, options, names[i], start, std::move(policy));
     runs[i] = run.run();
+    if (names[i] == "static") static_observed = run.observed();
   };
   runJobs(n, options.jobs, runOne);
+  absl::StatusOr<PlannerPolicyResult> static_run = absl::UnknownError("not run");
+  if (probe) {
+    static_run = std::move(runs.back());
+    runs.pop_back();
+  }
+  if (options.foresight) {
+    const PlannerPolicyResult* fixed = nullptr;
+    for (const absl::StatusOr<PlannerPolicyResult>& r : runs) {
+      if (r.ok() && r->policy == "static") fixed = &*r;
+    }
+    if (probe && static_run.ok()) fixed = &*static_run;
+    if (fixed == nullptr) return static_run.status();
+    Headroom headroom;
+    runs.push_back(runForesight(trace, profile, options, static_observed, *fixed, &headroom));
+    result.foresight_headroom_prefill = headroom.prefill;
+    result.foresight_headroom_decode = headroom.decode;
+  }
   for (absl::StatusOr<PlannerPolicyResult>& r : runs) {
     if (!r.ok()) return r.status();
     result.policies.push_back(std::move(*r));
+  }
+  // savings as a share of the bound's, against static.
+  const PlannerPolicyResult* fixed = nullptr;
+  const PlannerPolicyResult* bound = nullptr;
+  for (const PlannerPolicyResult& p : result.policies) {
+    if (p.policy == "static") fixed = &p;
+    if (p.policy == "foresight") bound = &p;
+  }
+  if (fixed != nullptr && bound != nullptr && fixed->gpu_hours - bound->gpu_hours > 1e-9) {
+    for (PlannerPolicyResult& p : result.policies) {
+      p.fraction_of_possible_savings = (fixed->gpu_hours - p.gpu_hours) / (fixed->gpu_hours - bound->gpu_hours);
+    }
   }
   return result;
 }

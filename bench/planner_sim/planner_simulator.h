@@ -11,9 +11,13 @@
 // requests within the TTFT SLO and within the ITL SLO (a request's mean
 // inter-token latency, its wait to join a batch included), the GPU-hours
 // (one GPU a worker, from its decision to its stop), scale events and the
-// most workers, with a timeline per interval.
+// most workers, with a timeline per interval. Beside them runs the bound,
+// `foresight` (foresight_policy.h): an autoscaler that knows the future and
+// still pays the cold start; each policy's savings against `static` are
+// reported as a fraction of the bound's (`fraction_of_possible_savings`).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +51,17 @@ struct PlannerSimOptions {
   // all (to show what the learned rates cost: they depend on the prompt
   // lengths a worker last served, and mislead long prompts' routing).
   bool router_learns_rates = true;
+  // sla's burst envelope (planner::PolicyConfig::burst_quantile, burst_window_s).
+  double burst_quantile = 1;
+  double burst_window_s = 1200;
+  // run the perfect-foresight bound beside the policies, calibrated (its
+  // headroom searched for the SLO targets: foresight_policy.h) or not.
+  bool foresight = true;
+  bool foresight_calibrate = true;
+  // the share of requests within each SLO the bound is calibrated for (or
+  // static's own, where static reaches less: some traces' prompts exceed
+  // the TTFT SLO by their prefill alone).
+  double target_attainment = 0.99;
 };
 
 struct IntervalPoint {
@@ -84,6 +99,10 @@ struct PlannerPolicyResult {
   int64_t slo_misses = 0;  // requests that missed either SLO
   double ttft_p99_ms = 0, itl_p99_ms = 0;
   double sim_wall_s = 0;
+  // (static - this) / (static - foresight) GPU-hours: the share of what a
+  // perfect autoscaler saves against static that this policy saves; none
+  // without both, or when the bound saves nothing.
+  std::optional<double> fraction_of_possible_savings;
   std::vector<IntervalPoint> timeline;
   std::vector<MissBucket> by_prompt;  // prompt ranges up to 2k, 8k, 32k, 64k, 96k, longer
 };
@@ -96,8 +115,10 @@ struct PlannerSimResult {
   // sizing model at the trace's busiest interval (static_model_counts).
   planner::RoleCounts static_counts;
   planner::RoleCounts static_model_counts;  // peakSize
+  // what the bound's counts were multiplied by to meet the SLO targets.
+  double foresight_headroom_prefill = 1, foresight_headroom_decode = 1;
   PlannerSimOptions options;
-  std::vector<PlannerPolicyResult> policies;
+  std::vector<PlannerPolicyResult> policies;  // options.policies, then "foresight"
 
   // {"trace", "requests", ..., "policies": {name: {"ttft_attainment", "itl_attainment",
   //  "gpu_hours", "scale_events", "max_workers", ..., "timeline": {...}}}}
@@ -106,12 +127,11 @@ struct PlannerSimResult {
   std::string toSvg() const;
 };
 
-// the counts `static` runs with by default: the most the sla sizing (no
-// corrections; each interval's rate with the prompt-length mix of the
-// window up to it, SlaPolicy::sizeForMix) asks for over the trace's
-// intervals, each prompt's cached part taken as what one shared cache of
-// everything seen before would hold (per-worker caches hold less: the
-// model's peak is a lower bound of what a static cluster needs).
+// the counts `static` runs with by default: the most the bound's sizing
+// (SlaPolicy::sizeForInterval, no corrections) asks for over the trace's intervals, each prompt's
+// cached part taken as what one shared cache of everything seen before
+// would hold (per-worker caches hold less: the model's peak is a lower
+// bound of what a static cluster needs).
 planner::RoleCounts peakSize(const SimTrace& trace, const planner::WorkerProfile& profile,
                              const PlannerSimOptions& options);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "bench/planner_sim/foresight_policy.h"
 #include "bench/planner_sim/scaled_trace.h"
 #include "bench/planner_sim/sim_decode_worker.h"
 #include "bench/planner_sim/sim_prefill_worker.h"
@@ -180,6 +181,62 @@ TEST(PlannerSimulatorTest, RunsEveryPolicyOnATraceSliceAndReportsTheJsonShape) {
   EXPECT_EQ(fixed.max_workers, result->static_counts.total());
   for (const PlannerPolicyResult& p : result->policies) EXPECT_EQ(p.finished, result->requests) << p.policy;
   EXPECT_NE(result->toSvg().find("<svg"), std::string::npos);
+  // the bound runs beside them; savings are read as a share of its own.
+  ASSERT_TRUE(j["policies"].contains("foresight"));
+  ASSERT_EQ(result->policies.back().policy, "foresight");
+  const double fixed_h = j["policies"]["static"]["gpu_hours"], bound_h = j["policies"]["foresight"]["gpu_hours"];
+  for (const char* policy : {"sla", "load", "static", "foresight"}) {
+    const nlohmann::json& f = j["policies"][policy]["fraction_of_possible_savings"];
+    if (fixed_h <= bound_h) {
+      EXPECT_TRUE(f.is_null()) << policy;
+      continue;
+    }
+    ASSERT_TRUE(f.is_number()) << policy;
+    const double h = j["policies"][policy]["gpu_hours"];
+    EXPECT_NEAR(f.get<double>(), (fixed_h - h) / (fixed_h - bound_h), 1e-9) << policy;
+  }
+  EXPECT_GE(j["foresight_headroom"]["prefill"].get<double>(), 1);
+  EXPECT_GE(j["foresight_headroom"]["decode"].get<double>(), 1);
+}
+
+planner::LoadSample arrivals(double rate) {
+  planner::LoadSample s;
+  s.interval_s = 10;
+  s.request_rate = rate;
+  s.mean_input_tokens = 2000;
+  s.mean_output_tokens = 100;
+  return s;
+}
+
+TEST(ForesightPolicyTest, AsksNowForTheMostTheIntervalsThroughAColdStartNeed) {
+  absl::StatusOr<WorkerProfile> profile =
+      WorkerProfile::load(tandem::testing::sourceDir() + "/planner/profiles/mi300x-llama3-8b.json");
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  planner::PolicyConfig config;
+  config.interval_s = 10;
+  config.cold_start_s = 20;
+  config.profile = *profile;
+  const planner::SlaPolicy sizing(config);
+  // quiet, quiet, quiet, a burst at interval 3, quiet.
+  const std::vector<planner::LoadSample> future = {arrivals(1), arrivals(1), arrivals(1), arrivals(100), arrivals(1)};
+  const int quiet = sizing.sizeForInterval(future[0]).prefill;
+  const int burst = sizing.sizeForInterval(future[3]).prefill;
+  ASSERT_GT(burst, quiet + 2);
+  ForesightPolicy bound(future, config);
+  // at 0 s it covers intervals 0-2 (a worker asked for now serves from 20 s):
+  // quiet; at 10 s, intervals 1-3: the burst's workers, a cold start ahead.
+  EXPECT_EQ(bound.neededFrom(0).prefill, quiet);
+  EXPECT_EQ(bound.neededFrom(10).prefill, burst);
+  EXPECT_EQ(bound.neededFrom(30).prefill, burst);
+  EXPECT_EQ(bound.neededFrom(40).prefill, quiet);  // after it: let go at once
+  EXPECT_EQ(bound.neededFrom(60).prefill, 0);      // past the trace
+  // a headroom multiplies each interval's counts (rounded).
+  ForesightPolicy roomy(future, config, Headroom{.prefill = 1.5, .decode = 1});
+  EXPECT_EQ(roomy.neededFrom(30).prefill, static_cast<int>(std::floor(burst * 1.5 + 0.5)));
+  planner::PolicyInputs in;
+  in.observed.time_s = 10;
+  in.bounds = {.min = {1, 1}, .max = {4, 4}, .max_total = 8};
+  EXPECT_EQ(bound.decide(in).desired.prefill, 4);  // within the bounds
 }
 
 TEST(PlannerSimulatorTest, ScalesUpForABurstAndDrainsAfterItWithoutLosingARequest) {
@@ -202,11 +259,22 @@ TEST(PlannerSimulatorTest, ScalesUpForABurstAndDrainsAfterItWithoutLosingAReques
   absl::StatusOr<PlannerSimResult> result = simulatePlanner(trace, *profile, o);
   ASSERT_TRUE(result.ok()) << result.status();
   for (const PlannerPolicyResult& p : result->policies) {
+    if (p.policy == "foresight") continue;
     EXPECT_EQ(p.finished, result->requests) << p.policy << ": a drained worker lost requests";
     EXPECT_GT(p.max_prefill, 1) << p.policy << " did not scale prefill up";
     EXPECT_GE(p.scale_events, 2) << p.policy;
     // back down by the end of the quiet tail.
     EXPECT_LT(p.timeline.back().prefill, p.max_prefill) << p.policy << " did not scale down";
+  }
+  // the bound had the burst's workers ready when it came, and meets the SLO
+  // on fewer GPU-hours than the policies that learned of it late.
+  const PlannerPolicyResult& bound = result->policies.back();
+  ASSERT_EQ(bound.policy, "foresight");
+  EXPECT_EQ(bound.finished, result->requests);
+  EXPECT_GE(bound.ttft_attainment, 0.99);
+  EXPECT_GE(bound.itl_attainment, 0.99);
+  for (size_t i = 0; i + 1 < result->policies.size(); ++i) {
+    EXPECT_LT(bound.gpu_hours, result->policies[i].gpu_hours) << result->policies[i].policy;
   }
 }
 

@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
 mkdir -p "$no_llama"
 
-covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh soak.sh faults.sh bad_input.sh
+covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh planner_sim_cv.sh soak.sh faults.sh bad_input.sh
          gpu/run_on_device.sh gpu/prepare_carry.sh gpu/pack_tandem.sh
          gpu/build_check.sh  # built and run by the gpucheck_build_* ctests (gpu_compile)
          lib/e2e_setup.sh)   # sourced by soak.sh, faults.sh and bad_input.sh, run with them
@@ -59,6 +59,7 @@ run router_sim "decision latency: p50" bash "$root/bench/router_sim.sh" "$tandem
 run router_live "kv cached ratio" bash "$root/bench/router_live.sh" "$tandem"
 run grammar_mask "qwen3      json_object" bash "$root/bench/grammar_mask.sh" "$grammar_bench" "$tandem" "$tokenizers"
 run planner_sim "| mooncake | sla |" bash "$root/bench/planner_sim.sh" "$tandem"
+run planner_sim_cv "| conv, mooncake, on-off, diurnal | 1, 600 s |" bash "$root/bench/planner_sim_cv.sh" "$tandem"
 # the build tree's e2e npm clients (the e2e fixture installs them).
 build=$(dirname "$tandem")
 run soak '"errors":0' bash "$root/bench/soak.sh" "$build" 20 4 0.2 "$work/soak.json"

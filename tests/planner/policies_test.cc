@@ -89,6 +89,8 @@ TEST(SlaPolicyTest, LongPromptsNeedPrefillWorkersAndChatNeedsDecodeWorkers) {
 TEST(SlaPolicyTest, ScalesUpAtOnceAndDownOnlyAfterAStreakAFifthAtATime) {
   PolicyConfig c = config();
   c.scale_down_after = 3;
+  c.cold_start_s = 10;        // the hold: max(3, a cold start + an interval = 2) intervals
+  c.burst_window_s = 10;      // the envelope remembers one interval: the hysteresis alone
   SlaPolicy sla(c);
   RoleCounts now{1, 1};
   now = sla.decide(inputs(traffic(20, 8000, 20), now)).desired;
@@ -111,6 +113,7 @@ TEST(SlaPolicyTest, SlowerThanPredictedTtftAddsPrefillWorkers) {
   // the prefill pool at that size answers at twice the p95 the model says.
   LoadSample slow = traffic(20, 8000, 20);
   slow.ttft_mean_ms = 2 * 1000 * 0.85;  // the service alone is 0.8 s, the mean wait ~0.05 s
+  slow.ttft_slo_attainment = 0.5;       // and it misses the SLO
   slow.itl_mean_ms = 10.2;              // decode as predicted
   for (int i = 0; i < 10; ++i) sla.decide(inputs(slow, before));
   EXPECT_GT(sla.ttftCorrection(), 1.5);
@@ -123,6 +126,7 @@ TEST(SlaPolicyTest, SlowerThanPredictedItlAddsDecodeWorkers) {
   const RoleCounts before = sla.size(20, 200, 1000, 0);
   LoadSample slow = traffic(20, 200, 1000);
   slow.itl_mean_ms = 80;  // the profile says ~45 ms at the batch there is
+  slow.itl_slo_attainment = 0.2;
   for (int i = 0; i < 10; ++i) sla.decide(inputs(slow, before));
   EXPECT_GT(sla.itlCorrection(), 1.4);
   EXPECT_LE(sla.itlCorrection(), 2);
@@ -188,22 +192,111 @@ TEST(SlaPolicyTest, AFasterTtftThanModelledNeverShrinksThePrefillPool) {
   EXPECT_EQ(sla.size(20, 8000, 20, 0).prefill, before.prefill);
 }
 
-TEST(SlaPolicyTest, APrefillBacklogAddsWorkersOnce) {
+TEST(SlaPolicyTest, APrefillBacklogThatGrewAsksAtOnceForWhatItsGrowthSaysOnce) {
   SlaPolicy sla(config());
   const RoleCounts sized = sla.size(20, 8000, 20, 0);
-  // 20 000 tokens queued per ready prefill worker: 2 s each at 10k tokens/s,
-  // four times the 0.5 s SLO: the backlog wants 4x the ready workers more,
-  // at most doubling them.
+  ASSERT_EQ(sized.prefill, 25);
+  // 20 000 tokens queued per ready prefill worker (2 s each at 10k
+  // tokens/s, four times the 0.5 s SLO), none before: the arrivals asked
+  // 25 x 2 s more than the 25 served in the 10 s interval, 5 workers' worth.
   LoadSample backlog = traffic(20, 8000, 20);
   backlog.prefill_queue_tokens = 20000;
   backlog.ready = sized;
   const RoleCounts up = sla.decide(inputs(backlog, sized)).desired;
-  EXPECT_EQ(up.prefill, 2 * sized.prefill);
-  // next interval the new ones are still starting: nothing more.
+  EXPECT_EQ(up.prefill, 30);
+  // next interval the queue has not grown (a queued prompt stays at its
+  // worker; the 5 are starting): nothing more.
   EXPECT_EQ(sla.decide(inputs(backlog, up)).desired.prefill, up.prefill);
   // a backlog of a quarter of the SLO a worker is the queue of normal work.
   backlog.prefill_queue_tokens = 1000;
   EXPECT_EQ(SlaPolicy(config()).decide(inputs(backlog, sized)).desired.prefill, sized.prefill);
+}
+
+TEST(SlaPolicyTest, TheBurstEnvelopeProvisionsForTheRisesSeenAndHoldsThroughALull) {
+  PolicyConfig c = config();
+  c.cold_start_s = 20;  // a horizon of 3 intervals: the hold too
+  SlaPolicy sla(c);
+  RoleCounts now{1, 1};
+  auto at = [&](double rate) {
+    LoadSample s = traffic(rate, 8000, 20);
+    s.ready = now;
+    now = sla.decide(inputs(s, now)).desired;
+    return now.prefill;
+  };
+  // quiet at 2 req/s, then a burst to 20 and back: up at once for it.
+  for (int i = 0; i < 5; ++i) at(2);
+  const int quiet = now.prefill;
+  EXPECT_EQ(at(20), sla.size(20, 8000, 20, 0).prefill);
+  const int burst = now.prefill;
+  // back at 2: the envelope is 2 plus the rise of 18 it saw within a cold
+  // start (at most the 20 it reached), so the workers stay through the lull.
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(at(2), burst) << i;
+  // the next burst finds them there.
+  EXPECT_EQ(at(20), burst);
+  EXPECT_GT(burst, 3 * quiet);
+}
+
+TEST(SlaPolicyTest, BurstierArrivalsNeedMorePrefillWorkersAtTheSameRate) {
+  SlaPolicy sla(config());
+  PromptMix mix;
+  for (int i = 0; i < 100; ++i) mix.add(2000, 2000, 20);
+  const int poisson = sla.sizeForMix(100, mix, 1).prefill;
+  EXPECT_GT(sla.sizeForMix(100, mix, 4).prefill, poisson);
+  // an interval sized as if known before it came: at its busiest half's rate.
+  LoadSample interval = traffic(50, 2000, 20);
+  interval.mix = mix;
+  interval.peak_request_rate = 100;
+  interval.arrival_scv = 1;
+  EXPECT_EQ(sla.sizeForInterval(interval).prefill, poisson);
+}
+
+TEST(SlaPolicyTest, CorrectionsGoBackToOneWhileTheSloIsMet) {
+  SlaPolicy sla(config());
+  const RoleCounts before = sla.size(20, 8000, 20, 0);
+  LoadSample slow = traffic(20, 8000, 20);
+  slow.ttft_mean_ms = 2 * 1000 * 0.85;
+  slow.ttft_slo_attainment = 0.5;
+  for (int i = 0; i < 10; ++i) sla.decide(inputs(slow, before));
+  ASSERT_GT(sla.ttftCorrection(), 1.5);
+  // slower than modelled, but within the SLO: nothing to fix.
+  slow.ttft_slo_attainment = 1;
+  for (int i = 0; i < 20; ++i) sla.decide(inputs(slow, before));
+  EXPECT_LT(sla.ttftCorrection(), 1.01);
+}
+
+TEST(SlaPolicyTest, NeverStepsDownARoleRequestsWaitOn) {
+  PolicyConfig c = config();
+  c.scale_down_after = 1;
+  c.cold_start_s = 0;
+  c.burst_window_s = 10;
+  SlaPolicy sla(c);
+  // light traffic, sized for 1 decode worker, but requests wait to join a
+  // batch on the 4 there are (a profile faster than the serving path): hold.
+  LoadSample s = traffic(1, 200, 100);
+  s.ready = {1, 4};
+  s.decode_queue_requests = 0.5;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(sla.decide(inputs(s, {1, 4})).desired.decode, 4) << i;
+  s.decode_queue_requests = 0;
+  EXPECT_EQ(sla.decide(inputs(s, {1, 4})).desired.decode, 3);
+}
+
+TEST(SlaPolicyTest, LearnsTheColdStartFromItsOwnWorkersArriving) {
+  PolicyConfig c = config();
+  c.cold_start_s = 60;
+  SlaPolicy sla(c);
+  EXPECT_EQ(sla.coldStartS(), 60);
+  LoadSample s = traffic(20, 8000, 20);
+  s.time_s = 10;
+  s.ready = {1, 1};
+  const RoleCounts asked = sla.decide(inputs(s, {1, 1})).desired;
+  ASSERT_GT(asked.prefill, 1);
+  // the workers asked for at 10 s are ready at 25 s.
+  s.time_s = 20;
+  sla.decide(inputs(s, asked));
+  s.time_s = 25;
+  s.ready = asked;
+  sla.decide(inputs(s, asked));
+  EXPECT_EQ(sla.coldStartS(), 15);
 }
 
 TEST(LoadPolicyTest, SaturationAddsOneWorkerOfThatRole) {

@@ -54,5 +54,15 @@ TEST(QueueModelTest, MgnStretchesTheWaitByServiceVariabilityAndServesClassesByTh
   EXPECT_EQ(workersForAttainment(0, c, 1.0, 0.99), 0);
 }
 
+TEST(QueueModelTest, BurstierArrivalsStretchTheWaitLikeVariableService) {
+  // G/G/N: (ca^2 + cs^2) / 2. Poisson arrivals and exponential service
+  // (1 + 1) are M/M/N; arrivals of scv 3 double the mean wait and halve the
+  // tail's decay, as service of scv 3 does.
+  EXPECT_NEAR(mgnMeanWaitS(1, 0.5, 1, 1, 3), 2, 1e-12);
+  EXPECT_NEAR(mgnWaitTail(1, 0.5, 1, 1, 2, 3), 0.5 * std::exp(-0.5), 1e-12);
+  const std::vector<ServiceClass> c = {{1.0, 0.1}};
+  EXPECT_GT(workersForAttainment(50, c, 0.3, 0.99, 4), workersForAttainment(50, c, 0.3, 0.99, 1));
+}
+
 }  // namespace
 }  // namespace tandem::planner
