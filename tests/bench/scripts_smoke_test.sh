@@ -17,7 +17,7 @@ trap 'rm -rf "$work"' EXIT
 no_llama=$work/no-llama  # an empty directory: llama.cpp is not built here
 mkdir -p "$no_llama"
 
-covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh planner_sim_cv.sh soak.sh faults.sh bad_input.sh
+covered=(engine_vs_llamacpp.sh serve_vs_llamacpp.sh distserve.sh prefill_threshold.sh kv_disk_vs_fio.sh kv_tiers.sh kv_onboard.sh router_sim.sh router_live.sh grammar_mask.sh planner_sim.sh planner_sim_cv.sh soak.sh faults.sh bad_input.sh big_body_latency.sh
          gpu/run_on_device.sh gpu/prepare_carry.sh gpu/pack_tandem.sh
          gpu/build_check.sh  # built and run by the gpucheck_build_* ctests (gpu_compile)
          lib/e2e_setup.sh)   # sourced by soak.sh, faults.sh and bad_input.sh, run with them
@@ -65,6 +65,7 @@ build=$(dirname "$tandem")
 run soak '"errors":0' bash "$root/bench/soak.sh" "$build" 20 4 0.2 "$work/soak.json"
 run bad_input '"server_alive":true' bash "$root/bench/bad_input.sh" "$build" "$work/no-fuzz-build" "$work/bad_input.json"
 run faults 'faults: sigkill-decode: {"requests"' bash "$root/bench/faults.sh" "$build" 4 2 "$work/faults.json" sigkill-decode
+run big_body_latency "big_body_latency: p99" bash "$root/bench/big_body_latency.sh" "$build" 1 2 2 0.5 "$work/big_body.json"
 # the lent-GPU script against the host emulator's tandem_gpu_check
 run gpu_prepare_carry "prepare_carry: packages:" env NO_BINARY=1 bash "$root/bench/gpu/prepare_carry.sh" "$work/gpu-carry"
 run gpu_run_on_device "oracle.json: 2/2 prompts pass (token-exact, graphs off)" \
