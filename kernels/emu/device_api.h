@@ -59,8 +59,9 @@ template <class A>
 SharedView<A> sharedArray(const void* tag, const char* name) {
   using Element = std::remove_all_extents_t<A>;
   static_assert(std::is_trivially_copyable_v<Element>, "__shared__ holds plain data");
+  // 32 bytes, as TANDEM_SHARED aligns on a GPU (matrix-core tiles)
   void* p = BlockRunner::active().shared(tag, name, sizeof(A),
-                                         alignof(Element) < 16 ? 16 : alignof(Element));
+                                         alignof(Element) < 32 ? 32 : alignof(Element));
   return SharedView<A>(*static_cast<A*>(p), name);
 }
 

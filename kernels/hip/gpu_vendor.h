@@ -8,21 +8,25 @@
 // TANDEM_SHFL* / TANDEM_BALLOT (mask-free, as HIP's), TANDEM_MFMA_F32_16X16X4
 // (CDNA's matrix instruction, selected at compile time with a portable
 // fallback), gpu::dot4I8 (dp4a), the 16-byte vectors U32x4/F32x4,
-// TANDEM_UNROLL, stream capture into graphs (hipStreamBeginCapture ...,
-// gpu::graphInstantiate) and gpu::launch. The vendor's BLAS is named below
+// TANDEM_UNROLL, the matrix cores' 16x16x16 tiles (gpu::mma::Tiles), stream
+// capture into graphs (hipStreamBeginCapture ..., gpu::graphInstantiate) and
+// gpu::launch. The vendor's BLAS is named below
 // in hipBLASLt's names and wrapped by gpu_blas.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #if defined(__HIPCC__)
 #include <hip/hip_runtime.h>
 #define TANDEM_GPU_AMD 1
 #elif defined(__CUDACC__)
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 #define TANDEM_GPU_NVIDIA 1
 #else
 #include "kernels/emu/device_api.h"
@@ -78,8 +82,9 @@ using hipGraphExec_t = cudaGraphExec_t;
 #define hipGraphExecDestroy cudaGraphExecDestroy
 #endif
 
+// 32-byte aligned: tiles of the matrix cores start on 32 bytes
 #if !defined(TANDEM_GPU_EMU)
-#define TANDEM_SHARED(type, name, dims) __shared__ type name dims
+#define TANDEM_SHARED(type, name, dims) __shared__ __attribute__((aligned(32))) type name dims
 #endif
 
 // The vendor's BLAS, in hipBLASLt's names (gpu_blas.cc is written in them):
@@ -279,6 +284,136 @@ __device__ __forceinline__ int dot4I8(int a, int b, int c) {
 
 }  // namespace tandem::gpu
 
+// ---- matrix cores: a wave's 16 x 16 x 16 products of 16-bit operands ----
+// gpu::mma::Tiles<kBf16> names a wave's tiles for F16 (kBf16 false) or BF16
+// operands given as raw 16-bit words in memory (LDS or global; leading
+// dimensions in elements, a multiple of 8; tile starts 32-byte aligned);
+// sums are F32:
+//   A a; loadA(a, p, ld)          A[r][c] = p[r * ld + c]
+//   B b; loadBt(b, p, ld)         B[k][n] = p[n * ld + k]  (rows of B^T)
+//   B b; loadB(b, p, ld)          B[k][n] = p[k * ld + n]
+//   Acc c; zero(c); fma(c, a, b)  c += A * B
+//   store(q, ld, c)               q[r * ld + n] = c[r][n]  (F32)
+// Which lane holds what is the vendor's business (no kernel reads a tile's
+// elements): NVIDIA's wmma fragments (BF16 from sm_80), CDNA's 16x16x16 MFMA
+// on a wave of 64 in its documented lane layout, and on the emulator every
+// lane holding the whole tile. Every lane of the wave calls each operation.
+namespace tandem::gpu::mma {
+
+#if defined(TANDEM_GPU_NVIDIA)
+template <bool kBf16>
+struct Tiles {
+  using Elem = std::conditional_t<kBf16, __nv_bfloat16, __half>;
+  using A = nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, Elem, nvcuda::wmma::row_major>;
+  using Bt = nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, Elem, nvcuda::wmma::col_major>;
+  using B = nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, Elem, nvcuda::wmma::row_major>;
+  using Acc = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
+  static __device__ __forceinline__ void loadA(A& a, const uint16_t* p, int ld) {
+    nvcuda::wmma::load_matrix_sync(a, reinterpret_cast<const Elem*>(p), ld);
+  }
+  static __device__ __forceinline__ void loadBt(Bt& b, const uint16_t* p, int ld) {
+    nvcuda::wmma::load_matrix_sync(b, reinterpret_cast<const Elem*>(p), ld);
+  }
+  static __device__ __forceinline__ void loadB(B& b, const uint16_t* p, int ld) {
+    nvcuda::wmma::load_matrix_sync(b, reinterpret_cast<const Elem*>(p), ld);
+  }
+  static __device__ __forceinline__ void zero(Acc& c) { nvcuda::wmma::fill_fragment(c, 0.0f); }
+  template <class Bop>
+  static __device__ __forceinline__ void fma(Acc& c, const A& a, const Bop& b) {
+    nvcuda::wmma::mma_sync(c, a, b, c);
+  }
+  static __device__ __forceinline__ void store(float* q, int ld, const Acc& c) {
+    nvcuda::wmma::store_matrix_sync(q, c, ld, nvcuda::wmma::mem_row_major);
+  }
+};
+#elif defined(TANDEM_GPU_AMD)
+// v_mfma_f32_16x16x16{f16,bf16_1k}: lane l holds A[l % 16][4 (l / 16) + i]
+// and B[4 (l / 16) + i][l % 16] (i < 4) and sums D[4 (l / 16) + i][l % 16].
+template <bool kBf16>
+struct Tiles {
+  typedef short Short4 __attribute__((ext_vector_type(4)));
+  typedef float Float4 __attribute__((ext_vector_type(4)));
+  struct A { Short4 v; };
+  struct B { Short4 v; };
+  using Bt = B;
+  struct Acc { Float4 v; };
+  static __device__ __forceinline__ int lane() { return threadIdx.x % 64; }
+  static __device__ __forceinline__ void loadA(A& a, const uint16_t* p, int ld) {
+    for (int i = 0; i < 4; ++i) a.v[i] = static_cast<short>(p[(lane() % 16) * ld + 4 * (lane() / 16) + i]);
+  }
+  static __device__ __forceinline__ void loadBt(Bt& b, const uint16_t* p, int ld) {
+    for (int i = 0; i < 4; ++i) b.v[i] = static_cast<short>(p[(lane() % 16) * ld + 4 * (lane() / 16) + i]);
+  }
+  static __device__ __forceinline__ void loadB(B& b, const uint16_t* p, int ld) {
+    for (int i = 0; i < 4; ++i) b.v[i] = static_cast<short>(p[(4 * (lane() / 16) + i) * ld + lane() % 16]);
+  }
+  static __device__ __forceinline__ void zero(Acc& c) { c.v = Float4{0.0f, 0.0f, 0.0f, 0.0f}; }
+  template <class Bop>
+  static __device__ __forceinline__ void fma(Acc& c, const A& a, const Bop& b) {
+#if defined(__HIP_DEVICE_COMPILE__) && \
+    (defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__))
+    if constexpr (kBf16) {
+      c.v = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a.v, b.v, c.v, 0, 0, 0);
+    } else {
+      typedef _Float16 Half4 __attribute__((ext_vector_type(4)));
+      c.v = __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(Half4, a.v),
+                                                  __builtin_bit_cast(Half4, b.v), c.v, 0, 0, 0);
+    }
+#endif
+  }
+  static __device__ __forceinline__ void store(float* q, int ld, const Acc& c) {
+    for (int i = 0; i < 4; ++i) q[(4 * (lane() / 16) + i) * ld + lane() % 16] = c.v[i];
+  }
+};
+#else
+// the emulator: every lane computes the whole tile from memory, in F32.
+template <bool kBf16>
+struct Tiles {
+  struct Tile { float v[16][16]; };
+  using A = Tile;
+  using B = Tile;
+  using Bt = Tile;
+  using Acc = Tile;
+  static float word(uint16_t h) { return kBf16 ? bf16BitsToFloat(h) : halfBitsToFloat(h); }
+  static void loadA(A& a, const uint16_t* p, int ld) {
+    for (int r = 0; r < 16; ++r) {
+      for (int c = 0; c < 16; ++c) a.v[r][c] = word(p[r * ld + c]);
+    }
+  }
+  static void loadBt(Bt& b, const uint16_t* p, int ld) {
+    for (int k = 0; k < 16; ++k) {
+      for (int n = 0; n < 16; ++n) b.v[k][n] = word(p[n * ld + k]);
+    }
+  }
+  static void loadB(B& b, const uint16_t* p, int ld) {
+    for (int k = 0; k < 16; ++k) {
+      for (int n = 0; n < 16; ++n) b.v[k][n] = word(p[k * ld + n]);
+    }
+  }
+  static void zero(Acc& c) {
+    for (auto& row : c.v) {
+      for (float& x : row) x = 0.0f;
+    }
+  }
+  static void fma(Acc& c, const A& a, const Tile& b) {
+    for (int r = 0; r < 16; ++r) {
+      for (int n = 0; n < 16; ++n) {
+        float sum = c.v[r][n];
+        for (int k = 0; k < 16; ++k) sum += a.v[r][k] * b.v[k][n];
+        c.v[r][n] = sum;
+      }
+    }
+  }
+  static void store(float* q, int ld, const Acc& c) {
+    for (int r = 0; r < 16; ++r) {
+      for (int n = 0; n < 16; ++n) q[r * ld + n] = c.v[r][n];
+    }
+  }
+};
+#endif
+
+}  // namespace tandem::gpu::mma
+
 namespace tandem::gpu {
 
 // the wave size of the device kernels launch on, for grid shapes on the host.
@@ -312,6 +447,17 @@ inline int hostMultiprocessors() {
     device = current;
   }
   return count;
+}
+
+// whether the current device runs gpu::mma::Tiles: NVIDIA (this build is
+// for sm_80+), CDNA (waves of 64: the builds are for gfx90a/gfx94x), the
+// emulator.
+inline bool hasMatrixTiles() {
+#if defined(TANDEM_GPU_AMD)
+  return hostWarpSize() == 64;
+#else
+  return true;
+#endif
 }
 
 // what went wrong: the runtime's name for `e`, and on the emulator why the

@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "kernels/hip/attention_decode.h"
 #include "kernels/hip/attention_prefill.h"
+#include "kernels/hip/attention_prefill_mma.h"
 #include "kernels/hip/convert.h"
 #include "kernels/hip/embedding.h"
 #include "kernels/hip/gather_rows.h"
@@ -463,6 +464,8 @@ void HipBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int l
         decode_workspace_, attentionDecodeWorkspace(a, decode_partition_) * sizeof(float)));
     check(launchAttentionDecode(a, ws, asStream(stream_), decode_partition_),
           "pagedAttention (decode)");
+  } else if (attentionPrefillMmaShape(a)) {
+    check(launchAttentionPrefillMma(a, asStream(stream_)), "pagedAttention (prefill, matrix cores)");
   } else {
     check(launchAttentionPrefill(a, asStream(stream_)), "pagedAttention (prefill)");
   }

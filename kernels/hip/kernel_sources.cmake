@@ -13,6 +13,7 @@ set(TANDEM_HIP_KERNEL_SOURCES
   convert.cc
   gpu_blas.cc
   attention_prefill.cc
+  attention_prefill_mma.cc
   attention_decode.cc
   silu_mul.cc
   residual_add.cc

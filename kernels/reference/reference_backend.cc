@@ -146,7 +146,19 @@ void ReferenceBackend::pagedAttention(const Tensor& q, const KvCacheView& cache,
     for (int i = 0; i < q_len; ++i) {
       const int n_keys = start + i + 1;  // causal: keys up to and including itself
       for (int h = 0; h < batch.num_heads; ++h) {
-        const float* qv = q.as<float>() + (q_row + i) * q.cols + h * d;
+        const float* q_in = q.as<float>() + (q_row + i) * q.cols + h * d;
+        // 16-bit operands: q * scale rounded, the scale then already in
+        std::vector<float> rounded;
+        const bool round = attention_operands_ != DType::kF32;
+        if (round) {
+          rounded.resize(d);
+          for (int j = 0; j < d; ++j) {
+            storeElement(&rounded[j], attention_operands_, 0, q_in[j] * batch.scale);
+            rounded[j] = loadElement(&rounded[j], attention_operands_, 0);
+          }
+        }
+        const float* qv = round ? rounded.data() : q_in;
+        const double q_scale = round ? 1.0 : batch.scale;
         const int kvh = h / group;
         std::vector<double> scores(n_keys);
         double max_score = -INFINITY;
@@ -159,11 +171,19 @@ void ReferenceBackend::pagedAttention(const Tensor& q, const KvCacheView& cache,
             dot += static_cast<double>(qv[j]) *
                    loadElement(block + l.sliceOffset(layer, 0), l.dtype, base + j);
           }
-          scores[p] = dot * batch.scale;
+          scores[p] = dot * q_scale;
           max_score = std::max(max_score, scores[p]);
         }
         double total = 0.0;
         for (double& sc : scores) total += (sc = std::exp(sc - max_score));
+        if (round) {  // the probabilities themselves, rounded: a sum of 1 after
+          for (double& sc : scores) {
+            float pr = 0.0f;
+            storeElement(&pr, attention_operands_, 0, static_cast<float>(sc / total));
+            sc = loadElement(&pr, attention_operands_, 0);
+          }
+          total = 1.0;
+        }
         float* o = out.as<float>() + (q_row + i) * out.cols + h * d;
         for (int j = 0; j < d; ++j) {
           double acc = 0.0;

@@ -11,6 +11,12 @@ class ReferenceBackend : public Backend {
  public:
   std::string_view name() const override { return "reference"; }
 
+  // pagedAttention as a matrix unit computes it on 16-bit operands (the
+  // hip backend's prefill on F16/BF16 caches, attention_prefill_mma.h):
+  // q * scale and the probabilities rounded to `dtype`, the caches' own
+  // type; kF32 (the default): exact.
+  void roundAttentionOperandsTo(DType dtype) { attention_operands_ = dtype; }
+
   absl::StatusOr<BufferPtr> allocate(size_t bytes) override;
   absl::StatusOr<BufferPtr> importHost(const void* host, size_t bytes) override;
   void upload(void* device_dst, const void* host_src, size_t bytes) override;
@@ -30,6 +36,9 @@ class ReferenceBackend : public Backend {
   void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
   void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
                   std::span<const int32_t> dst_ids) override;
+
+ private:
+  DType attention_operands_ = DType::kF32;
 };
 
 // element i of a tensor of any float dtype, as F32.

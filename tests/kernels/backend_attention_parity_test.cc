@@ -53,6 +53,7 @@ std::vector<AttentionCase> attentionCases() {
   // backend)
   std::vector<SeqSpec> decode16;
   for (int s = 0; s < 16; ++s) decode16.push_back({(s * 23) % 70, 1});
+  const std::vector<SeqSpec> long_chunks = {{0, 100}, {40, 70}, {130, 1}};
   return {
       {8, 4, 20, 16, DType::kF32, "mixed5", mixed5},
       {8, 4, 20, 5, DType::kF32, "mixed5", mixed5},
@@ -79,6 +80,12 @@ std::vector<AttentionCase> attentionCases() {
       {16, 2, 128, 16, DType::kBF16, "decode", decode},
       {16, 1, 64, 5, DType::kF32, "decode", decode},
       {8, 8, 128, 16, DType::kF16, "decode16", decode16},
+      // the matrix cores' prefill (head_dim a multiple of 16, F16/BF16):
+      // chunks after prefixes, several 64-row query tiles and 32-key tiles
+      {8, 2, 64, 16, DType::kF16, "mixed6", mixed6},
+      {4, 1, 128, 16, DType::kBF16, "mixed5", mixed5},
+      {6, 3, 32, 5, DType::kF16, "long", long_chunks},
+      {4, 2, 16, 16, DType::kBF16, "long", long_chunks},
   };
 }
 
@@ -157,12 +164,20 @@ TEST_P(AttentionParityTest, WritesKvAndAttendsLikeTheReference) {
   const Tensor want = zeros(DType::kF32, q.rows, q.cols);
   batch.seq_info = ints(b.seq_info).reshaped(batch.num_seqs, 4);
   batch.block_tables = ints(b.tables).reshaped(1, static_cast<int64_t>(b.tables.size()));
+  // the matrix cores' prefill: 16-bit operands, and the reference alike
+  const bool sixteen = c.kv_dtype == DType::kF16 || c.kv_dtype == DType::kBF16;
+  const bool rounded = entry().rounds_attention_operands && sixteen && c.head_dim % 16 == 0 &&
+                       b.max_q > 1;
+  if (rounded) ref_.roundAttentionOperandsTo(c.kv_dtype);
   ref_.pagedAttention(q, view_ref, 1, batch, want);
   batch.seq_info = toDevice(batch.seq_info);
   batch.block_tables = toDevice(batch.block_tables);
   const Tensor got = toDevice(zeros(DType::kF32, q.rows, q.cols));
   backend().pagedAttention(toDevice(q), view_dev, 1, batch, got);
-  expectNear(toHost(got), want, tol().attention);
+  const float tolerance = !rounded ? tol().attention
+                          : c.kv_dtype == DType::kF16 ? tol().attention_f16
+                                                      : tol().attention_bf16;
+  expectNear(toHost(got), want, tolerance);
 }
 
 TANDEM_PARITY_CASES(Attention, AttentionParityTest, attentionCases());

@@ -44,6 +44,11 @@ struct Tolerances {
   float rope = 0;       // rope
   float silu = 0;       // siluMul
   float attention = 0;  // pagedAttention
+  // pagedAttention on 16-bit operands (rounds_attention_operands), against
+  // the reference rounding alike: a probability a rounding step apart moves
+  // the result by about that step times a value
+  float attention_f16 = 0;
+  float attention_bf16 = 0;
 };
 
 struct BackendUnderTest {
@@ -53,6 +58,11 @@ struct BackendUnderTest {
   // is rounded to F16/BF16 weights' own type (to F16 beside quantized
   // weights, which are dequantized to F16): the reference rounds alike.
   bool rounds_gemm_operands = false;
+  // prefill attention (a batch with a query of more than one row) on F16 or
+  // BF16 caches with head_dim a multiple of 16 runs on 16-bit operands:
+  // q * scale and the probabilities rounded to the cache's type
+  // (ReferenceBackend::roundAttentionOperandsTo).
+  bool rounds_attention_operands = false;
   // a fresh backend (for the emulator this sets its wave size first).
   std::function<absl::StatusOr<std::unique_ptr<Backend>>()> create;
   // waits for the backend and returns the first kernel error, if any.

@@ -17,8 +17,13 @@ namespace {
 
 constexpr Tolerances kCpuTolerances{
     .norm = 1e-5f, .matmul = 1e-5f, .rope = 1e-5f, .silu = 1e-5f, .attention = 1e-5f};
-constexpr Tolerances kHipTolerances{
-    .norm = 1e-5f, .matmul = 1e-4f, .rope = 1e-5f, .silu = 1e-6f, .attention = 2e-5f};
+constexpr Tolerances kHipTolerances{.norm = 1e-5f,
+                                    .matmul = 1e-4f,
+                                    .rope = 1e-5f,
+                                    .silu = 1e-6f,
+                                    .attention = 2e-5f,
+                                    .attention_f16 = 2e-3f,
+                                    .attention_bf16 = 1.6e-2f};
 
 BackendUnderTest cpuBackend(cpu::SimdLevel level, int threads) {
   BackendUnderTest b;
@@ -46,6 +51,7 @@ BackendUnderTest hipOnEmulator(int wave, bool vendor_blas = true) {
   b.name = "hip_wave" + std::to_string(wave) + (vendor_blas ? "" : "_own");
   b.tol = kHipTolerances;
   b.rounds_gemm_operands = vendor_blas;
+  b.rounds_attention_operands = true;
   b.create = [wave, vendor_blas]() -> absl::StatusOr<std::unique_ptr<Backend>> {
     emu::setWarpSize(wave);
     hip::HipBackendOptions options;
