@@ -52,4 +52,15 @@ absl::Status deviceCopies(void* dst, const void* src, size_t bytes, int reps) {
   return check(hipDeviceSynchronize(), "hipDeviceSynchronize");
 }
 
+absl::Status hostCopies(void* dst, const void* src, size_t bytes, bool to_device, int reps) {
+  for (int i = 0; i < reps; ++i) {
+    const auto kind = to_device ? hipMemcpyHostToDevice : hipMemcpyDeviceToHost;
+    if (absl::Status s = check(hipMemcpyAsync(dst, src, bytes, kind, nullptr), "hipMemcpyAsync");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return check(hipDeviceSynchronize(), "hipDeviceSynchronize");
+}
+
 }  // namespace tandem::bench::gpu

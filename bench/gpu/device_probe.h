@@ -27,4 +27,9 @@ absl::StatusOr<DeviceInfo> deviceInfo(int device);
 // memory) on the default stream, then waits for the device.
 absl::Status deviceCopies(void* dst, const void* src, size_t bytes, int reps);
 
+// `reps` copies of `bytes` between pinned host memory and the device
+// (host -> device when `to_device`), then waits for the device: the limit a
+// KV transfer's staging is held to.
+absl::Status hostCopies(void* dst, const void* src, size_t bytes, bool to_device, int reps);
+
 }  // namespace tandem::bench::gpu

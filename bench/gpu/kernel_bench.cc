@@ -246,6 +246,7 @@ absl::StatusOr<nlohmann::json> runBench(kernels::hip::HipBackend& backend,
   if (wants("attention_prefill")) {
     RETURN_IF_ERROR(benchAttentionPrefill(c, &out["attention_prefill"]));
   }
+  if (wants("staging")) RETURN_IF_ERROR(benchStaging(c, &out["staging"]));
   return out;
 }
 

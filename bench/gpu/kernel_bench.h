@@ -22,6 +22,8 @@
 //    kernel on a contiguous cache (one block a sequence).
 //  - attention_prefill (causal, one sequence of 1k/4k/16k tokens, F16
 //    cache): TFLOP/s (4 * heads * d * T^2 / 2), for the prefill issue.
+//  - staging: a 4k-token prompt's KV gathered into pinned host memory and
+//    scattered back, beside plain pinned copies (staging_bench.cc).
 #pragma once
 
 #include <string>
@@ -38,7 +40,7 @@ struct BenchOptions {
   double peak_tflops = 0;     // > 0 overrides peakTflops(device name)
   std::string device_name;
   // comma-separated sections to run (copy always runs): gemv, gemv_quant,
-  // gemm, attention, attention_prefill; empty: all
+  // gemm, attention, attention_prefill, staging; empty: all
   std::string sections;
 };
 
@@ -67,5 +69,6 @@ absl::Status benchGemvQuant(BenchContext& c, nlohmann::json* out);
 absl::Status benchGemm(BenchContext& c, nlohmann::json* out);
 absl::Status benchAttentionDecode(BenchContext& c, nlohmann::json* out);
 absl::Status benchAttentionPrefill(BenchContext& c, nlohmann::json* out);
+absl::Status benchStaging(BenchContext& c, nlohmann::json* out);
 
 }  // namespace tandem::bench::gpu

@@ -16,9 +16,13 @@
 #                written by `tandem model synth`, then `tandem_gpu_check e2e`:
 #                decode tok/s at batch 1/16/64 (graphs and eager) and prefill
 #                tok/s against their rooflines; needs the tandem bundle
-#   generate     `tandem generate --backend hip` on the 1B shape vs --backend
-#                cpu is not run (the cpu would take minutes); one greedy
-#                request through the real binary, graphs on, for the record
+#   pd           `tandem serve --backend hip` on the 1B shape (a tokenizer:
+#                TOKENIZER_DIR, default GPU_CARRY/tokenizer-llama3) with a
+#                prefill and a decode worker (every prompt prefilled remotely)
+#                and with one aggregated worker: `tandem bench` TTFT of
+#                4k-token prompts, one at a time
+#   generate     one greedy request of stories260K through the real binary
+#                (`tandem generate --backend hip`, graphs on), for the record
 # Results: OUTDIR/summary.md (bench/gpu/summarize.py) and OUTDIR/results.tar.gz
 # (every report and log): two files, as a lent machine returns few.
 #
@@ -28,7 +32,7 @@
 #                 by prepare_carry.sh; else built here against GPU_CARRY/deps)
 #   TANDEM_BUNDLE bench/gpu/pack_tandem.sh's tar.xz (default
 #                 build-gpucarry/tandem.tar.xz); without it no e2e/generate
-#   STEPS         which steps (default: info,bench,parity,oracle,torch,e2e,generate)
+#   STEPS         which steps (default: info,bench,parity,oracle,torch,e2e,pd,generate)
 #   BUDGET        seconds for the whole run (default 480)
 #   REPEATS       timing repeats (default 7)
 #   SMOKE=1       tiny shapes on the host emulator (CI: tests/bench)
@@ -40,7 +44,7 @@ carry=${GPU_CARRY:-$root/build-gpucarry}
 smoke=${SMOKE:-0}
 repeats=${REPEATS:-7}
 budget=${BUDGET:-480}
-steps=${STEPS:-info,bench,parity,oracle,torch,e2e,generate}
+steps=${STEPS:-info,bench,parity,oracle,torch,e2e,pd,generate}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # the reports gather outside OUTDIR: only summary.md and the archive go there
@@ -107,9 +111,10 @@ if ! "$check" info --out "$res/info.json" > /dev/null 2> "$res/info.err"; then
   log "$(cat "$res/info.err"): nothing to check here"; exit 1
 fi
 if [[ $smoke == 1 ]]; then
-  bench=(--small --repeats 2) parity=() oracle=(--prompts 2 --tokens 4) e2e_small=(--small)
+  bench=(--small --repeats 2) parity=() oracle=(--prompts 2 --tokens 4)
+  e2e_run=(--small --decode-steps 4 --repeats 1)
 else
-  bench=(--repeats "$repeats") parity=(--large) oracle=() e2e_small=()
+  bench=(--repeats "$repeats") parity=(--large) oracle=() e2e_run=(--decode-steps 32 --repeats 2)
 fi
 models=$root/models/stories260K
 wants bench && fits 60 && run bench "$(limit 200)" "$check" bench "${bench[@]}"
@@ -139,6 +144,8 @@ elif [[ $smoke == 1 ]]; then
   tandem=$root/build/tandem
 fi
 work=${MODEL_DIR:-/tmp/tandem-models}
+l1b=dim=2048,layers=16,heads=32,kv_heads=8,ffn=8192,vocab=128256
+l8b=dim=4096,layers=32,heads=32,kv_heads=8,ffn=14336,vocab=128256
 mkdir -p "$work"
 synth() {  # synth NAME SHAPE DTYPE
   local s=$(date +%s)
@@ -150,8 +157,6 @@ if [[ -n $tandem ]] && wants e2e; then
   if [[ $smoke == 1 ]]; then
     shapes=("tiny-f16|dim=64,layers=2,heads=4,kv_heads=2,ffn=128,vocab=256|f16|16,32|1,4")
   else
-    l1b=dim=2048,layers=16,heads=32,kv_heads=8,ffn=8192,vocab=128256
-    l8b=dim=4096,layers=32,heads=32,kv_heads=8,ffn=14336,vocab=128256
     shapes=("llama1b-f16|$l1b|f16|512,2048,8192|1,16,64" "llama8b-f16|$l8b|f16|512,2048|1,16,64"
             "llama8b-q4_k_m|$l8b|q4_k_m|512,2048|1,16,64" "llama1b-q4_k_m|$l1b|q4_k_m|512,2048|1,16,64")
   fi
@@ -159,11 +164,48 @@ if [[ -n $tandem ]] && wants e2e; then
     IFS='|' read -r name shape dtype prompts batches <<< "$s"
     fits 45 || { log "e2e $name: skipped (budget)"; continue; }
     synth "$name" "$shape" "$dtype"
-    run "e2e_$name" "$(limit 150)" "$check" e2e "${e2e_small[@]}" --model "$work/$name.gguf" \
-      --prompts "$prompts" --batches "$batches" --decode-steps 32 --repeats 2
+    run "e2e_$name" "$(limit 150)" "$check" e2e "${e2e_run[@]}" --model "$work/$name.gguf" \
+      --prompts "$prompts" --batches "$batches"
     [[ $smoke == 1 ]] || rm -f "$work/$name.gguf"  # the disk holds one 8B at a time
   done
 fi
+# --- disaggregated prefill on the GPU: TTFT of 4k-token prompts through
+# `tandem serve` with a prefill and a decode worker (every prompt prefilled
+# remotely) and with one aggregated worker, both on this device ---
+pd_serve() {  # pd_serve MODE MODEL: serve, 8 requests of 4096 tokens, stop
+  local mode=$1 model=$2 args=()
+  [[ $mode == pd ]] && args=(--prefill-workers 1 --decode-workers 1 --max-local-prefill-tokens 0)
+  [[ $mode == agg ]] && args=(--prefill-workers 0 --decode-workers 1)
+  $tandem serve --model "$model" --backend "${PD_BACKEND:-hip}" --kv-cache-dtype f16 --http-port 18000 \
+    --grpc-port 18001 "${args[@]}" > "$res/serve_$mode.log" 2>&1 &
+  local pid=$! ok=0
+  for _ in $(seq 240); do
+    if python3 -c 'import urllib.request,sys; urllib.request.urlopen("http://127.0.0.1:18000/health", timeout=1)' 2>/dev/null; then ok=1; break; fi
+    sleep 0.5
+  done
+  if [[ $ok == 1 ]]; then
+    timeout "$(limit 120)" $tandem bench --url http://127.0.0.1:18000 --input-len "${PD_TOKENS:-4096}" \
+      --output-len 16 --concurrency 1 --num-requests 8 --tokenizer "$model" \
+      --out "$res/pd_$mode.json" > "$res/pd_bench_$mode.log" 2>&1
+    log "pd $mode: bench exit $?"
+  else
+    log "pd $mode: the server never became healthy (serve_$mode.log)"
+  fi
+  kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+}
+if [[ -n $tandem ]] && wants pd && fits 90; then
+  tok=${TOKENIZER_DIR:-$carry/tokenizer-llama3}
+  if [[ $smoke == 1 ]]; then  # the cpu, stories260K's context
+    pd_model=$root/models/stories260K/gguf/stories260K.gguf
+    export PD_BACKEND=cpu PD_TOKENS=200
+  else
+    synth llama1b-f16-tok "$l1b,max_pos=8192" f16 "$tok"
+    pd_model=$work/llama1b-f16-tok.gguf
+  fi
+  pd_serve pd "$pd_model"
+  pd_serve agg "$pd_model"
+fi
+
 if [[ -n $tandem && $smoke != 1 ]] && wants generate && fits 30; then
   s=$(date +%s)
   timeout "$(limit 60)" $tandem generate --backend hip --model "$models/gguf/stories260K.gguf" \

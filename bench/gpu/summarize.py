@@ -98,6 +98,13 @@ if bench:
             print(f"| {e['name']} | {e['value']:.1f} | {num(t)} | {num(t and e['value'] / t, '{:.2f}x')} |")
         print()
 
+    st = bench.get("staging")
+    if st:
+        print(f"KV staging, a 4k-token prompt's {st['kv_bytes'] / 1e6:.0f} MB in {st['blocks']} blocks: gather to "
+              f"pinned {st['gather_to_pinned_GBps']:.1f} GB/s ({st['gather_vs_copy']:.0%} of a plain copy's "
+              f"{st['copy_device_to_pinned_GBps']:.1f}), scatter from pinned {st['scatter_from_pinned_GBps']:.1f} "
+              f"GB/s ({st['scatter_vs_copy']:.0%} of {st['copy_pinned_to_device_GBps']:.1f})\n")
+
 e2e_files = sorted(glob.glob(os.path.join(out, "e2e_*.json")))
 if e2e_files:
     print("| model (e2e) | decode x1 tok/s (graphs / eager) | of roofline | x16 | x64 | x64 / x1 | "
@@ -120,3 +127,9 @@ if e2e_files:
     print()
     print("(roofline: the run's copy bandwidth / weight bytes a step; compute: the vendor BLAS's F16 "
           "throughput measured in the same run)")
+
+pd, agg = load("pd_pd.json"), load("pd_agg.json")
+if pd and agg:
+    a, b = pd["ttft_ms"]["p50"], agg["ttft_ms"]["p50"]
+    print(f"\nP/D on one GPU (tandem serve, 4k-token prompts, one at a time): TTFT p50 remote prefill "
+          f"{a:.0f} ms, aggregated {b:.0f} ms: {a / b:.2f}x")
