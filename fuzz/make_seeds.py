@@ -460,8 +460,12 @@ def grpc_generate_request_seeds():
                   "name": {"type": "string", "maxLength": 8}, "age": {"type": "integer"}},
                   "required": ["name"]})) + fb(3, "pet") + fv(4, 1)))
     json_object = fb(2, "Once") + fb(6, fv(1, 1)) + fb(4, fv(9, 8) + fb(16, fv(1, 5) + f32(2, -1.5)))
+    # the fuzzer's 10 s timeout before the grammar's bounds (issue 36): a
+    # string of up to 100000 characters compiled to 100000 automaton steps
+    long_string = fb(2, "x") + fb(6, fv(1, 2) + fb(2, json.dumps({"type": "string", "maxLength": 100000})))
     for name, data in {"text": text, "token_ids": token_ids, "grammar": grammar,
-                       "json_schema": schema, "json_object": json_object}.items():
+                       "json_schema": schema, "json_object": json_object,
+                       "timeout_long_string": long_string}.items():
         write("grpc_generate_request", name, data)
 
 
