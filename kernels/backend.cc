@@ -30,6 +30,20 @@ KvCacheView stagingView(const void* staging, const KvCacheView& cache, size_t n)
 
 }  // namespace
 
+void Backend::addRmsNorm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
+                         const Tensor& out) {
+  add(x, delta, x);
+  rmsNorm(x, weight, eps, out);
+}
+
+void Backend::ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& positions, const RopeParams& params, const Tensor& slots,
+                          const KvCacheView& cache, int layer) {
+  rope(q, positions, params);
+  rope(k, positions, params);
+  writeKv(k, v, slots, cache, layer);
+}
+
 void Backend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) {
   for (const MatmulOutput& o : outputs) matmul(x, *o.w, o.bias, *o.y);
 }

@@ -183,6 +183,18 @@ class Backend {
   // out = a + b, all [R, D] F32; out may alias either input.
   virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
 
+  // --- fused steps (a backend may run each as one launch; the default is
+  // the ops it names, and an override gives the same bits) ---
+  // add(x, delta, x) then rmsNorm(x, weight, eps, out): the residual stream
+  // and the next block's norm. out may alias delta, not x.
+  virtual void addRmsNorm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
+                          const Tensor& out);
+  // rope(q, positions, params), rope(k, positions, params), then
+  // writeKv(k, v, slots, cache, layer): a layer's new keys into the cache.
+  virtual void ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v,
+                           const Tensor& positions, const RopeParams& params, const Tensor& slots,
+                           const KvCacheView& cache, int layer);
+
   // out[i, :] = x[rows[i], :]. x [T, D] F32, rows [n, 1] I32, out [n, D] F32.
   virtual void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
 

@@ -1,5 +1,7 @@
 #include "kernels/hip/gemv.h"
 
+#include <algorithm>
+
 #include "kernels/hip/device_utils.h"
 
 namespace tandem::kernels::hip {
@@ -43,13 +45,16 @@ __device__ __forceinline__ void load8(const gpu::BF16* p, float* out) {
 }
 
 template <class W, int M, int R>
-static __global__ void gemvVecKernel(const float* x, const W* w, const float* bias, float* y,
-                                     int64_t n, int64_t k) {
+static __global__ void gemvVecKernel(const float* x, GemvOutputs outs, int64_t k) {
   TANDEM_SHARED(float, partial, [kVecWaves][kGemvMaxRows * 8]);
   const int lane = threadIdx.x % warpSize, wave = threadIdx.x / warpSize;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R, total = outs.rows();
   const W* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = w + (row0 + r < n ? row0 + r : row0) * k;
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = row0 + r < total ? row0 + r : row0;
+    const int s = outs.find(row);
+    rows[r] = static_cast<const W*>(outs.w[s]) + (row - outs.begin(s)) * k;
+  }
   float acc[M][R];
   for (int i = 0; i < M; ++i) {
     for (int r = 0; r < R; ++r) acc[i][r] = 0.0f;
@@ -69,17 +74,20 @@ static __global__ void gemvVecKernel(const float* x, const W* w, const float* bi
   }
   for (int i = 0; i < M; ++i) {
     for (int r = 0; r < R; ++r) {
-      const float total = gpu::warpSum(acc[i][r]);
-      if (lane == 0) partial[wave][i * R + r] = total;
+      const float total_r = gpu::warpSum(acc[i][r]);
+      if (lane == 0) partial[wave][i * R + r] = total_r;
     }
   }
   __syncthreads();
   for (int e = threadIdx.x; e < M * R; e += blockDim.x) {
     const int i = e / R, r = e % R;
-    if (row0 + r >= n) continue;
-    float total = 0.0f;
-    for (int v = 0; v < kVecWaves; ++v) total += partial[v][e];
-    y[i * n + row0 + r] = total + (bias != nullptr ? bias[row0 + r] : 0.0f);
+    const int64_t row = row0 + r;
+    if (row >= total) continue;
+    const int s = outs.find(row);
+    const int64_t local = row - outs.begin(s), n = outs.end[s] - outs.begin(s);
+    float sum = 0.0f;
+    for (int v = 0; v < kVecWaves; ++v) sum += partial[v][e];
+    outs.y[s][i * n + local] = sum + (outs.bias[s] != nullptr ? outs.bias[s][local] : 0.0f);
   }
 }
 
@@ -94,44 +102,42 @@ int rowsPerBlock(int m, int64_t n) {
 }
 
 template <class W, int M, int R>
-hipError_t launchVecRows(const float* x, const W* w, const float* bias, float* y, int64_t n,
-                         int64_t k, hipStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((n + R - 1) / R));
+hipError_t launchVecRows(const float* x, const GemvOutputs& outs, int64_t k, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((outs.rows() + R - 1) / R));
   return gpu::launch("gemv_vec", gemvVecKernel<W, M, R>, grid,
-                     dim3(static_cast<unsigned>(kVecWaves * gpu::hostWarpSize())), stream, x, w,
-                     bias, y, n, k);
+                     dim3(static_cast<unsigned>(kVecWaves * gpu::hostWarpSize())), stream, x, outs,
+                     k);
 }
 
 template <class W, int M>
-hipError_t launchVec(const float* x, const W* w, const float* bias, float* y, int64_t n, int64_t k,
-                     hipStream_t stream) {
+hipError_t launchVec(const float* x, const GemvOutputs& outs, int64_t k, hipStream_t stream) {
   // only the R that rowsPerBlock can pick for this M are instantiated
-  const int r = rowsPerBlock(M, n);
+  const int r = rowsPerBlock(M, outs.rows());
   if constexpr (M > 4) {
-    if (r == 8) return launchVecRows<W, M, 8>(x, w, bias, y, n, k, stream);
+    if (r == 8) return launchVecRows<W, M, 8>(x, outs, k, stream);
   }
   if constexpr (M > 2) {
-    if (r == 4) return launchVecRows<W, M, 4>(x, w, bias, y, n, k, stream);
+    if (r == 4) return launchVecRows<W, M, 4>(x, outs, k, stream);
   }
   if constexpr (M > 1) {
-    if (r == 2) return launchVecRows<W, M, 2>(x, w, bias, y, n, k, stream);
+    if (r == 2) return launchVecRows<W, M, 2>(x, outs, k, stream);
   }
-  return launchVecRows<W, M, 1>(x, w, bias, y, n, k, stream);
+  return launchVecRows<W, M, 1>(x, outs, k, stream);
 }
 
 template <class W>
-hipError_t dispatchVec(const float* x, const W* w, const float* bias, float* y, int64_t m,
-                       int64_t n, int64_t k, hipStream_t stream) {
+hipError_t dispatchVec(const float* x, const GemvOutputs& outs, int64_t m, int64_t k,
+                       hipStream_t stream) {
   static_assert(kGemvMaxRows == 8);
   switch (m) {
-    case 1: return launchVec<W, 1>(x, w, bias, y, n, k, stream);
-    case 2: return launchVec<W, 2>(x, w, bias, y, n, k, stream);
-    case 3: return launchVec<W, 3>(x, w, bias, y, n, k, stream);
-    case 4: return launchVec<W, 4>(x, w, bias, y, n, k, stream);
-    case 5: return launchVec<W, 5>(x, w, bias, y, n, k, stream);
-    case 6: return launchVec<W, 6>(x, w, bias, y, n, k, stream);
-    case 7: return launchVec<W, 7>(x, w, bias, y, n, k, stream);
-    default: return launchVec<W, 8>(x, w, bias, y, n, k, stream);
+    case 1: return launchVec<W, 1>(x, outs, k, stream);
+    case 2: return launchVec<W, 2>(x, outs, k, stream);
+    case 3: return launchVec<W, 3>(x, outs, k, stream);
+    case 4: return launchVec<W, 4>(x, outs, k, stream);
+    case 5: return launchVec<W, 5>(x, outs, k, stream);
+    case 6: return launchVec<W, 6>(x, outs, k, stream);
+    case 7: return launchVec<W, 7>(x, outs, k, stream);
+    default: return launchVec<W, 8>(x, outs, k, stream);
   }
 }
 
@@ -174,21 +180,40 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 }  // namespace
 
-hipError_t launchGemv(const float* x, const void* w, DType w_dtype, const float* bias, float* y,
-                      int64_t m, int64_t n, int64_t k, hipStream_t stream) {
+hipError_t launchGemvOutputs(const float* x, std::span<const GemvOutput> outputs, DType w_dtype,
+                            int64_t m, int64_t k, hipStream_t stream) {
   if (m < 1 || m > kGemvMaxRows) return hipErrorInvalidValue;
-  if (n == 0) return hipSuccess;
-  return TANDEM_DISPATCH_ELEM(w_dtype, W, [&] {
-    const W* wt = static_cast<const W*>(w);
-    if (k % 8 == 0 && aligned16(w) && aligned16(x)) {
-      return dispatchVec<W>(x, wt, bias, y, m, n, k, stream);
+  bool aligned = k % 8 == 0 && aligned16(x);
+  for (const GemvOutput& o : outputs) aligned = aligned && aligned16(o.w);
+  return TANDEM_DISPATCH_ELEM(w_dtype, W, [&]() -> hipError_t {
+    if (aligned) {
+      for (size_t first = 0; first < outputs.size(); first += kGemvMaxOutputs) {
+        const int count = static_cast<int>(std::min<size_t>(kGemvMaxOutputs, outputs.size() - first));
+        const GemvOutputs outs = gemvOutputs(outputs.data() + first, count);
+        if (outs.rows() == 0) continue;
+        if (const hipError_t e = dispatchVec<W>(x, outs, m, k, stream); e != hipSuccess) return e;
+      }
+      return hipSuccess;
     }
+    // the general kernel, an output at a time
     const int lanes = lanesFor(k);
     const int64_t cols_per_block = kThreads / lanes;
-    const dim3 grid(static_cast<unsigned>((n + cols_per_block - 1) / cols_per_block));
-    return gpu::launch("gemv", gemvKernel<W>, grid, dim3(kThreads), stream, x, wt, bias, y,
-                       static_cast<int>(m), n, k, lanes);
+    for (const GemvOutput& o : outputs) {
+      if (o.n == 0) continue;
+      const dim3 grid(static_cast<unsigned>((o.n + cols_per_block - 1) / cols_per_block));
+      const hipError_t e = gpu::launch("gemv", gemvKernel<W>, grid, dim3(kThreads), stream, x,
+                                       static_cast<const W*>(o.w), o.bias, o.y,
+                                       static_cast<int>(m), o.n, k, lanes);
+      if (e != hipSuccess) return e;
+    }
+    return hipSuccess;
   });
+}
+
+hipError_t launchGemv(const float* x, const void* w, DType w_dtype, const float* bias, float* y,
+                      int64_t m, int64_t n, int64_t k, hipStream_t stream) {
+  const GemvOutput out{w, bias, y, n};
+  return launchGemvOutputs(x, std::span<const GemvOutput>(&out, 1), w_dtype, m, k, stream);
 }
 
 }  // namespace tandem::kernels::hip

@@ -9,6 +9,9 @@
 #include <cstdint>
 
 #include "common/dtype.h"
+#include <span>
+
+#include "kernels/hip/gemv_outputs.h"
 #include "kernels/hip/gemv_rows.h"
 #include "kernels/hip/gpu_vendor.h"
 
@@ -18,5 +21,11 @@ namespace tandem::kernels::hip {
 // F32 or null, y [m, n] F32. hipErrorInvalidValue when m is out of range.
 hipError_t launchGemv(const float* x, const void* w, DType w_dtype, const float* bias, float* y,
                       int64_t m, int64_t n, int64_t k, hipStream_t stream);
+
+// several weights of `w_dtype` and width k sharing x: one launch for every
+// kGemvMaxOutputs of them (where k % 8 == 0 and all are 16-byte aligned;
+// else a launch each).
+hipError_t launchGemvOutputs(const float* x, std::span<const GemvOutput> outputs, DType w_dtype,
+                             int64_t m, int64_t k, hipStream_t stream);
 
 }  // namespace tandem::kernels::hip

@@ -1,5 +1,7 @@
 #include "kernels/hip/gemv_quant.h"
 
+#include <algorithm>
+
 #include "kernels/hip/device_utils.h"
 
 namespace tandem::kernels::hip {
@@ -15,15 +17,19 @@ namespace {
 constexpr int kWaves = 4;
 
 template <class Q, int M, int R>
-static __global__ void gemvQuantKernel(const gpu::ActQ8* act, const typename Q::Block* w,
-                                       const float* bias, float* y, int64_t n, int64_t k) {
+static __global__ void gemvQuantKernel(const gpu::ActQ8* act, GemvOutputs outs, int64_t k) {
   TANDEM_SHARED(float, partial, [kWaves][kGemvMaxRows * 4]);
+  using Block = typename Q::Block;
   const int lane = threadIdx.x % warpSize, wave = threadIdx.x / warpSize;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R, total = outs.rows();
   const int64_t blocks_per_row = k / Q::kValues, acts_per_row = k / gpu::kActValues;
   const int64_t units = k / Q::kUnitValues;
-  const typename Q::Block* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = w + (row0 + r < n ? row0 + r : row0) * blocks_per_row;
+  const Block* rows[R];
+  for (int r = 0; r < R; ++r) {
+    const int64_t row = row0 + r < total ? row0 + r : row0;
+    const int s = outs.find(row);
+    rows[r] = static_cast<const Block*>(outs.w[s]) + (row - outs.begin(s)) * blocks_per_row;
+  }
   float acc[M][R];
   for (int i = 0; i < M; ++i) {
     for (int r = 0; r < R; ++r) acc[i][r] = 0.0f;
@@ -39,17 +45,20 @@ static __global__ void gemvQuantKernel(const gpu::ActQ8* act, const typename Q::
   }
   for (int i = 0; i < M; ++i) {
     for (int r = 0; r < R; ++r) {
-      const float total = gpu::warpSum(acc[i][r]);
-      if (lane == 0) partial[wave][i * R + r] = total;
+      const float sum = gpu::warpSum(acc[i][r]);
+      if (lane == 0) partial[wave][i * R + r] = sum;
     }
   }
   __syncthreads();
   for (int e = threadIdx.x; e < M * R; e += blockDim.x) {
     const int i = e / R, r = e % R;
-    if (row0 + r >= n) continue;
-    float total = 0.0f;
-    for (int v = 0; v < kWaves; ++v) total += partial[v][e];
-    y[i * n + row0 + r] = total + (bias != nullptr ? bias[row0 + r] : 0.0f);
+    const int64_t row = row0 + r;
+    if (row >= total) continue;
+    const int s = outs.find(row);
+    const int64_t local = row - outs.begin(s), n = outs.end[s] - outs.begin(s);
+    float sum = 0.0f;
+    for (int v = 0; v < kWaves; ++v) sum += partial[v][e];
+    outs.y[s][i * n + local] = sum + (outs.bias[s] != nullptr ? outs.bias[s][local] : 0.0f);
   }
 }
 
@@ -65,26 +74,42 @@ int rowsPerBlock(int m, int64_t n) {
 }
 
 template <class Q, int M, int R>
-hipError_t launchQuantRows(const gpu::ActQ8* act, const typename Q::Block* w, const float* bias,
-                           float* y, int64_t n, int64_t k, hipStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((n + R - 1) / R));
+hipError_t launchQuantRows(const gpu::ActQ8* act, const GemvOutputs& outs, int64_t k,
+                           hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((outs.rows() + R - 1) / R));
   return gpu::launch("gemv_quant", gemvQuantKernel<Q, M, R>, grid,
-                     dim3(static_cast<unsigned>(kWaves * gpu::hostWarpSize())), stream, act, w,
-                     bias, y, n, k);
+                     dim3(static_cast<unsigned>(kWaves * gpu::hostWarpSize())), stream, act, outs,
+                     k);
 }
 
 template <class Q, int M>
-hipError_t launchRows(const gpu::ActQ8* act, const typename Q::Block* w, const float* bias,
-                      float* y, int64_t n, int64_t k, hipStream_t stream) {
+hipError_t launchRows(const gpu::ActQ8* act, const GemvOutputs& outs, int64_t k,
+                      hipStream_t stream) {
   // only the R that rowsPerBlock can pick for this M are instantiated
-  const int r = rowsPerBlock(M, n);
+  const int r = rowsPerBlock(M, outs.rows());
   if constexpr (M > 2) {
-    if (r == 4) return launchQuantRows<Q, M, 4>(act, w, bias, y, n, k, stream);
+    if (r == 4) return launchQuantRows<Q, M, 4>(act, outs, k, stream);
   }
   if constexpr (M > 1) {
-    if (r == 2) return launchQuantRows<Q, M, 2>(act, w, bias, y, n, k, stream);
+    if (r == 2) return launchQuantRows<Q, M, 2>(act, outs, k, stream);
   }
-  return launchQuantRows<Q, M, 1>(act, w, bias, y, n, k, stream);
+  return launchQuantRows<Q, M, 1>(act, outs, k, stream);
+}
+
+template <class Q>
+hipError_t dispatchRows(const gpu::ActQ8* act, const GemvOutputs& outs, int64_t m, int64_t k,
+                        hipStream_t stream) {
+  static_assert(kGemvMaxRows == 8);
+  switch (m) {
+    case 1: return launchRows<Q, 1>(act, outs, k, stream);
+    case 2: return launchRows<Q, 2>(act, outs, k, stream);
+    case 3: return launchRows<Q, 3>(act, outs, k, stream);
+    case 4: return launchRows<Q, 4>(act, outs, k, stream);
+    case 5: return launchRows<Q, 5>(act, outs, k, stream);
+    case 6: return launchRows<Q, 6>(act, outs, k, stream);
+    case 7: return launchRows<Q, 7>(act, outs, k, stream);
+    default: return launchRows<Q, 8>(act, outs, k, stream);
+  }
 }
 
 }  // namespace
@@ -93,27 +118,28 @@ size_t gemvQuantWorkspace(int64_t m, int64_t k) {
   return static_cast<size_t>(m * (k / gpu::kActValues)) * sizeof(gpu::ActQ8);
 }
 
-hipError_t launchGemvQuant(const gpu::ActQ8* act, const void* w, DType w_dtype, const float* bias,
-                           float* y, int64_t m, int64_t n, int64_t k, hipStream_t stream) {
-  if (m < 1 || m > kGemvMaxRows || reinterpret_cast<uintptr_t>(w) % 4 != 0) {
-    return hipErrorInvalidValue;
+hipError_t launchGemvQuantOutputs(const gpu::ActQ8* act, std::span<const GemvOutput> outputs,
+                                  DType w_dtype, int64_t m, int64_t k, hipStream_t stream) {
+  if (m < 1 || m > kGemvMaxRows) return hipErrorInvalidValue;
+  for (const GemvOutput& o : outputs) {
+    if (reinterpret_cast<uintptr_t>(o.w) % 4 != 0) return hipErrorInvalidValue;
   }
   return TANDEM_DISPATCH_QUANT_DOT(w_dtype, Q, [&]() -> hipError_t {
     if (k % Q::kValues != 0) return hipErrorInvalidValue;
-    if (n == 0) return hipSuccess;
-    const auto* wb = static_cast<const typename Q::Block*>(w);
-    static_assert(kGemvMaxRows == 8);
-    switch (m) {
-      case 1: return launchRows<Q, 1>(act, wb, bias, y, n, k, stream);
-      case 2: return launchRows<Q, 2>(act, wb, bias, y, n, k, stream);
-      case 3: return launchRows<Q, 3>(act, wb, bias, y, n, k, stream);
-      case 4: return launchRows<Q, 4>(act, wb, bias, y, n, k, stream);
-      case 5: return launchRows<Q, 5>(act, wb, bias, y, n, k, stream);
-      case 6: return launchRows<Q, 6>(act, wb, bias, y, n, k, stream);
-      case 7: return launchRows<Q, 7>(act, wb, bias, y, n, k, stream);
-      default: return launchRows<Q, 8>(act, wb, bias, y, n, k, stream);
+    for (size_t first = 0; first < outputs.size(); first += kGemvMaxOutputs) {
+      const int count = static_cast<int>(std::min<size_t>(kGemvMaxOutputs, outputs.size() - first));
+      const GemvOutputs outs = gemvOutputs(outputs.data() + first, count);
+      if (outs.rows() == 0) continue;
+      if (const hipError_t e = dispatchRows<Q>(act, outs, m, k, stream); e != hipSuccess) return e;
     }
+    return hipSuccess;
   });
+}
+
+hipError_t launchGemvQuant(const gpu::ActQ8* act, const void* w, DType w_dtype, const float* bias,
+                           float* y, int64_t m, int64_t n, int64_t k, hipStream_t stream) {
+  const GemvOutput out{w, bias, y, n};
+  return launchGemvQuantOutputs(act, std::span<const GemvOutput>(&out, 1), w_dtype, m, k, stream);
 }
 
 }  // namespace tandem::kernels::hip

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "common/dtype.h"
 #include "kernels/hip/gemv.h"
@@ -33,5 +34,10 @@ size_t gemvQuantWorkspace(int64_t m, int64_t k);
 // quantized, k is not whole blocks or w is misaligned.
 hipError_t launchGemvQuant(const gpu::ActQ8* acts, const void* w, DType w_dtype, const float* bias,
                            float* y, int64_t m, int64_t n, int64_t k, hipStream_t stream);
+
+// several weights of `w_dtype` and width k sharing x: one launch for every
+// kGemvMaxOutputs of them.
+hipError_t launchGemvQuantOutputs(const gpu::ActQ8* acts, std::span<const GemvOutput> outputs,
+                                  DType w_dtype, int64_t m, int64_t k, hipStream_t stream);
 
 }  // namespace tandem::kernels::hip

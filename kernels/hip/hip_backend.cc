@@ -1,5 +1,6 @@
 #include "kernels/hip/hip_backend.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -284,7 +285,39 @@ void HipBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, co
 
 void HipBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) {
   SharedX shared;
-  for (const MatmulOutput& o : outputs) matmulShared(x, *o.w, o.bias, *o.y, &shared);
+  // decode rows and weights of one type and width: one GEMV launch for all
+  // (q, k and v; gate and up)
+  const bool one_launch =
+      x.rows <= kGemvMaxRows && !outputs.empty() && outputs.size() <= kGemvMaxOutputs &&
+      std::all_of(outputs.begin(), outputs.end(), [&](const MatmulOutput& o) {
+        return o.w->dtype == outputs[0].w->dtype && o.w->cols == x.cols && o.y->rows == x.rows &&
+               o.y->cols == o.w->rows;
+      });
+  if (!one_launch) {
+    for (const MatmulOutput& o : outputs) matmulShared(x, *o.w, o.bias, *o.y, &shared);
+    return;
+  }
+  bind();
+  TANDEM_CHECK(x.dtype == DType::kF32);
+  std::vector<GemvOutput> gemv;
+  for (const MatmulOutput& o : outputs) {
+    TANDEM_CHECK(o.y->dtype == DType::kF32);
+    TANDEM_CHECK(o.bias == nullptr || (o.bias->dtype == DType::kF32 && o.bias->numel() == o.w->rows));
+    gemv.push_back({o.w->data, o.bias != nullptr ? o.bias->as<float>() : nullptr, o.y->as<float>(),
+                    o.w->rows});
+  }
+  const DType dtype = outputs[0].w->dtype;
+  const hipStream_t s = asStream(stream_);
+  if (quant::isQuantized(dtype)) {
+    TANDEM_CHECK(x.cols % quant::blockValues(dtype) == 0);
+    auto* acts =
+        static_cast<gpu::ActQ8*>(scratch(act_workspace_, gemvQuantWorkspace(x.rows, x.cols)));
+    check(launchQuantizeActQ8(x.as<float>(), x.rows, x.cols, quant::activationGroup(dtype), acts, s),
+          "matmuls (quantize x)");
+    check(launchGemvQuantOutputs(acts, gemv, dtype, x.rows, x.cols, s), "matmuls (gemv, quantized)");
+    return;
+  }
+  check(launchGemvOutputs(x.as<float>(), gemv, dtype, x.rows, x.cols, s), "matmuls (gemv)");
 }
 
 void HipBackend::matmulShared(const Tensor& x, const Tensor& w, const Tensor* bias,
@@ -485,6 +518,36 @@ void HipBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
   check(launchResidualAdd(a.as<float>(), b.as<float>(), a.numel(), out.as<float>(),
                           asStream(stream_)),
         "add");
+}
+
+void HipBackend::addRmsNorm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
+                            const Tensor& out) {
+  bind();
+  TANDEM_CHECK(x.dtype == DType::kF32 && delta.dtype == DType::kF32 && out.dtype == DType::kF32);
+  TANDEM_CHECK(x.cols == weight.numel() && delta.numel() == x.numel() && out.numel() == x.numel());
+  TANDEM_CHECK(out.data != x.data);
+  check(launchAddRmsNorm(x.as<float>(), delta.as<float>(), weight.data, weight.dtype, x.rows,
+                         x.cols, eps, out.as<float>(), asStream(stream_)),
+        "addRmsNorm");
+}
+
+void HipBackend::ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& positions, const RopeParams& params,
+                             const Tensor& slots, const KvCacheView& cache, int layer) {
+  bind();
+  const kvcache::KvLayout& l = cache.layout;
+  const int d = params.head_dim;
+  const int64_t width = static_cast<int64_t>(l.num_kv_heads) * l.head_dim;
+  TANDEM_CHECK(q.dtype == DType::kF32 && d > 0 && q.cols % d == 0 && d == l.head_dim);
+  TANDEM_CHECK(k.cols == width && v.cols == width && slots.rows == k.rows &&
+               positions.rows == q.rows && q.rows == k.rows);
+  TANDEM_CHECK(layer >= 0 && layer < l.num_layers);
+  check(launchRopeWriteKv(q.as<float>(), k.as<float>(), v.as<float>(), positions.as<int32_t>(),
+                          inverseFrequencies(params), q.rows, static_cast<int>(q.cols / d),
+                          l.num_kv_heads, d, params.style == RopeStyle::kInterleaved,
+                          slots.as<int32_t>(), cache.data, shapeOf(cache), layer,
+                          asStream(stream_)),
+        "ropeWriteKv");
 }
 
 void HipBackend::gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) {

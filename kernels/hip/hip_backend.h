@@ -102,6 +102,12 @@ class HipBackend : public Backend {
                       const AttentionBatch& batch, const Tensor& out) override;
   void siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  // one launch each (rms_norm.h, rope.h)
+  void addRmsNorm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
+                  const Tensor& out) override;
+  void ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+                   const RopeParams& params, const Tensor& slots, const KvCacheView& cache,
+                   int layer) override;
   void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
   void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
                   std::span<const int32_t> dst_ids) override;

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/hip/gpu_vendor.h"
+#include "kernels/hip/kv_cache.h"
 
 namespace tandem::kernels::hip {
 
@@ -14,5 +15,14 @@ namespace tandem::kernels::hip {
 // [head_dim / 2] F32; interleaved picks the pair layout.
 hipError_t launchRope(float* x, const int32_t* positions, const float* inv_freq, int64_t tokens,
                       int heads, int head_dim, bool interleaved, hipStream_t stream);
+
+// one launch for a layer's rope of q and k and its KV write: q [tokens,
+// q_heads * head_dim] and k [tokens, kv_heads * head_dim] rotated in place
+// as launchRope, then k and v written to the cache slots as launchWriteKv
+// (the same bits as the three launches).
+hipError_t launchRopeWriteKv(float* q, float* k, const float* v, const int32_t* positions,
+                             const float* inv_freq, int64_t tokens, int q_heads, int kv_heads,
+                             int head_dim, bool interleaved, const int32_t* slots, void* cache,
+                             const KvShape& shape, int layer, hipStream_t stream);
 
 }  // namespace tandem::kernels::hip

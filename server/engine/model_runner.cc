@@ -240,8 +240,14 @@ void ModelRunner::runLayer(int layer, int tokens) {
   const Tensor attn = attn_.rowRange(0, tokens);
   const Tensor gate = gate_.rowRange(0, tokens), up = up_.rowRange(0, tokens);
 
-  // attention block: x += o_proj(attention(rope(q), rope(k), v))
-  backend_.rmsNorm(x, w.attn_norm, eps, h);
+  // attention block: x += o_proj(attention(rope(q), rope(k), v)); the
+  // previous layer's residual add is fused with this norm (h holds its
+  // output), the last layer's is runOps'
+  if (layer == 0) {
+    backend_.rmsNorm(x, w.attn_norm, eps, h);
+  } else {
+    backend_.addRmsNorm(x, h, w.attn_norm, eps, h);
+  }
   const kernels::Backend::MatmulOutput qkv[] = {{&w.q, w.q_bias ? &*w.q_bias : nullptr, &q},
                                                  {&w.k, w.k_bias ? &*w.k_bias : nullptr, &k},
                                                  {&w.v, w.v_bias ? &*w.v_bias : nullptr, &v}};
@@ -252,25 +258,24 @@ void ModelRunner::runLayer(int layer, int tokens) {
     backend_.rmsNorm(qh, *w.q_norm, eps, qh);
     backend_.rmsNorm(kh, *w.k_norm, eps, kh);
   }
-  backend_.rope(q, positions_, rope_);
-  backend_.rope(k, positions_, rope_);
-  backend_.writeKv(k, v, slots_, cache_, layer);
+  backend_.ropeWriteKv(q, k, v, positions_, rope_, slots_, cache_, layer);
   backend_.pagedAttention(q, cache_, layer, attention_, attn);
   backend_.matmul(attn, w.o, nullptr, h);
-  backend_.add(x, h, x);
 
-  // mlp block: x += down(silu(gate(x')) * up(x'))
-  backend_.rmsNorm(x, w.ffn_norm, eps, h);
+  // mlp block: x += down(silu(gate(x')) * up(x')), its input x' the norm of
+  // x after the attention block's residual add (one fused op)
+  backend_.addRmsNorm(x, h, w.ffn_norm, eps, h);
   const kernels::Backend::MatmulOutput gate_up[] = {{&w.gate, nullptr, &gate}, {&w.up, nullptr, &up}};
   backend_.matmuls(h, gate_up);
   backend_.siluMul(gate, up, gate);
   backend_.matmul(gate, w.down, nullptr, h);
-  backend_.add(x, h, x);
+  // h: the mlp's output, added to x by the next layer's norm or runOps
 }
 
 void ModelRunner::runOps(int tokens, int rows) {
   backend_.embedding(tensors_.embed, ids_, x_.rowRange(0, tokens));
   for (int layer = 0; layer < config_.num_layers; ++layer) runLayer(layer, tokens);
+  backend_.add(x_.rowRange(0, tokens), h_.rowRange(0, tokens), x_.rowRange(0, tokens));
   if (rows == 0) return;
   // only the rows that need logits go through the final norm and lm head
   const Tensor last = last_.rowRange(0, rows);
