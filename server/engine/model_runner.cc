@@ -116,13 +116,26 @@ absl::Status ModelRunner::reserve(int tokens, int logit_rows) {
       Tensor* t;
       int64_t cols;
     };
-    const Want wants[] = {{&x_, c.hidden_size}, {&h_, c.hidden_size}, {&q_, q_width},
-                          {&k_, kv_width},      {&v_, kv_width},      {&attn_, q_width},
-                          {&gate_, c.intermediate_size},              {&up_, c.intermediate_size}};
+    // a mixture of experts has no dense FFN: its buffers are the experts'
+    const int64_t ffn = c.isMoe() ? 1 : c.intermediate_size;
+    const int64_t experts = std::max(c.num_experts, 1), used = std::max(c.num_experts_used, 1);
+    struct Sized {
+      Tensor* t;
+      int64_t rows, cols;
+      DType dtype;
+    };
+    const Sized wants[] = {{&x_, cap, c.hidden_size, DType::kF32},  {&h_, cap, c.hidden_size, DType::kF32},
+                           {&q_, cap, q_width, DType::kF32},        {&k_, cap, kv_width, DType::kF32},
+                           {&v_, cap, kv_width, DType::kF32},       {&attn_, cap, q_width, DType::kF32},
+                           {&gate_, cap, ffn, DType::kF32},         {&up_, cap, ffn, DType::kF32},
+                           {&router_logits_, cap, experts, DType::kF32},
+                           {&expert_ids_, int64_t{c.num_layers} * cap, used, DType::kI32},
+                           {&expert_weights_, cap, used, DType::kF32},
+                           {&moe_out_, c.isMoe() ? cap : 1, c.hidden_size, DType::kF32}};
     scratch_.clear();
-    for (const Want& w : wants) {
-      ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(cap * w.cols * sizeof(float)));
-      *w.t = Tensor::of(*buf, DType::kF32, cap, w.cols);
+    for (const Sized& w : wants) {
+      ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(w.rows * w.cols * 4));
+      *w.t = Tensor::of(*buf, w.dtype, w.rows, w.cols);
       scratch_.push_back(std::move(buf));
     }
     capacity_tokens_ = cap;
@@ -261,11 +274,44 @@ void ModelRunner::runLayer(int layer, int tokens) {
 
   // mlp block: x += down(silu(gate(x')) * up(x'))
   backend_.rmsNorm(x, w.ffn_norm, eps, h);
+  if (c.isMoe()) {
+    runMoe(layer, tokens, h);
+    backend_.add(x, moe_out_.rowRange(0, tokens), x);
+    return;
+  }
   const kernels::Backend::MatmulOutput gate_up[] = {{&w.gate, nullptr, &gate}, {&w.up, nullptr, &up}};
   backend_.matmuls(h, gate_up);
   backend_.siluMul(gate, up, gate);
   backend_.matmul(gate, w.down, nullptr, h);
   backend_.add(x, h, x);
+}
+
+void ModelRunner::runMoe(int layer, int tokens, const Tensor& h) {
+  const LayerTensors& w = tensors_.layers[layer];
+  const Tensor logits = router_logits_.rowRange(0, tokens);
+  // this layer's choices at rows [layer * tokens, ...): the step's count
+  // reads every layer's at once after the step (a graph is for one batch
+  // size, so it writes where the eager step did)
+  const Tensor ids = expert_ids_.rowRange(static_cast<int64_t>(layer) * tokens, tokens);
+  const Tensor weights = expert_weights_.rowRange(0, tokens);
+  backend_.matmul(h, *w.router, nullptr, logits);
+  backend_.moeRoute(logits, config_.norm_topk_prob, ids, weights);
+  backend_.moeExperts(h, w.experts, ids, weights, moe_out_.rowRange(0, tokens));
+}
+
+void ModelRunner::countExpertTokens(int tokens) {
+  const model::ModelConfig& c = config_;
+  const int k = c.num_experts_used;
+  if (expert_tokens_.empty()) expert_tokens_.assign(static_cast<size_t>(c.num_layers) * c.num_experts, 0);
+  ids_host_.resize(static_cast<size_t>(c.num_layers) * tokens * k);
+  backend_.download(ids_host_.data(), expert_ids_.data, ids_host_.size() * sizeof(int32_t));
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    const int32_t* ids = ids_host_.data() + static_cast<size_t>(layer) * tokens * k;
+    int64_t* counts = expert_tokens_.data() + static_cast<size_t>(layer) * c.num_experts;
+    for (int i = 0; i < tokens * k; ++i) {
+      if (ids[i] >= 0 && ids[i] < c.num_experts) ++counts[ids[i]];
+    }
+  }
 }
 
 void ModelRunner::runOps(int tokens, int rows) {
@@ -316,6 +362,7 @@ absl::Status ModelRunner::forward(const Batch& batch, std::vector<float>* logits
     runOps(tokens, rows);
   }
   backend_.synchronize();
+  if (config_.isMoe()) countExpertTokens(tokens);
   if (rows == 0) return absl::OkStatus();
   logits->resize(static_cast<size_t>(rows) * config_.vocab_size);
   backend_.download(logits->data(), logits_.data, static_cast<size_t>(rows) * config_.vocab_size * sizeof(float));
