@@ -60,6 +60,10 @@ absl::StatusOr<ModelRunnerPtr> ModelRunner::create(const model::ModelWeights& we
   }
   r->cache_.data = r->cache_buffer_->data();
   r->rope_ = ropeParamsFor(c);
+  if (c.isMoe()) {
+    // zeroed here, before any reader (a scrape) can see the runner
+    r->expert_tokens_ = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(c.num_layers) * c.num_experts);
+  }
   r->attention_.num_heads = c.num_heads;
   r->attention_.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return r;
@@ -302,16 +306,24 @@ void ModelRunner::runMoe(int layer, int tokens, const Tensor& h) {
 void ModelRunner::countExpertTokens(int tokens) {
   const model::ModelConfig& c = config_;
   const int k = c.num_experts_used;
-  if (expert_tokens_.empty()) expert_tokens_.assign(static_cast<size_t>(c.num_layers) * c.num_experts, 0);
   ids_host_.resize(static_cast<size_t>(c.num_layers) * tokens * k);
   backend_.download(ids_host_.data(), expert_ids_.data, ids_host_.size() * sizeof(int32_t));
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const int32_t* ids = ids_host_.data() + static_cast<size_t>(layer) * tokens * k;
-    int64_t* counts = expert_tokens_.data() + static_cast<size_t>(layer) * c.num_experts;
+    std::atomic<int64_t>* counts = expert_tokens_.get() + static_cast<size_t>(layer) * c.num_experts;
     for (int i = 0; i < tokens * k; ++i) {
-      if (ids[i] >= 0 && ids[i] < c.num_experts) ++counts[ids[i]];
+      // one writer (the engine's thread): relaxed is enough for a counter
+      if (ids[i] >= 0 && ids[i] < c.num_experts) counts[ids[i]].fetch_add(1, std::memory_order_relaxed);
     }
   }
+}
+
+std::vector<int64_t> ModelRunner::expertTokens() const {
+  if (!config_.isMoe()) return {};
+  std::vector<int64_t> out(static_cast<size_t>(config_.num_layers) * config_.num_experts, 0);
+  if (expert_tokens_ == nullptr) return out;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = expert_tokens_[i].load(std::memory_order_relaxed);
+  return out;
 }
 
 void ModelRunner::runOps(int tokens, int rows) {

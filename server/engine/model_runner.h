@@ -5,6 +5,7 @@
 // through its block table, and logits come back for the chunks that ask.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -70,10 +71,11 @@ class ModelRunner : public StepModel {
 
   // tokens routed to each expert so far, [layer * num_experts + expert]
   // (empty for a dense model): each step's choices counted once its logits
-  // are back. The expert choice is not state: it is recomputed from the
-  // hidden state every step, so the KV cache holds attention's keys and
-  // values only, as for a dense model.
-  const std::vector<int64_t>& expertTokens() const { return expert_tokens_; }
+  // are back. A snapshot, safe from any thread (a metrics scrape) while
+  // the engine steps. The expert choice is not state: it is recomputed
+  // from the hidden state every step, so the KV cache holds attention's
+  // keys and values only, as for a dense model.
+  std::vector<int64_t> expertTokens() const;
 
   const model::ModelConfig& config() const { return config_; }
   const kvcache::KvLayout& kvLayout() const { return cache_.layout; }
@@ -123,7 +125,7 @@ class ModelRunner : public StepModel {
   // for the step's count) and their
   // weights [cap, k], the experts' output [cap, hidden]
   kernels::Tensor router_logits_, expert_ids_, expert_weights_, moe_out_;
-  std::vector<int64_t> expert_tokens_;
+  std::unique_ptr<std::atomic<int64_t>[]> expert_tokens_;  // layers * experts, or null
   std::vector<int32_t> ids_host_;
   kernels::Tensor last_, logits_;
   // per-step index data: one host staging vector, one device buffer with
