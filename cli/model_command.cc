@@ -233,7 +233,7 @@ void registerModelCommand(CLI::App& app) {
   synth->add_option("--format", sargs->format, "hf or gguf")->required();
   synth->add_option("--shape", sargs->shape,
                     "e.g. dim=768,layers=12,heads=12,kv_heads=12,ffn=2048,vocab=32000 "
-                    "(also head_dim=, max_pos=, arch=llama|mistral|qwen2|qwen3, rope_scaling=llama3)")->required();
+                    "(also head_dim=, max_pos=, arch=llama|mistral|qwen2|qwen3|qwen3moe|mixtral, rope_scaling=llama3; a mixture of experts: experts=8,experts_used=2[,expert_ffn=N] with arch=qwen3moe|mixtral)")->required();
   synth->add_option("--dtype", sargs->dtype,
                     "f32, f16 or bf16; gguf also q8_0, q4_0 or q4_k_m (llama.cpp's mix of q4_k and q6_k)")->capture_default_str();
   synth->add_option("--vocab-from", sargs->vocab_from, "take the tokenizer of an HF dir (tokenizer.json) or a .gguf, converting between formats as needed");

@@ -89,6 +89,21 @@ struct AttentionBatch {
   float scale = 0.0f;   // usually 1 / sqrt(head_dim)
 };
 
+// the experts of one mixture-of-experts layer, each a SiLU-gated FFN,
+// stacked: expert e's gate and up projections are rows [e * ffn, (e + 1) *
+// ffn) of gate and up ([experts * ffn, hidden]), its down projection rows
+// [e * hidden, (e + 1) * hidden) of down ([experts * hidden, ffn]). One
+// dtype for the three (F32, F16, BF16 or quantized).
+struct MoeExperts {
+  Tensor gate, up, down;
+  int num_experts = 0;
+  int64_t ffn() const { return gate.rows / num_experts; }
+  // expert e's slices
+  Tensor gateOf(int e) const { return gate.rowRange(e * ffn(), ffn()); }
+  Tensor upOf(int e) const { return up.rowRange(e * ffn(), ffn()); }
+  Tensor downOf(int e) const { return down.rowRange(e * gate.cols, gate.cols); }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -194,6 +209,23 @@ class Backend {
   virtual void ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v,
                            const Tensor& positions, const RopeParams& params, const Tensor& slots,
                            const KvCacheView& cache, int layer);
+
+  // --- mixtures of experts ---
+  // the routing of each row t of logits [T, E] F32: the k = ids.cols
+  // experts of largest softmax(logits[t]) probability, in descending order
+  // of it (equal ones: the lower expert first), into ids [T, k] I32, and
+  // their probabilities into weights [T, k] F32, divided by their sum when
+  // `normalize` (Qwen3-MoE's norm_topk_prob; Mixtral always).
+  virtual void moeRoute(const Tensor& logits, bool normalize, const Tensor& ids,
+                        const Tensor& weights) = 0;
+  // the mixture's FFN: out[t] = sum over j of weights[t, j] *
+  // down_e(silu(gate_e(x[t])) * up_e(x[t])), e = ids[t, j], the terms added
+  // in j order. x [T, hidden] F32, ids [T, k] I32 (each in [0, experts)),
+  // weights [T, k] F32, out [T, hidden] F32 (must not alias x). Each
+  // expert's rows of x go through its matmuls together, and only the
+  // experts some row chose are read.
+  virtual void moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                          const Tensor& weights, const Tensor& out) = 0;
 
   // out[i, :] = x[rows[i], :]. x [T, D] F32, rows [n, 1] I32, out [n, D] F32.
   virtual void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;

@@ -30,9 +30,12 @@ RunnerSteps::RunnerSteps(const model::ModelWeights& weights, engine::ModelRunner
   const model::ModelConfig& config = weights.config();
   for (const auto& [name, t] : weights.tensors()) {
     const bool embedding = name == "model.embed_tokens.weight";
-    if (!embedding || config.tie_word_embeddings) weight_bytes_ += t.bytes;
+    // a mixture's token reads num_experts_used of each layer's experts
+    const bool expert = name.find(".mlp.experts.") != std::string::npos;
+    const uint64_t share = expert ? config.num_experts : 1, used = expert ? config.num_experts_used : 1;
+    if (!embedding || config.tie_word_embeddings) weight_bytes_ += t.bytes * used / share;
     if (!embedding && t.shape.size() == 2) {
-      matmul_params_ += static_cast<uint64_t>(t.shape[0]) * static_cast<uint64_t>(t.shape[1]);
+      matmul_params_ += static_cast<uint64_t>(t.shape[0]) * static_cast<uint64_t>(t.shape[1]) * used / share;
     }
   }
   if (config.tie_word_embeddings) {

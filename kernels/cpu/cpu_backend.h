@@ -5,7 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <cstddef>
 #include <optional>
+#include <span>
 
 #include "kernels/backend.h"
 #include "kernels/cpu/kernel_table.h"
@@ -68,6 +70,13 @@ class CpuBackend : public Backend {
                       const AttentionBatch& batch, const Tensor& out) override;
   void siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void moeRoute(const Tensor& logits, bool normalize, const Tensor& ids,
+                const Tensor& weights) override;
+  // cpu_moe.cc: the choices grouped by expert on the host, each phase
+  // (gate and up of every chosen expert, then down) one job on the pool
+  // whose tasks are ranges of the chosen experts' weight rows.
+  void moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                  const Tensor& weights, const Tensor& out) override;
   void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
   void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
                   std::span<const int32_t> dst_ids) override;
@@ -85,12 +94,19 @@ class CpuBackend : public Backend {
 
   // quantMatmul's tasks on the pool (inline when there is one).
   ParallelTasks poolTasks();
+  // y of every args (each its own x) as one job of weight-row ranges; a
+  // quantized weight reads its x from xq[i] (quantized by `dots`).
+  void expertMatmuls(std::span<const MatmulArgs> args, const QuantDotTable* dots,
+                     std::span<const void* const> xq);
+  // moeExperts' workspace: at least `bytes`, 64-byte aligned, kept
+  std::byte* moeScratch(size_t bytes);
 
   const KernelTable& kernels_;
   // prefill may go to the AMX tiles (options.amx, at the avx512 level)
   const bool amx_;
   // imported weights are copied here; null: they are aliased
   std::unique_ptr<WeightArena> weight_arena_;
+  BufferPtr moe_scratch_;
   ThreadPool pool_;
 };
 

@@ -274,6 +274,20 @@ void prefillDots(const MatmulArgs& a, const QuantDotTable& dots, int threads, co
 
 }  // namespace
 
+size_t quantizedActivationBytes(DType w, int64_t m, int64_t k) { return quantizedRowsBytes(w, m, k); }
+
+void quantizeActivations(const QuantDotTable& dots, DType w, const float* x, int64_t k, int64_t begin,
+                         int64_t end, void* out) {
+  quantizeRows(dots, w, x, k, begin, end, out);
+}
+
+void quantMatmulRowsQuantized(const MatmulArgs& args, const QuantDotTable& dots, const void* xq,
+                              int64_t begin, int64_t end) {
+  TANDEM_CHECK(quant::isQuantized(args.w_dtype) && args.k % quant::blockValues(args.w_dtype) == 0);
+  if (args.m == 0 || begin >= end) return;
+  prefillDotRange(args, dots, xq, begin, end);
+}
+
 bool canGroupQuantMatmuls(std::span<const MatmulArgs> group) {
   if (group.empty() || group[0].m > kQuantDotMaxRows || !quant::isQuantized(group[0].w_dtype)) return false;
   const bool block256 = usesBlock256(group[0].w_dtype);

@@ -31,6 +31,21 @@ inline constexpr int64_t kQuantDotMaxRows = 16;
 void quantMatmul(const MatmulArgs& args, const KernelTable& dense, bool amx, int threads,
                  const ParallelTasks& parallel);
 
+struct QuantDotTable;
+
+// for matmuls whose x differ (a mixture's experts, each its own rows): x's
+// rows quantized once by the caller, then any weight rows of any of them.
+// The bytes m rows of k activations take quantized for a weight of dtype w;
+// rows [begin, end) of x (k values a row) quantized by `dots` into `out`
+// (row r at its offset); and weight rows [begin, end) of y = x * w^T (+
+// bias) for args.w quantized and x already quantized by `dots` at xq, any
+// args.m (the dots kQuantDotMaxRows rows of x at a time, as prefill's).
+size_t quantizedActivationBytes(DType w, int64_t m, int64_t k);
+void quantizeActivations(const QuantDotTable& dots, DType w, const float* x, int64_t k, int64_t begin,
+                         int64_t end, void* out);
+void quantMatmulRowsQuantized(const MatmulArgs& args, const QuantDotTable& dots, const void* xq,
+                              int64_t begin, int64_t end);
+
 // true when quantMatmulGroup takes `group`: weights that share x (the same
 // x, m and k), at most kQuantDotMaxRows rows of x, all quantized to blocks
 // whose activations are quantized alike (q8_0/q4_0, or the k-quants).

@@ -136,6 +136,9 @@ HipBackend::~HipBackend() {
   decode_workspace_.reset();
   retired_scratch_.clear();
   act_workspace_.reset();
+  moe_groups_.reset();
+  moe_buffers_.reset();
+  moe_acts_.reset();
   blas_activations_.reset();
   blas_weights_.reset();
   blas_.reset();

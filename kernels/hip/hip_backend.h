@@ -108,6 +108,11 @@ class HipBackend : public Backend {
   void ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
                    const RopeParams& params, const Tensor& slots, const KvCacheView& cache,
                    int layer) override;
+  // hip_backend_moe.cc
+  void moeRoute(const Tensor& logits, bool normalize, const Tensor& ids,
+                const Tensor& weights) override;
+  void moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                  const Tensor& weights, const Tensor& out) override;
   void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
   void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
                   std::span<const int32_t> dst_ids) override;
@@ -167,6 +172,9 @@ class HipBackend : public Backend {
   std::unique_ptr<VendorBlas> blas_;
   std::string gemm_path_;
   int decode_partition_ = 0;
+  BufferPtr moe_groups_;   // moeExperts' grouping by expert (moe_route.h)
+  BufferPtr moe_buffers_;  // its gate, up and down outputs
+  BufferPtr moe_acts_;     // its quantized activations
   BufferPtr copy_pairs_;
   std::vector<int32_t> copy_pairs_host_;
   struct RopeTable {

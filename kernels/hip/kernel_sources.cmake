@@ -18,5 +18,8 @@ set(TANDEM_HIP_KERNEL_SOURCES
   silu_mul.cc
   residual_add.cc
   gather_rows.cc
+  moe_route.cc
+  moe_experts.cc
+  hip_backend_moe.cc
   kv_cache.cc
   sampling.cc)

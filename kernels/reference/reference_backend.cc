@@ -1,5 +1,6 @@
 #include "kernels/reference/reference_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "common/quant_blocks.h"
 #include "common/status.h"
 #include "kernels/host_buffer.h"
+#include "kernels/moe_routing.h"
 #include "kernels/rope_frequencies.h"
 
 namespace tandem::kernels {
@@ -211,6 +213,36 @@ void ReferenceBackend::siluMul(const Tensor& gate, const Tensor& up, const Tenso
 void ReferenceBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
   TANDEM_CHECK(a.numel() == b.numel() && out.numel() == a.numel());
   for (int64_t i = 0; i < a.numel(); ++i) out.as<float>()[i] = a.as<float>()[i] + b.as<float>()[i];
+}
+
+void ReferenceBackend::moeRoute(const Tensor& logits, bool normalize, const Tensor& ids,
+                                const Tensor& weights) {
+  TANDEM_CHECK(ids.rows == logits.rows && weights.rows == logits.rows && ids.cols == weights.cols);
+  routeTopK(logits.as<float>(), logits.rows, static_cast<int>(logits.cols), static_cast<int>(ids.cols),
+            normalize, ids.as<int32_t>(), weights.as<float>());
+}
+
+void ReferenceBackend::moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                                  const Tensor& weights, const Tensor& out) {
+  TANDEM_CHECK(out.rows == x.rows && out.cols == x.cols && ids.rows == x.rows);
+  const int64_t f = experts.ffn(), h = x.cols;
+  std::vector<float> gate(f), up(f), down(h);
+  for (int64_t t = 0; t < x.rows; ++t) {
+    float* o = out.as<float>() + t * h;
+    std::fill(o, o + h, 0.0f);
+    for (int64_t j = 0; j < ids.cols; ++j) {
+      const int32_t e = ids.as<int32_t>()[t * ids.cols + j];
+      TANDEM_CHECK(e >= 0 && e < experts.num_experts);
+      const Tensor xt = x.rowRange(t, 1);
+      matmul(xt, experts.gateOf(e), nullptr, Tensor::of(gate.data(), DType::kF32, 1, f));
+      matmul(xt, experts.upOf(e), nullptr, Tensor::of(up.data(), DType::kF32, 1, f));
+      const Tensor g = Tensor::of(gate.data(), DType::kF32, 1, f);
+      siluMul(g, Tensor::of(up.data(), DType::kF32, 1, f), g);
+      matmul(g, experts.downOf(e), nullptr, Tensor::of(down.data(), DType::kF32, 1, h));
+      const float w = weights.as<float>()[t * ids.cols + j];
+      for (int64_t i = 0; i < h; ++i) o[i] += w * down[i];
+    }
+  }
 }
 
 void ReferenceBackend::gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) {

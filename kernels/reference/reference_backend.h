@@ -33,6 +33,11 @@ class ReferenceBackend : public Backend {
                       const AttentionBatch& batch, const Tensor& out) override;
   void siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void moeRoute(const Tensor& logits, bool normalize, const Tensor& ids,
+                const Tensor& weights) override;
+  // each (token, choice) through its expert's reference matmuls alone
+  void moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                  const Tensor& weights, const Tensor& out) override;
   void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
   void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
                   std::span<const int32_t> dst_ids) override;

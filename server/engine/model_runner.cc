@@ -60,6 +60,10 @@ absl::StatusOr<ModelRunnerPtr> ModelRunner::create(const model::ModelWeights& we
   }
   r->cache_.data = r->cache_buffer_->data();
   r->rope_ = ropeParamsFor(c);
+  if (c.isMoe()) {
+    // zeroed here, before any reader (a scrape) can see the runner
+    r->expert_tokens_ = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(c.num_layers) * c.num_experts);
+  }
   r->attention_.num_heads = c.num_heads;
   r->attention_.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return r;
@@ -116,13 +120,26 @@ absl::Status ModelRunner::reserve(int tokens, int logit_rows) {
       Tensor* t;
       int64_t cols;
     };
-    const Want wants[] = {{&x_, c.hidden_size}, {&h_, c.hidden_size}, {&q_, q_width},
-                          {&k_, kv_width},      {&v_, kv_width},      {&attn_, q_width},
-                          {&gate_, c.intermediate_size},              {&up_, c.intermediate_size}};
+    // a mixture of experts has no dense FFN: its buffers are the experts'
+    const int64_t ffn = c.isMoe() ? 1 : c.intermediate_size;
+    const int64_t experts = std::max(c.num_experts, 1), used = std::max(c.num_experts_used, 1);
+    struct Sized {
+      Tensor* t;
+      int64_t rows, cols;
+      DType dtype;
+    };
+    const Sized wants[] = {{&x_, cap, c.hidden_size, DType::kF32},  {&h_, cap, c.hidden_size, DType::kF32},
+                           {&q_, cap, q_width, DType::kF32},        {&k_, cap, kv_width, DType::kF32},
+                           {&v_, cap, kv_width, DType::kF32},       {&attn_, cap, q_width, DType::kF32},
+                           {&gate_, cap, ffn, DType::kF32},         {&up_, cap, ffn, DType::kF32},
+                           {&router_logits_, cap, experts, DType::kF32},
+                           {&expert_ids_, int64_t{c.num_layers} * cap, used, DType::kI32},
+                           {&expert_weights_, cap, used, DType::kF32},
+                           {&moe_out_, c.isMoe() ? cap : 1, c.hidden_size, DType::kF32}};
     scratch_.clear();
-    for (const Want& w : wants) {
-      ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(cap * w.cols * sizeof(float)));
-      *w.t = Tensor::of(*buf, DType::kF32, cap, w.cols);
+    for (const Sized& w : wants) {
+      ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(w.rows * w.cols * 4));
+      *w.t = Tensor::of(*buf, w.dtype, w.rows, w.cols);
       scratch_.push_back(std::move(buf));
     }
     capacity_tokens_ = cap;
@@ -231,7 +248,7 @@ absl::Status ModelRunner::uploadStepData(const Batch& batch, bool decode) {
   return absl::OkStatus();
 }
 
-void ModelRunner::runLayer(int layer, int tokens) {
+Tensor ModelRunner::runLayer(int layer, int tokens, const Tensor& delta) {
   const model::ModelConfig& c = config_;
   const LayerTensors& w = tensors_.layers[layer];
   const float eps = c.rms_norm_eps;
@@ -241,12 +258,12 @@ void ModelRunner::runLayer(int layer, int tokens) {
   const Tensor gate = gate_.rowRange(0, tokens), up = up_.rowRange(0, tokens);
 
   // attention block: x += o_proj(attention(rope(q), rope(k), v)); the
-  // previous layer's residual add is fused with this norm (h holds its
-  // output), the last layer's is runOps'
+  // previous layer's residual add (its output `delta`) is fused with this
+  // norm, the last layer's is runOps'
   if (layer == 0) {
     backend_.rmsNorm(x, w.attn_norm, eps, h);
   } else {
-    backend_.addRmsNorm(x, h, w.attn_norm, eps, h);
+    backend_.addRmsNorm(x, delta, w.attn_norm, eps, h);
   }
   const kernels::Backend::MatmulOutput qkv[] = {{&w.q, w.q_bias ? &*w.q_bias : nullptr, &q},
                                                  {&w.k, w.k_bias ? &*w.k_bias : nullptr, &k},
@@ -262,20 +279,62 @@ void ModelRunner::runLayer(int layer, int tokens) {
   backend_.pagedAttention(q, cache_, layer, attention_, attn);
   backend_.matmul(attn, w.o, nullptr, h);
 
-  // mlp block: x += down(silu(gate(x')) * up(x')), its input x' the norm of
-  // x after the attention block's residual add (one fused op)
+  // mlp block: x += down(silu(gate(x')) * up(x')) (or the mixture of
+  // experts), its input x' the norm of x after the attention block's
+  // residual add (one fused op)
   backend_.addRmsNorm(x, h, w.ffn_norm, eps, h);
+  if (c.isMoe()) {
+    runMoe(layer, tokens, h);
+    return moe_out_.rowRange(0, tokens);
+  }
   const kernels::Backend::MatmulOutput gate_up[] = {{&w.gate, nullptr, &gate}, {&w.up, nullptr, &up}};
   backend_.matmuls(h, gate_up);
   backend_.siluMul(gate, up, gate);
   backend_.matmul(gate, w.down, nullptr, h);
-  // h: the mlp's output, added to x by the next layer's norm or runOps
+  return h;
+}
+
+void ModelRunner::runMoe(int layer, int tokens, const Tensor& h) {
+  const LayerTensors& w = tensors_.layers[layer];
+  const Tensor logits = router_logits_.rowRange(0, tokens);
+  // this layer's choices at rows [layer * tokens, ...): the step's count
+  // reads every layer's at once after the step (a graph is for one batch
+  // size, so it writes where the eager step did)
+  const Tensor ids = expert_ids_.rowRange(static_cast<int64_t>(layer) * tokens, tokens);
+  const Tensor weights = expert_weights_.rowRange(0, tokens);
+  backend_.matmul(h, *w.router, nullptr, logits);
+  backend_.moeRoute(logits, config_.norm_topk_prob, ids, weights);
+  backend_.moeExperts(h, w.experts, ids, weights, moe_out_.rowRange(0, tokens));
+}
+
+void ModelRunner::countExpertTokens(int tokens) {
+  const model::ModelConfig& c = config_;
+  const int k = c.num_experts_used;
+  ids_host_.resize(static_cast<size_t>(c.num_layers) * tokens * k);
+  backend_.download(ids_host_.data(), expert_ids_.data, ids_host_.size() * sizeof(int32_t));
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    const int32_t* ids = ids_host_.data() + static_cast<size_t>(layer) * tokens * k;
+    std::atomic<int64_t>* counts = expert_tokens_.get() + static_cast<size_t>(layer) * c.num_experts;
+    for (int i = 0; i < tokens * k; ++i) {
+      // one writer (the engine's thread): relaxed is enough for a counter
+      if (ids[i] >= 0 && ids[i] < c.num_experts) counts[ids[i]].fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+std::vector<int64_t> ModelRunner::expertTokens() const {
+  if (!config_.isMoe()) return {};
+  std::vector<int64_t> out(static_cast<size_t>(config_.num_layers) * config_.num_experts, 0);
+  if (expert_tokens_ == nullptr) return out;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = expert_tokens_[i].load(std::memory_order_relaxed);
+  return out;
 }
 
 void ModelRunner::runOps(int tokens, int rows) {
   backend_.embedding(tensors_.embed, ids_, x_.rowRange(0, tokens));
-  for (int layer = 0; layer < config_.num_layers; ++layer) runLayer(layer, tokens);
-  backend_.add(x_.rowRange(0, tokens), h_.rowRange(0, tokens), x_.rowRange(0, tokens));
+  Tensor delta;
+  for (int layer = 0; layer < config_.num_layers; ++layer) delta = runLayer(layer, tokens, delta);
+  backend_.add(x_.rowRange(0, tokens), delta, x_.rowRange(0, tokens));
   if (rows == 0) return;
   // only the rows that need logits go through the final norm and lm head
   const Tensor last = last_.rowRange(0, rows);
@@ -321,6 +380,7 @@ absl::Status ModelRunner::forward(const Batch& batch, std::vector<float>* logits
     runOps(tokens, rows);
   }
   backend_.synchronize();
+  if (config_.isMoe()) countExpertTokens(tokens);
   if (rows == 0) return absl::OkStatus();
   logits->resize(static_cast<size_t>(rows) * config_.vocab_size);
   backend_.download(logits->data(), logits_.data, static_cast<size_t>(rows) * config_.vocab_size * sizeof(float));

@@ -5,6 +5,7 @@
 // through its block table, and logits come back for the chunks that ask.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -68,6 +69,14 @@ class ModelRunner : public StepModel {
   // decode steps replayed from a graph so far (for tests and benchmarks).
   int64_t graphReplays() const { return graph_replays_; }
 
+  // tokens routed to each expert so far, [layer * num_experts + expert]
+  // (empty for a dense model): each step's choices counted once its logits
+  // are back. A snapshot, safe from any thread (a metrics scrape) while
+  // the engine steps. The expert choice is not state: it is recomputed
+  // from the hidden state every step, so the KV cache holds attention's
+  // keys and values only, as for a dense model.
+  std::vector<int64_t> expertTokens() const;
+
   const model::ModelConfig& config() const { return config_; }
   const kvcache::KvLayout& kvLayout() const { return cache_.layout; }
   int numBlocks() const { return cache_.num_blocks; }
@@ -90,7 +99,14 @@ class ModelRunner : public StepModel {
   absl::Status uploadStepData(const Batch& batch, bool decode);
   // every op of the step: embedding, layers, the logit rows' norm and head.
   void runOps(int tokens, int rows);
-  void runLayer(int layer, int tokens);
+  // one layer; returns its output (the mlp's or the experts'), which the
+  // next layer's first norm adds to the residual stream x (`delta`: the
+  // previous layer's; none for layer 0).
+  kernels::Tensor runLayer(int layer, int tokens, const kernels::Tensor& delta);
+  // the FFN of a mixture of experts: router, top-k, the chosen experts.
+  void runMoe(int layer, int tokens, const kernels::Tensor& h);
+  // adds the step's choices (layers x tokens x k ids) to expert_tokens_.
+  void countExpertTokens(int tokens);
   // the step's ops from the graph of its shape, captured on first sight
   // (that step runs eagerly first: it grows every workspace the graph needs).
   absl::Status runDecodeGraph(int tokens, int rows);
@@ -107,6 +123,13 @@ class ModelRunner : public StepModel {
   int capacity_logit_rows_ = 0;
   std::vector<kernels::BufferPtr> scratch_;
   kernels::Tensor x_, h_, q_, k_, v_, attn_, gate_, up_;
+  // mixtures of experts: router logits [cap, experts], the choices of
+  // every layer [layers * cap, k] (layer l's at rows [l * tokens, ..), kept
+  // for the step's count) and their
+  // weights [cap, k], the experts' output [cap, hidden]
+  kernels::Tensor router_logits_, expert_ids_, expert_weights_, moe_out_;
+  std::unique_ptr<std::atomic<int64_t>[]> expert_tokens_;  // layers * experts, or null
+  std::vector<int32_t> ids_host_;
   kernels::Tensor last_, logits_;
   // per-step index data: one host staging vector, one device buffer with
   // room for step_tables_ block-table entries.

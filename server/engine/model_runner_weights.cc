@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/quant_blocks.h"
 #include "common/status.h"
+#include "server/model/tensor_layout.h"
 
 namespace tandem::engine {
 
@@ -47,6 +48,40 @@ class Binder {
     }
     ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.importHost(t->data, t->bytes));
     Tensor out = Tensor::of(*buf, t->dtype, rows, cols);
+    out_->buffers.push_back(std::move(buf));
+    return out;
+  }
+
+  // experts 0..E-1 of `proj` in layer `layer` as one [E * rows, cols]
+  // tensor of their common dtype.
+  absl::StatusOr<Tensor> bindExperts(int layer, int experts, const char* proj, int64_t rows,
+                                     int64_t cols) {
+    std::vector<const model::TensorView*> views;
+    for (int e = 0; e < experts; ++e) {
+      ASSIGN_OR_RETURN(const model::TensorView* t,
+                       check(model::expertTensorName(layer, e, proj), rows, cols));
+      if (!views.empty() && t->dtype != views[0]->dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the experts of layer ", layer, "'s ", proj, " differ in dtype (",
+            std::string(dtypeName(views[0]->dtype)), " and ", std::string(dtypeName(t->dtype)), ")"));
+      }
+      views.push_back(t);
+    }
+    const size_t slice = views[0]->bytes;
+    bool stacked = true;
+    for (int e = 1; e < experts; ++e) {
+      stacked = stacked && views[e]->data == static_cast<const char*>(views[0]->data) + e * slice;
+    }
+    kernels::BufferPtr buf;
+    if (stacked) {
+      ASSIGN_OR_RETURN(buf, backend_.importHost(views[0]->data, slice * experts));
+    } else {
+      ASSIGN_OR_RETURN(buf, backend_.allocate(slice * experts));
+      for (int e = 0; e < experts; ++e) {
+        backend_.upload(static_cast<char*>(buf->data()) + e * slice, views[e]->data, slice);
+      }
+    }
+    Tensor out = Tensor::of(*buf, views[0]->dtype, rows * experts, cols);
     out_->buffers.push_back(std::move(buf));
     return out;
   }
@@ -115,9 +150,23 @@ absl::StatusOr<ModelTensors> bindModelTensors(const model::ModelWeights& weights
     ASSIGN_OR_RETURN(l.k, b.bind(p + "self_attn.k_proj.weight", kv_out, hidden));
     ASSIGN_OR_RETURN(l.v, b.bind(p + "self_attn.v_proj.weight", kv_out, hidden));
     ASSIGN_OR_RETURN(l.o, b.bind(p + "self_attn.o_proj.weight", hidden, q_out));
-    ASSIGN_OR_RETURN(l.gate, b.bind(p + "mlp.gate_proj.weight", ffn, hidden));
-    ASSIGN_OR_RETURN(l.up, b.bind(p + "mlp.up_proj.weight", ffn, hidden));
-    ASSIGN_OR_RETURN(l.down, b.bind(p + "mlp.down_proj.weight", hidden, ffn));
+    if (c.isMoe()) {
+      const int64_t ef = c.moe_intermediate_size;
+      // the router's logits decide which experts run: kept at full precision
+      // (llama.cpp keeps ffn_gate_inp F32 in quantized files too)
+      ASSIGN_OR_RETURN(l.router, b.bind(p + "mlp.gate.weight", c.num_experts, hidden));
+      l.experts.num_experts = c.num_experts;
+      ASSIGN_OR_RETURN(l.experts.gate, b.bindExperts(i, c.num_experts, "gate_proj", ef, hidden));
+      ASSIGN_OR_RETURN(l.experts.up, b.bindExperts(i, c.num_experts, "up_proj", ef, hidden));
+      ASSIGN_OR_RETURN(l.experts.down, b.bindExperts(i, c.num_experts, "down_proj", hidden, ef));
+      if (l.experts.gate.dtype != l.experts.up.dtype) {
+        return absl::InvalidArgumentError(absl::StrCat("layer ", i, ": the experts' gate and up projections differ in dtype"));
+      }
+    } else {
+      ASSIGN_OR_RETURN(l.gate, b.bind(p + "mlp.gate_proj.weight", ffn, hidden));
+      ASSIGN_OR_RETURN(l.up, b.bind(p + "mlp.up_proj.weight", ffn, hidden));
+      ASSIGN_OR_RETURN(l.down, b.bind(p + "mlp.down_proj.weight", hidden, ffn));
+    }
     if (c.attention_bias) {
       ASSIGN_OR_RETURN(l.q_bias, b.bindBias(p + "self_attn.q_proj.bias", q_out));
       ASSIGN_OR_RETURN(l.k_bias, b.bindBias(p + "self_attn.k_proj.bias", kv_out));

@@ -16,7 +16,9 @@ namespace tandem::engine {
 struct LayerTensors {
   kernels::Tensor attn_norm, ffn_norm;
   kernels::Tensor q, k, v, o;        // [out, in]
-  kernels::Tensor gate, up, down;    // [out, in]
+  kernels::Tensor gate, up, down;    // [out, in]; unset in a mixture of experts
+  std::optional<kernels::Tensor> router;  // [experts, hidden] (a mixture of experts)
+  kernels::MoeExperts experts;            // stacked, as kernels::MoeExperts describes
   std::optional<kernels::Tensor> q_bias, k_bias, v_bias;  // F32 (qwen2)
   std::optional<kernels::Tensor> q_norm, k_norm;          // [head_dim] (qwen3)
 };
@@ -31,7 +33,11 @@ struct ModelTensors {
 };
 
 // InvalidArgument naming the tensor when one is missing, has an unexpected
-// shape or a dtype the backends do not compute with (only F32, F16, BF16).
+// shape or a dtype the backends do not compute with (only F32, F16, BF16
+// and the quantized q8_0, q4_0, q4_k, q6_k), or when one layer's experts of
+// a projection differ in dtype. A layer's experts of one projection become
+// one stacked tensor: imported at once where the file holds them so (GGUF's
+// stacked tensors), else copied together into a new buffer (HF's tensors).
 absl::StatusOr<ModelTensors> bindModelTensors(const model::ModelWeights& weights,
                                               kernels::Backend& backend);
 

@@ -54,6 +54,12 @@ void describeConfig(const ModelConfig& c, std::string* out) {
   absl::StrAppend(out, "tie_word_embeddings: ", c.tie_word_embeddings ? "true" : "false", "\n");
   absl::StrAppend(out, "attention_bias: ", c.attention_bias ? "true" : "false", "\n");
   absl::StrAppend(out, "qk_norm: ", c.qk_norm ? "true" : "false", "\n");
+  if (c.isMoe()) {
+    absl::StrAppend(out, "num_experts: ", c.num_experts, " (", c.num_experts_used, " a token, ",
+                    c.norm_topk_prob ? "renormalized" : "not renormalized", ")\n");
+    absl::StrAppend(out, "moe_intermediate_size: ", c.moe_intermediate_size, "\n");
+    absl::StrAppend(out, "active_parameters: ", c.activeParameterCount(), " a token\n");
+  }
   absl::StrAppend(out, "bos_token_id: ", c.bos_token_id, "\n");
   absl::StrAppend(out, "eos_token_ids: [", absl::StrJoin(c.eos_token_ids, ", "), "]\n");
 }

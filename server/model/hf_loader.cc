@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "formats/safetensors_file.h"
 #include "nlohmann/json.hpp"
+#include "server/model/tensor_layout.h"
 #include "server/model/weight_loaders.h"
 
 namespace tandem::model {
@@ -64,7 +65,10 @@ absl::StatusOr<ModelWeightsPtr> HfLoader::load(const std::string& dir) {
   std::map<std::string, std::string> tensor_file;
   for (const std::string& shard : shards) {
     ASSIGN_OR_RETURN(SafetensorsFilePtr st, SafetensorsFile::open((fs::path(dir) / shard).string()));
-    for (const auto& [name, t] : st->tensors()) {
+    for (const auto& [file_name, t] : st->tensors()) {
+      // Mixtral's experts under the canonical (Qwen3-MoE) names
+      const std::string name =
+          config.architecture == "mixtral" ? canonicalFromMixtral(file_name) : file_name;
       auto [it, inserted] = tensor_file.emplace(name, st->path());
       if (!inserted) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -19,10 +19,17 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kSupported[] = "llama, mistral, qwen2, qwen3";
+constexpr char kSupported[] = "llama, mistral, qwen2, qwen3, qwen3moe, mixtral";
 
 bool knownArchitecture(const std::string& a) {
-  return a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3";
+  return a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || a == "qwen3moe" ||
+         a == "mixtral";
+}
+
+// the HF model_type of the supported architectures, where it differs.
+std::string archFromModelType(const std::string& t) {
+  if (t == "qwen3_moe") return "qwen3moe";
+  return t;
 }
 
 // typed reads of optional config.json fields: a missing or null field keeps
@@ -82,7 +89,9 @@ class JsonFields {
 
 absl::StatusOr<std::string> hfArchitecture(const json& j, const std::string& source) {
   std::string arch;
-  if (auto it = j.find("model_type"); it != j.end() && it->is_string()) arch = *it;
+  if (auto it = j.find("model_type"); it != j.end() && it->is_string()) {
+    arch = archFromModelType(*it);
+  }
   if (arch.empty()) {
     auto it = j.find("architectures");
     if (it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
@@ -91,6 +100,8 @@ absl::StatusOr<std::string> hfArchitecture(const json& j, const std::string& sou
       else if (cls == "MistralForCausalLM") arch = "mistral";
       else if (cls == "Qwen2ForCausalLM") arch = "qwen2";
       else if (cls == "Qwen3ForCausalLM") arch = "qwen3";
+      else if (cls == "Qwen3MoeForCausalLM") arch = "qwen3moe";
+      else if (cls == "MixtralForCausalLM") arch = "mixtral";
       else arch = cls;
     }
   }
@@ -103,6 +114,45 @@ absl::StatusOr<std::string> hfArchitecture(const json& j, const std::string& sou
                                                    arch, "\" (supported: ", kSupported, ")"));
   }
   return arch;
+}
+
+// what a mixture-of-experts config may ask that tandem does not compute,
+// each refused naming its field: a shared expert (Qwen2-MoE, DeepSeek),
+// group-limited routing (DeepSeek-V3), multi-head latent attention (MLA),
+// dense layers among the sparse ones.
+absl::Status refuseUnsupportedMoe(const json& j, const std::string& source) {
+  struct Feature {
+    const char* field;
+    const char* what;
+  };
+  for (Feature f : {Feature{"shared_expert_intermediate_size", "a shared expert"},
+                    Feature{"n_shared_experts", "a shared expert"},
+                    Feature{"n_group", "group-limited expert routing"},
+                    Feature{"topk_group", "group-limited expert routing"},
+                    Feature{"kv_lora_rank", "multi-head latent attention (MLA)"},
+                    Feature{"q_lora_rank", "multi-head latent attention (MLA)"},
+                    Feature{"first_k_dense_replace", "dense layers among the expert layers"}}) {
+    auto it = j.find(f.field);
+    if (it == j.end() || it->is_null()) continue;
+    // 0 (or 1 group) is the feature switched off
+    if (it->is_number_integer() && it->get<int64_t>() <= (std::string_view(f.field).ends_with("group") ? 1 : 0)) {
+      continue;
+    }
+    return absl::UnimplementedError(absl::StrCat(source, ": field \"", f.field, "\" asks for ",
+                                                 f.what, ", which tandem does not support"));
+  }
+  if (auto it = j.find("mlp_only_layers"); it != j.end() && it->is_array() && !it->empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        source, ": field \"mlp_only_layers\" asks for dense layers among the expert layers, "
+                "which tandem does not support"));
+  }
+  if (auto it = j.find("decoder_sparse_step"); it != j.end() && it->is_number_integer() &&
+                                               it->get<int64_t>() > 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        source, ": field \"decoder_sparse_step\" asks for dense layers among the expert layers, "
+                "which tandem does not support"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status readRopeScaling(const JsonFields& f, const std::string& source, ModelConfig* c) {
@@ -137,12 +187,13 @@ absl::StatusOr<json> parseJson(const std::string& text, const std::string& sourc
 
 absl::StatusOr<ModelConfig> parseHf(const json& j, const std::string& source) {
   ModelConfig c;
+  RETURN_IF_ERROR(refuseUnsupportedMoe(j, source));
   ASSIGN_OR_RETURN(c.architecture, hfArchitecture(j, source));
   JsonFields f(j, source);
   c.rms_norm_eps = 1e-6f;  // the transformers default for all four
   c.max_position_embeddings = 2048;
   c.attention_bias = c.architecture == "qwen2";
-  c.qk_norm = c.architecture == "qwen3";
+  c.qk_norm = c.architecture == "qwen3" || c.architecture == "qwen3moe";
   RETURN_IF_ERROR(f.readInt("hidden_size", &c.hidden_size));
   RETURN_IF_ERROR(f.readInt("intermediate_size", &c.intermediate_size));
   RETURN_IF_ERROR(f.readInt("num_hidden_layers", &c.num_layers));
@@ -160,6 +211,25 @@ absl::StatusOr<ModelConfig> parseHf(const json& j, const std::string& source) {
   RETURN_IF_ERROR(f.readBool("attention_bias", &c.attention_bias));
   RETURN_IF_ERROR(f.readInt("bos_token_id", &c.bos_token_id));
   RETURN_IF_ERROR(f.readIds("eos_token_id", &c.eos_token_ids));
+  if (c.architecture == "qwen3moe") {
+    // transformers' Qwen3MoeConfig defaults (norm_topk_prob false there)
+    c.num_experts = 128;
+    c.num_experts_used = 8;
+    c.moe_intermediate_size = 768;
+    c.norm_topk_prob = false;
+    RETURN_IF_ERROR(f.readInt("num_experts", &c.num_experts));
+    RETURN_IF_ERROR(f.readInt("num_experts_per_tok", &c.num_experts_used));
+    RETURN_IF_ERROR(f.readInt("moe_intermediate_size", &c.moe_intermediate_size));
+    RETURN_IF_ERROR(f.readBool("norm_topk_prob", &c.norm_topk_prob));
+  } else if (c.architecture == "mixtral") {
+    // Mixtral's router renormalizes the top-k; its experts are intermediate_size wide
+    c.num_experts = 8;
+    c.num_experts_used = 2;
+    RETURN_IF_ERROR(f.readInt("num_local_experts", &c.num_experts));
+    RETURN_IF_ERROR(f.readInt("num_experts_per_tok", &c.num_experts_used));
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = true;
+  }
   if (c.rope_scaling == RopeScaling::kLlama3 && c.head_dim > 0) {
     c.rope_freq_factors = c.llama3RopeFreqFactors();
   }
@@ -178,6 +248,55 @@ absl::Status readRopeFreqs(const GgufTensorInfo& t, int head_dim, const std::str
   c->rope_freq_factors.resize(head_dim / 2);
   std::memcpy(c->rope_freq_factors.data(), t.data, c->rope_freq_factors.size() * sizeof(float));
   c->rope_scaling = RopeScaling::kFreqFactors;
+  return absl::OkStatus();
+}
+
+// <arch>.expert_count, expert_used_count and (qwen3moe)
+// expert_feed_forward_length; llama.cpp renormalizes the chosen experts'
+// probabilities for both architectures. Keys asking for a shared expert or
+// group-limited routing are refused, naming the key.
+absl::Status readGgufExperts(const GgufFile& g, const std::string& p, const std::string& source,
+                             ModelConfig* c) {
+  for (const char* key : {"expert_shared_count", "expert_group_count", "attention.kv_lora_rank",
+                          "leading_dense_block_count"}) {
+    const std::string name = p + key;
+    if (g.find(name) == nullptr) continue;
+    auto v = g.getInt(name);
+    if (v.ok() && *v <= (std::string_view(key) == "expert_group_count" ? 1 : 0)) continue;
+    return absl::UnimplementedError(absl::StrCat(source, ": ", name, " asks for what tandem does not "
+                                                 "support (a shared expert, group-limited routing, "
+                                                 "MLA or dense leading layers)"));
+  }
+  const bool has_experts = g.find(p + "expert_count") != nullptr;
+  if (!has_experts) {
+    if (c->architecture == "qwen3moe") {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", p, "expert_count is missing"));
+    }
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(int64_t experts, g.getInt(p + "expert_count"));
+  if (experts == 0 && c->architecture == "llama") return absl::OkStatus();  // a dense llama
+  int64_t used = 0;
+  if (g.find(p + "expert_used_count") != nullptr) {
+    ASSIGN_OR_RETURN(used, g.getInt(p + "expert_used_count"));
+  }
+  if (experts <= 0 || experts > 4096 || used <= 0 || used > experts) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", p, "expert_count = ", experts, ", ",
+                                                   p, "expert_used_count = ", used,
+                                                   " (want 0 < used <= count <= 4096)"));
+  }
+  c->num_experts = static_cast<int>(experts);
+  c->num_experts_used = static_cast<int>(used);
+  c->moe_intermediate_size = c->intermediate_size;
+  if (g.find(p + "expert_feed_forward_length") != nullptr) {
+    ASSIGN_OR_RETURN(int64_t f, g.getInt(p + "expert_feed_forward_length"));
+    if (f <= 0 || f > INT32_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", p, "expert_feed_forward_length = ", f,
+                                                     " is out of range"));
+    }
+    c->moe_intermediate_size = static_cast<int>(f);
+  }
+  c->norm_topk_prob = true;
   return absl::OkStatus();
 }
 
@@ -228,10 +347,11 @@ absl::StatusOr<ModelConfig> ModelConfig::fromGguf(const GgufFile& g) {
   auto arch = g.getString("general.architecture");
   if (!arch.ok()) return arch.status();
   c.architecture = std::string(*arch);
-  if (c.architecture != "llama" && c.architecture != "qwen2" && c.architecture != "qwen3") {
+  if (c.architecture != "llama" && c.architecture != "qwen2" && c.architecture != "qwen3" &&
+      c.architecture != "qwen3moe") {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": unsupported GGUF architecture \"", c.architecture,
-                     "\" (supported: llama, qwen2, qwen3)"));
+                     "\" (supported: llama (with or without experts), qwen2, qwen3, qwen3moe)"));
   }
   const std::string p = c.architecture + ".";
   auto required = [&](const std::string& key, int* out) -> absl::Status {
@@ -273,6 +393,7 @@ absl::StatusOr<ModelConfig> ModelConfig::fromGguf(const GgufFile& g) {
   if (const GgufTensorInfo* t = g.findTensor("rope_freqs.weight"); t != nullptr) {
     RETURN_IF_ERROR(readRopeFreqs(*t, c.head_dim, source, &c));
   }
+  RETURN_IF_ERROR(readGgufExperts(g, p, source, &c));
   // vocab: the embedding rows, else the declared size, else the token list.
   if (const GgufTensorInfo* emb = g.findTensor("token_embd.weight");
       emb != nullptr && emb->shape.size() == 2) {
@@ -287,7 +408,9 @@ absl::StatusOr<ModelConfig> ModelConfig::fromGguf(const GgufFile& g) {
   c.rope_style = c.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kHalf;
   c.tie_word_embeddings = g.findTensor("output.weight") == nullptr;
   c.attention_bias = g.findTensor("blk.0.attn_q.bias") != nullptr;
-  c.qk_norm = c.architecture == "qwen3";
+  c.qk_norm = c.architecture == "qwen3" || c.architecture == "qwen3moe";
+  // llama.cpp's Mixtral is its llama architecture with experts
+  if (c.architecture == "llama" && c.isMoe()) c.architecture = "mixtral";
   if (auto bos = g.getInt("tokenizer.ggml.bos_token_id"); bos.ok() && *bos <= INT32_MAX) {
     c.bos_token_id = static_cast<int>(*bos);
   }
@@ -315,6 +438,18 @@ absl::Status ModelConfig::validate() const {
                   Field{"vocab_size", vocab_size},
                   Field{"max_position_embeddings", max_position_embeddings}}) {
     if (f.value <= 0) return bad(f.name, " must be positive, got ", f.value);
+  }
+  if (isMoe() || architecture == "qwen3moe" || architecture == "mixtral") {
+    if (num_experts <= 0 || num_experts > 4096) {
+      return bad("num_experts must be in [1, 4096], got ", num_experts);
+    }
+    if (num_experts_used <= 0 || num_experts_used > num_experts) {
+      return bad("num_experts_per_tok must be in [1, num_experts = ", num_experts, "], got ",
+                 num_experts_used);
+    }
+    if (moe_intermediate_size <= 0) {
+      return bad("moe_intermediate_size must be positive, got ", moe_intermediate_size);
+    }
   }
   if (num_heads % num_kv_heads != 0) {
     return bad("num_attention_heads (", num_heads, ") is not a multiple of num_key_value_heads (",
@@ -375,12 +510,27 @@ int64_t ModelConfig::parameterCount() const {
   const int64_t h = hidden_size, q = int64_t{num_heads} * head_dim,
                 kv = int64_t{num_kv_heads} * head_dim;
   int64_t layer = h * q + 2 * h * kv + q * h   // q, k, v, o
-                  + 3 * h * intermediate_size  // gate, up, down
                   + 2 * h;                     // the two norms
+  if (isMoe()) {
+    layer += int64_t{num_experts} * h                                 // router
+             + int64_t{num_experts} * 3 * h * moe_intermediate_size;  // experts
+  } else {
+    layer += 3 * h * intermediate_size;  // gate, up, down
+  }
   if (attention_bias) layer += q + 2 * kv;
   if (qk_norm) layer += 2 * int64_t{head_dim};
   int64_t total = int64_t{vocab_size} * h + num_layers * layer + h;
   if (!tie_word_embeddings) total += int64_t{vocab_size} * h;
+  return total;
+}
+
+int64_t ModelConfig::activeParameterCount() const {
+  const int64_t h = hidden_size;
+  int64_t total = parameterCount() - int64_t{vocab_size} * h + h;  // one embedding row
+  if (tie_word_embeddings) total += int64_t{vocab_size} * h;       // the lm head reads them all
+  if (isMoe()) {
+    total -= int64_t{num_layers} * (num_experts - num_experts_used) * 3 * h * moe_intermediate_size;
+  }
   return total;
 }
 

@@ -26,7 +26,9 @@ enum class RopeScaling : uint8_t { kNone, kLlama3, kFreqFactors };
 enum class RopeStyle : uint8_t { kHalf, kInterleaved };
 
 struct ModelConfig {
-  std::string architecture;  // "llama", "mistral", "qwen2", "qwen3"
+  // "llama", "mistral", "qwen2", "qwen3", and the mixtures of experts
+  // "qwen3moe" (Qwen3-MoE) and "mixtral" (a GGUF "llama" with experts)
+  std::string architecture;
   int hidden_size = 0;
   int intermediate_size = 0;
   int num_layers = 0;
@@ -52,6 +54,14 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // qwen2: q/k/v projections have biases
   bool qk_norm = false;         // qwen3: RMSNorm over each head of q and k
+  // a mixture of experts in every layer's FFN (num_experts > 0): a router
+  // [num_experts, hidden] picks num_experts_used experts a token by softmax
+  // probability (renormalized over the chosen when norm_topk_prob), each an
+  // FFN of moe_intermediate_size. No shared expert, no group-limited routing.
+  int num_experts = 0;
+  int num_experts_used = 0;
+  int moe_intermediate_size = 0;
+  bool norm_topk_prob = true;
   int bos_token_id = -1;
   std::vector<int> eos_token_ids;
 
@@ -72,6 +82,12 @@ struct ModelConfig {
   // into rope_freqs.weight: 1 for short wavelengths, rope_factor for long
   // ones, 1 / ((1 - s) / factor + s) between.
   std::vector<float> llama3RopeFreqFactors() const;
+
+  bool isMoe() const { return num_experts > 0; }
+  // the weights one token's forward pass reads: every tensor but the
+  // experts a token does not choose (num_experts_used of num_experts) and
+  // the embedding table's other rows.
+  int64_t activeParameterCount() const;
 
   // checks that the shapes are positive and consistent (heads divide, etc).
   absl::Status validate() const;

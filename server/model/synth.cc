@@ -58,6 +58,8 @@ const char* hfClass(const std::string& arch) {
   if (arch == "mistral") return "MistralForCausalLM";
   if (arch == "qwen2") return "Qwen2ForCausalLM";
   if (arch == "qwen3") return "Qwen3ForCausalLM";
+  if (arch == "qwen3moe") return "Qwen3MoeForCausalLM";
+  if (arch == "mixtral") return "MixtralForCausalLM";
   return "LlamaForCausalLM";
 }
 
@@ -78,8 +80,21 @@ absl::StatusOr<ModelConfig> synthConfig(const SynthShape& s, const SynthVocab& v
   c.rms_norm_eps = 1e-5f;
   c.rope_theta = 10000.0f;
   c.attention_bias = s.arch == "qwen2";
-  c.qk_norm = s.arch == "qwen3";
+  c.qk_norm = s.arch == "qwen3" || s.arch == "qwen3moe";
   c.tie_word_embeddings = false;
+  const bool moe_arch = s.arch == "qwen3moe" || s.arch == "mixtral";
+  if (moe_arch != (s.experts > 0)) {
+    return absl::InvalidArgumentError(
+        "experts=N goes with arch=qwen3moe or arch=mixtral, and those need experts=N");
+  }
+  if (s.experts > 0) {
+    c.num_experts = s.experts;
+    c.num_experts_used = s.experts_used > 0 ? s.experts_used : std::min(2, s.experts);
+    c.moe_intermediate_size = s.expert_ffn > 0 ? s.expert_ffn : s.ffn;
+    c.norm_topk_prob = true;
+    // Mixtral's experts are its intermediate_size
+    if (s.arch == "mixtral") c.intermediate_size = c.moe_intermediate_size;
+  }
   c.vocab_size = s.vocab;
   if (s.rope_scaling == "llama3") {
     if (s.arch != "llama" && s.arch != "mistral") {
@@ -135,6 +150,18 @@ absl::Status writeHf(const SynthOptions& o, const ModelConfig& c, const SynthVoc
       {"tie_word_embeddings", c.tie_word_embeddings},
       {"torch_dtype", torchDtype(o.dtype)},
   };
+  if (c.architecture == "qwen3moe") {
+    cfg["model_type"] = "qwen3_moe";
+    cfg["num_experts"] = c.num_experts;
+    cfg["num_experts_per_tok"] = c.num_experts_used;
+    cfg["moe_intermediate_size"] = c.moe_intermediate_size;
+    cfg["norm_topk_prob"] = c.norm_topk_prob;
+    cfg["decoder_sparse_step"] = 1;
+    cfg["mlp_only_layers"] = ordered_json::array();
+  } else if (c.architecture == "mixtral") {
+    cfg["num_local_experts"] = c.num_experts;
+    cfg["num_experts_per_tok"] = c.num_experts_used;
+  }
   if (c.rope_scaling == RopeScaling::kLlama3) {
     cfg["rope_scaling"] = {{"rope_type", "llama3"},
                            {"factor", c.rope_factor},
@@ -167,7 +194,9 @@ absl::Status writeHf(const SynthOptions& o, const ModelConfig& c, const SynthVoc
   SafetensorsWriter writer;
   writer.setMetadata("format", "pt");
   for (const ExpectedTensor& e : tensors) {
-    writer.addTensor(e.name, o.dtype, e.shape);
+    // Mixtral's files name its experts its own way; the values are keyed by
+    // the canonical names either way
+    writer.addTensor(c.architecture == "mixtral" ? mixtralFromCanonical(e.name) : e.name, o.dtype, e.shape);
     keys.push_back(tensorKey(o.seed, e.name));
   }
   return writer.write((fs::path(o.out) / "model.safetensors").string(),
@@ -202,7 +231,7 @@ DType ggufTensorDType(const SynthOptions& o, const ModelConfig& c, const Expecte
   if (e.shape.back() % quant::kQK_K != 0) return DType::kQ8_0;
   if (e.name == "lm_head.weight") return DType::kQ6_K;
   const bool v = e.name.ends_with("self_attn.v_proj.weight");
-  const bool down = e.name.ends_with("mlp.down_proj.weight");
+  const bool down = e.name.ends_with("down_proj.weight");  // experts' too (ffn_down_exps)
   if (v || down) {
     const int layer = std::atoi(e.name.c_str() + std::string_view("model.layers.").size());
     if (useMoreBits(layer, c.num_layers)) return DType::kQ6_K;
@@ -210,9 +239,27 @@ DType ggufTensorDType(const SynthOptions& o, const ModelConfig& c, const Expecte
   return DType::kQ4_K;
 }
 
+// a tensor of the GGUF file: one of expectedTensors(), or a layer's
+// experts of one projection stacked (`experts` consecutive tensors from
+// `first`).
+struct GgufTensorPlan {
+  size_t first = 0;
+  int experts = 0;  // 0: a plain tensor
+};
+
+// the router's values as the HF file of the same options holds them
+// (rounded through its 16-bit type), written as F32.
+float throughDtype(float v, DType t) {
+  if (t == DType::kF16) return f16ToF32(f32ToF16(v));
+  if (t == DType::kBF16) return bf16ToF32(f32ToBf16(v));
+  return v;
+}
+
 absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthVocab& vocab) {
-  // llama.cpp has no "mistral" GGUF architecture: mistral is llama there.
-  const std::string arch = c.architecture == "mistral" ? "llama" : c.architecture;
+  // llama.cpp has no "mistral" GGUF architecture: mistral is llama there,
+  // and so is mixtral (llama with llama.expert_count).
+  const std::string arch =
+      c.architecture == "mistral" || c.architecture == "mixtral" ? "llama" : c.architecture;
   const std::string p = arch + ".";
   GgufWriter w;
   w.setString("general.architecture", arch);
@@ -230,6 +277,11 @@ absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthV
   w.setU32(p + "attention.value_length", c.head_dim);
   w.setU32(p + "rope.dimension_count", c.head_dim);
   w.setU32(p + "vocab_size", c.vocab_size);
+  if (c.isMoe()) {
+    w.setU32(p + "expert_count", c.num_experts);
+    w.setU32(p + "expert_used_count", c.num_experts_used);
+    if (arch == "qwen3moe") w.setU32(p + "expert_feed_forward_length", c.moe_intermediate_size);
+  }
   w.setU32("general.file_type", ggufFileType(o));
   RETURN_IF_ERROR(addGgufVocab(vocab, c, &w));
   // llama3 scaling is the rope_freqs tensor, first as llama.cpp writes it.
@@ -239,15 +291,35 @@ absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthV
   }
   std::vector<ExpectedTensor> tensors = expectedTensors(c);
   std::vector<uint64_t> keys;
-  for (const ExpectedTensor& e : tensors) {
-    const DType dtype = ggufTensorDType(o, c, e);
+  for (const ExpectedTensor& e : tensors) keys.push_back(tensorKey(o.seed, e.name));
+  // a layer's experts go out as llama.cpp's stacked tensors, gate, up, down
+  std::vector<GgufTensorPlan> plan;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const ExpectedTensor& e = tensors[i];
+    if (e.name.find(".mlp.experts.") != std::string::npos) {
+      if (e.name.find(".mlp.experts.0.") == std::string::npos) continue;
+      // expert 0's gate, up, down: each stacked with its kind of the others
+      plan.push_back({i, c.num_experts});
+      continue;
+    }
+    plan.push_back({i, 0});
+  }
+  for (const GgufTensorPlan& t : plan) {
+    const ExpectedTensor& e = tensors[t.first];
+    DType dtype = ggufTensorDType(o, c, e);
+    std::vector<int64_t> shape = e.shape;
+    std::string name = ggufNameFromHf(e.name);
+    if (t.experts > 0) {
+      shape.insert(shape.begin(), t.experts);
+    } else if (e.name.ends_with("mlp.gate.weight")) {
+      dtype = DType::kF32;  // the router, as llama.cpp keeps ffn_gate_inp
+    }
     if (quant::isQuantized(dtype) && e.shape.back() % quant::blockValues(dtype) != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "synth: ", e.name, " has rows of ", e.shape.back(), " values, not a multiple of ",
           std::string(dtypeName(dtype)), "'s block of ", quant::blockValues(dtype)));
     }
-    w.addTensor(ggufNameFromHf(e.name), dtype, e.shape);
-    keys.push_back(tensorKey(o.seed, e.name));
+    w.addTensor(name, dtype, shape);
   }
   // llama.cpp's llama layout keeps q/k rows in Meta's interleaved rope order:
   // per head, gguf row 2i is hf row i and gguf row 2i+1 is hf row hd/2 + i.
@@ -265,7 +337,21 @@ absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthV
       return;
     }
     t -= extra;
-    const ExpectedTensor& e = tensors[t];
+    const GgufTensorPlan& pt = plan[t];
+    if (pt.experts > 0) {
+      // expert k's slice of the stacked tensor is its own tensor (3 apart)
+      const ExpectedTensor& e0 = tensors[pt.first];
+      const uint64_t slice = static_cast<uint64_t>(e0.shape[0] * e0.shape[1]);
+      for (size_t i = 0; i < count; ++i) {
+        const uint64_t idx = first + i, expert = idx / slice;
+        const size_t k = pt.first + 3 * expert;
+        out[i] = valueAt(tensors[k], keys[k], idx % slice);
+      }
+      return;
+    }
+    const ExpectedTensor& e = tensors[pt.first];
+    const uint64_t key = keys[pt.first];
+    const bool router = e.name.ends_with("mlp.gate.weight");
     const bool qk = permute && isQk(e.name);
     for (size_t i = 0; i < count; ++i) {
       uint64_t idx = first + i;
@@ -274,7 +360,7 @@ absl::Status writeGguf(const SynthOptions& o, const ModelConfig& c, const SynthV
         uint64_t hf_row = head * hd + (r % 2 == 0 ? r / 2 : hd / 2 + r / 2);
         idx = hf_row * cols + col;
       }
-      out[i] = valueAt(e, keys[t], idx);
+      out[i] = router ? throughDtype(valueAt(e, key, idx), o.dtype) : valueAt(e, key, idx);
     }
   });
 }
@@ -299,9 +385,10 @@ absl::StatusOr<SynthShape> parseShape(const std::string& spec) {
     }
     if (kv[0] == "arch") {
       s.arch = std::string(kv[1]);
-      if (s.arch != "llama" && s.arch != "mistral" && s.arch != "qwen2" && s.arch != "qwen3") {
+      if (s.arch != "llama" && s.arch != "mistral" && s.arch != "qwen2" && s.arch != "qwen3" &&
+          s.arch != "qwen3moe" && s.arch != "mixtral") {
         return absl::InvalidArgumentError(absl::StrCat(
-            "shape: unsupported arch '", kv[1], "' (llama, mistral, qwen2, qwen3)"));
+            "shape: unsupported arch '", kv[1], "' (llama, mistral, qwen2, qwen3, qwen3moe, mixtral)"));
       }
       continue;
     }
@@ -318,6 +405,9 @@ absl::StatusOr<SynthShape> parseShape(const std::string& spec) {
     else if (kv[0] == "vocab") s.vocab = v;
     else if (kv[0] == "head_dim") s.head_dim = v;
     else if (kv[0] == "max_pos") s.max_pos = v;
+    else if (kv[0] == "experts") s.experts = v;
+    else if (kv[0] == "experts_used") s.experts_used = v;
+    else if (kv[0] == "expert_ffn") s.expert_ffn = v;
     else return absl::InvalidArgumentError(absl::StrCat("shape: unknown key '", kv[0], "'"));
   }
   for (auto [name, v] : {std::pair{"dim", s.dim}, {"layers", s.layers}, {"heads", s.heads},

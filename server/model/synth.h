@@ -20,7 +20,17 @@ struct SynthShape {
   int vocab = 0;     // 0: the tokenizer's vocabulary size (needs vocab_from)
   int head_dim = 0;  // 0: dim / heads
   int max_pos = 2048;
-  std::string arch = "llama";  // llama, mistral, qwen2, qwen3
+  std::string arch = "llama";  // llama, mistral, qwen2, qwen3, qwen3moe, mixtral
+  // a mixture of experts (arch qwen3moe or mixtral, which need it): every
+  // layer's FFN is `experts` experts of expert_ffn (0: ffn) of which
+  // experts_used run a token. In GGUF a layer's experts are llama.cpp's
+  // stacked ffn_{gate,up,down}_exps and the router ffn_gate_inp is F32 (as
+  // llama.cpp's converter keeps it; values rounded through the file's dtype,
+  // so HF and GGUF hold the same model); Mixtral is GGUF "llama" with
+  // llama.expert_count.
+  int experts = 0;
+  int experts_used = 0;
+  int expert_ffn = 0;
   // "llama3": Llama 3.1's rope scaling (factor 8, low_freq_factor 1,
   // high_freq_factor 4, original_max_position_embeddings 8192), as an HF
   // rope_scaling object or a GGUF rope_freqs.weight tensor; llama and
@@ -48,8 +58,8 @@ struct SynthOptions {
 };
 
 // parses "dim=768,layers=12,heads=12,kv_heads=12,ffn=2048,vocab=32000"
-// (also head_dim=, max_pos=, arch=, rope_scaling=llama3). InvalidArgument
-// naming the bad part.
+// (also head_dim=, max_pos=, arch=, rope_scaling=llama3, experts=,
+// experts_used=, expert_ffn=). InvalidArgument naming the bad part.
 absl::StatusOr<SynthShape> parseShape(const std::string& spec);
 
 // writes the model. The same options give byte-identical files. Weights are

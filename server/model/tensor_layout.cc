@@ -1,6 +1,7 @@
 #include "server/model/tensor_layout.h"
 
 #include <charconv>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,6 +30,7 @@ constexpr LayerName kLayerNames[] = {
     {"mlp.gate_proj.weight", "ffn_gate.weight"},
     {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},
 };
 struct GlobalName {
   const char* hf;
@@ -77,6 +79,16 @@ std::vector<ExpectedTensor> expectedTensors(const ModelConfig& c) {
     }
     out.push_back({p + "self_attn.o_proj.weight", {h, q}});
     out.push_back({p + "post_attention_layernorm.weight", {h}, true});
+    if (c.isMoe()) {
+      const int64_t ef = c.moe_intermediate_size;
+      out.push_back({p + "mlp.gate.weight", {c.num_experts, h}});
+      for (int e = 0; e < c.num_experts; ++e) {
+        out.push_back({expertTensorName(i, e, "gate_proj"), {ef, h}});
+        out.push_back({expertTensorName(i, e, "up_proj"), {ef, h}});
+        out.push_back({expertTensorName(i, e, "down_proj"), {h, ef}});
+      }
+      continue;
+    }
     out.push_back({p + "mlp.gate_proj.weight", {ffn, h}});
     out.push_back({p + "mlp.up_proj.weight", {ffn, h}});
     out.push_back({p + "mlp.down_proj.weight", {h, ffn}});
@@ -103,6 +115,73 @@ std::string hfNameFromGguf(std::string_view name) {
   return "";
 }
 
+std::string expertTensorName(int layer, int expert, std::string_view proj) {
+  return absl::StrCat("model.layers.", layer, ".mlp.experts.", expert, ".", std::string(proj), ".weight");
+}
+
+namespace {
+
+// "gate_proj" <-> "gate" of ffn_gate_exps
+constexpr std::pair<const char*, const char*> kStackedNames[] = {
+    {"gate_proj", "ffn_gate_exps.weight"}, {"up_proj", "ffn_up_exps.weight"}, {"down_proj", "ffn_down_exps.weight"}};
+// Mixtral's w1 (gate), w3 (up), w2 (down)
+constexpr std::pair<const char*, const char*> kMixtralNames[] = {
+    {"gate_proj", "w1"}, {"up_proj", "w3"}, {"down_proj", "w2"}};
+
+}  // namespace
+
+bool parseStackedExperts(std::string_view name, int* layer, std::string* proj) {
+  std::string_view rest;
+  if (!splitLayer(name, "blk.", layer, &rest)) return false;
+  for (const auto& [p, g] : kStackedNames) {
+    if (rest == g) {
+      *proj = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string stackedExpertsName(int layer, std::string_view proj) {
+  for (const auto& [p, g] : kStackedNames) {
+    if (proj == p) return absl::StrCat("blk.", layer, ".", g);
+  }
+  return "";
+}
+
+std::string canonicalFromMixtral(std::string_view name) {
+  int layer = 0;
+  std::string_view rest;
+  if (!splitLayer(name, "model.layers.", &layer, &rest)) return std::string(name);
+  const std::string_view moe = "block_sparse_moe.";
+  if (rest.substr(0, moe.size()) != moe) return std::string(name);
+  rest.remove_prefix(moe.size());
+  if (rest == "gate.weight") return absl::StrCat("model.layers.", layer, ".mlp.gate.weight");
+  int expert = 0;
+  std::string_view w;
+  if (!splitLayer(rest, "experts.", &expert, &w)) return std::string(name);
+  for (const auto& [p, m] : kMixtralNames) {
+    if (w == absl::StrCat(m, ".weight")) return expertTensorName(layer, expert, p);
+  }
+  return std::string(name);
+}
+
+std::string mixtralFromCanonical(std::string_view name) {
+  int layer = 0;
+  std::string_view rest;
+  if (!splitLayer(name, "model.layers.", &layer, &rest)) return std::string(name);
+  if (rest == "mlp.gate.weight") return absl::StrCat("model.layers.", layer, ".block_sparse_moe.gate.weight");
+  int expert = 0;
+  std::string_view w;
+  if (!splitLayer(rest, "mlp.experts.", &expert, &w)) return std::string(name);
+  for (const auto& [p, m] : kMixtralNames) {
+    if (w == absl::StrCat(p, ".weight")) {
+      return absl::StrCat("model.layers.", layer, ".block_sparse_moe.experts.", expert, ".", m, ".weight");
+    }
+  }
+  return std::string(name);
+}
+
 std::string ggufNameFromHf(std::string_view name) {
   for (const GlobalName& g : kGlobalNames) {
     if (name == g.hf) return g.gguf;
@@ -112,6 +191,12 @@ std::string ggufNameFromHf(std::string_view name) {
   if (!splitLayer(name, "model.layers.", &layer, &rest)) return "";
   for (const LayerName& l : kLayerNames) {
     if (rest == l.hf) return absl::StrCat("blk.", layer, ".", l.gguf);
+  }
+  int expert = 0;
+  std::string_view w;
+  if (splitLayer(rest, "mlp.experts.", &expert, &w) && w.ends_with(".weight")) {
+    w.remove_suffix(std::string_view(".weight").size());
+    return stackedExpertsName(layer, w);
   }
   return "";
 }

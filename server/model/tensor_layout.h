@@ -33,4 +33,23 @@ std::string hfNameFromGguf(std::string_view gguf_name);
 // HF name -> llama.cpp name; empty when unknown.
 std::string ggufNameFromHf(std::string_view hf_name);
 
+// Mixtures of experts. Canonical names are Qwen3-MoE's HF names: the router
+// model.layers.N.mlp.gate.weight [experts, hidden] and each expert's
+// model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight. llama.cpp
+// stacks a layer's experts in one 3-D tensor, blk.N.ffn_{gate,up,down}_exps
+// ([experts, ffn, hidden], down [experts, hidden, ffn]): expert E is its
+// E-th slice.
+inline constexpr const char* kExpertProjections[] = {"gate_proj", "up_proj", "down_proj"};
+// "model.layers.N.mlp.experts.E.<proj>.weight"
+std::string expertTensorName(int layer, int expert, std::string_view proj);
+// blk.N.ffn_{gate,up,down}_exps.weight -> layer N and "gate_proj" etc.;
+// false for any other name.
+bool parseStackedExperts(std::string_view gguf_name, int* layer, std::string* proj);
+// the stacked GGUF name of a layer's projection ("gate_proj" -> "blk.N.ffn_gate_exps.weight").
+std::string stackedExpertsName(int layer, std::string_view proj);
+// Mixtral's HF names (block_sparse_moe.gate, experts.E.w1 / w3 / w2) to the
+// canonical ones and back; other names unchanged.
+std::string canonicalFromMixtral(std::string_view hf_name);
+std::string mixtralFromCanonical(std::string_view name);
+
 }  // namespace tandem::model

@@ -104,7 +104,12 @@ absl::Status Worker::startEngine(const WorkerOptions& options) {
   context_.block_bytes = layout.blockBytes();
   num_blocks_ = local->numBlocks();
   max_model_len_ = local->maxModelLen();
+  // the runner lives as long as the loop that takes it
+  const engine::ModelRunner* runner = &local->runner();
   loop_ = std::make_unique<engine::EngineLoop>(std::move(local));
+  if (runner->config().isMoe()) {
+    metrics_.setExpertSource([runner] { return runner->expertTokens(); }, runner->config().num_experts);
+  }
   context_.loop = loop_.get();
   metrics_.setLoadSource([loop = loop_.get()] { return loop->stats(); });
   metrics_.setKvTierSource([loop = loop_.get()] { return loop->kvTierStats(); });

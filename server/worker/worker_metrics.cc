@@ -1,5 +1,9 @@
 #include "server/worker/worker_metrics.h"
 
+#include <cstdio>
+
+#include "server/worker/expert_load.h"
+
 #include <optional>
 #include <sstream>
 
@@ -139,6 +143,37 @@ void WorkerMetrics::exportTiers(const std::vector<kvcache::KvTierStats>& tiers,
   }
 }
 
+void WorkerMetrics::setExpertSource(std::function<std::vector<int64_t>()> counts, int experts) {
+  std::lock_guard lock(load_mu_);
+  expert_counts_ = std::move(counts);
+  experts_ = experts;
+  if (moe_routed_ != nullptr) return;
+  // registered only for a mixture: a dense model's /metrics stays as it was
+  moe_routed_ = &BuildCounter().Name("tandem:moe_routed_tokens_total")
+                     .Help("token-to-expert choices made (tokens x experts per token x layers)")
+                     .Register(*registry_).Add({});
+  moe_ratio_ = &BuildGauge().Name("tandem:moe_expert_load_ratio")
+                    .Help("over every (layer, expert): its routed tokens over its layer's mean per "
+                          "expert, at a quantile (1 = balanced; quantile 1 = the hottest expert)")
+                    .Register(*registry_);
+  moe_idle_ = &BuildGauge().Name("tandem:moe_experts_idle")
+                   .Help("(layer, expert) pairs no token was routed to yet")
+                   .Register(*registry_).Add({});
+}
+
+void WorkerMetrics::exportExperts() {
+  if (!expert_counts_) return;
+  const ExpertLoad load = summarizeExpertLoad(expert_counts_(), experts_);
+  moe_routed_->Increment(static_cast<double>(load.routed - routed_exported_));
+  routed_exported_ = load.routed;
+  for (int q = 0; q < 5; ++q) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "%g", ExpertLoad::kQuantiles[q]);
+    moe_ratio_->Add({{"quantile", name}}).Set(load.ratio[q]);
+  }
+  moe_idle_->Set(static_cast<double>(load.idle));
+}
+
 void WorkerMetrics::setLoadSource(std::function<engine::EngineLoopStats()> stats) {
   std::lock_guard lock(load_mu_);
   load_ = std::move(stats);
@@ -176,6 +211,7 @@ std::string WorkerMetrics::render() {
     std::lock_guard lock(load_mu_);
     exportTiers(tier_source ? tier_source() : std::vector<kvcache::KvTierStats>{},
                 load ? &*load : nullptr);
+    exportExperts();
   }
   if (source) {
     const engine::EngineLoopStats s = *load;

@@ -37,6 +37,11 @@ class WorkerMetrics {
   // `stats` is called at each scrape for the KV tier metrics.
   void setKvTierSource(std::function<std::vector<kvcache::KvTierStats>()> stats);
 
+  // a mixture of experts: `counts` ([layers * experts] tokens routed,
+  // ModelRunner::expertTokens) is called at each scrape for the bounded
+  // routing metrics of expert_load.h.
+  void setExpertSource(std::function<std::vector<int64_t>()> counts, int experts);
+
   // one transfer that completed: direction "sent" or "received", transport
   // "grpc" or "shm".
   void observeTransfer(std::string_view direction, std::string_view transport, uint64_t bytes,
@@ -82,6 +87,13 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Counter>* tier_bytes_written_;
   prometheus::Family<prometheus::Histogram>* tier_read_seconds_;
   prometheus::Family<prometheus::Histogram>* tier_write_seconds_;
+  std::function<std::vector<int64_t>()> expert_counts_;  // guarded by load_mu_
+  int experts_ = 0;                                      // guarded by load_mu_
+  int64_t routed_exported_ = 0;                          // guarded by load_mu_
+  void exportExperts();
+  prometheus::Counter* moe_routed_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* moe_ratio_ = nullptr;
+  prometheus::Gauge* moe_idle_ = nullptr;
   prometheus::Gauge* onboarding_;
   prometheus::Counter* onboarded_tokens_;
   int64_t onboarded_tokens_exported_ = 0;  // guarded by load_mu_

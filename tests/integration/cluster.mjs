@@ -19,9 +19,13 @@ export const faultWorkerBinary = process.env.TANDEM_FAULT_WORKER_BINARY;
 export const sourceDir = process.env.TANDEM_SOURCE_DIR;
 if (!binary || !sourceDir) throw new Error('set TANDEM_BINARY and TANDEM_SOURCE_DIR');
 
-export const model = path.join(sourceDir, 'models/stories260K/gguf/stories260K.gguf');
-export const oracle = JSON.parse(
-  readFileSync(path.join(sourceDir, 'models/stories260K/greedy_oracle.json'), 'utf8'));
+// TANDEM_TEST_MODEL and TANDEM_TEST_ORACLE run the same tests on another
+// model and its oracle (e.g. a synthetic mixture of experts and its
+// models/moe oracle: bench/moe_cluster_tests.sh).
+export const model = process.env.TANDEM_TEST_MODEL ??
+  path.join(sourceDir, 'models/stories260K/gguf/stories260K.gguf');
+export const oracle = JSON.parse(readFileSync(process.env.TANDEM_TEST_ORACLE ??
+  path.join(sourceDir, 'models/stories260K/greedy_oracle.json'), 'utf8'));
 
 const logDir = path.join(path.dirname(new URL(import.meta.url).pathname), 'logs',
   path.basename(process.argv[1] ?? 'test', '.test.mjs'));
