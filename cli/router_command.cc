@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "cli/cluster_flags.h"
 #include "cli/command.h"
 #include "cli/frontend_flags.h"
@@ -98,6 +99,13 @@ absl::Status runRouter(RouterArgs args) {
     return absl::InvalidArgumentError("the router needs its gRPC port");
   }
   ASSIGN_OR_RETURN(router::FrontendOptions frontend_options, frontendOptions(args.web));
+  // every input checked before a thread starts: an error return past
+  // pool.start() would leave its threads running into destroyed members
+  RemoteGeneratorOptions generator_options;
+  generator_options.planner = args.planner;
+  if (!args.prefill_profile.empty()) {
+    RETURN_IF_ERROR(learnAgainstProfile(args.prefill_profile, &generator_options.planner.load));
+  }
   const char* http_scheme = frontend_options.tls != nullptr ? "https" : "http";
   ASSIGN_OR_RETURN(grpc_util::ClusterAuthPtr auth, clusterAuth(args.cluster));
   const auto reload = [&frontend_options, &auth] {
@@ -119,6 +127,9 @@ absl::Status runRouter(RouterArgs args) {
   ClusterMetrics metrics(frontend->metrics().registry());
   pool.setMetrics(&metrics);
   pool.start();
+  // the pool's threads use `metrics`, declared after the pool: on every
+  // return from here on (an error included) they stop before it goes
+  const absl::Cleanup stop_pool = [&pool] { pool.stop(); };
   WorkerDiscoveryOptions discovery_options;
   discovery_options.static_workers = args.workers;
   discovery_options.workers_file = args.workers_file;
@@ -128,11 +139,6 @@ absl::Status runRouter(RouterArgs args) {
   KvIndex index(KvIndexOptions{.max_blocks = args.kv_index_max_blocks});
   KvSubscriber subscriber(KvSubscriberOptions{}, &pool, &index, &metrics);
   subscriber.start();
-  RemoteGeneratorOptions generator_options;
-  generator_options.planner = args.planner;
-  if (!args.prefill_profile.empty()) {
-    RETURN_IF_ERROR(learnAgainstProfile(args.prefill_profile, &generator_options.planner.load));
-  }
   generator_options.planner.ttft_slo_s = args.ttft_slo_ms / 1000;
   generator_options.no_worker_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));

@@ -90,8 +90,9 @@ static __global__ void flashDecodeKernel(const float* q, const T* cache, int num
       m[g] = -INFINITY;
       l[g] = 0.0f;
     }
-    // the same trip count for a whole wave: the sums' shuffles span it
-    TANDEM_UNROLL(2)
+    // the same trip count for a whole wave: the sums' shuffles span it (no
+    // unroll pragma: ROCm 5.2's clang cannot unroll this loop and -Werror
+    // makes that an error)
     for (int base = k_begin + wave * per_wave; base < k_end; base += kFlashWaves * per_wave) {
       const int p = base + slot;
       const bool valid = p < k_end;
