@@ -12,8 +12,7 @@ Engine::Engine(const EngineConfig& config, StepModel& model)
       kv_(config.num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, kv_) {}
 
-absl::Status Engine::checkRequest(int64_t prompt_len, const SamplingParams& params) const {
-  RETURN_IF_ERROR(scheduler_.checkRequest(prompt_len, params));
+absl::Status Engine::checkGrammar(const SamplingParams& params) const {
   if (params.grammar.empty()) return absl::OkStatus();
   if (grammars_ == nullptr) {
     return absl::InvalidArgumentError(
@@ -26,7 +25,7 @@ absl::Status Engine::checkRequest(int64_t prompt_len, const SamplingParams& para
 absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> Engine::makeMatcher(
     std::span<const int32_t> prompt, const SamplingParams& params) const {
   if (params.grammar.empty()) return nullptr;
-  if (grammars_ == nullptr) return checkRequest(static_cast<int64_t>(prompt.size()), params);
+  if (grammars_ == nullptr) return checkGrammar(params);
   ASSIGN_OR_RETURN(std::shared_ptr<grammar::GrammarAutomaton> automaton,
                    grammars_->get(params.grammar));
   auto matcher = std::make_unique<grammar::TokenMatcher>(std::move(automaton));

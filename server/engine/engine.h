@@ -67,10 +67,11 @@ class Engine {
   // see Scheduler::releaseHeld.
   bool releaseHeld(SeqId id) { return scheduler_.releaseHeld(id); }
   bool isHeld(SeqId id) const { return scheduler_.isHeld(id); }
-  // see Scheduler::checkRequest; also compiles params.grammar (its syntax
-  // errors are InvalidArgument; refused when no grammar cache is set).
-  // thread-safe.
-  absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const;
+  // compiles params.grammar, if any: its syntax errors are InvalidArgument,
+  // and so is a grammar when no grammar cache is set. The request limits
+  // are checked before the engine (generation::checkRequest) and asserted
+  // by the scheduler. thread-safe.
+  absl::Status checkGrammar(const SamplingParams& params) const;
   // see Scheduler::abort.
   absl::Status abort(SeqId id);
   bool hasUnfinished() const { return scheduler_.hasUnfinished(); }

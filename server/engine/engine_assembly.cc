@@ -151,4 +151,10 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   return le;
 }
 
+generation::RequestLimits EngineAssembly::limits() const {
+  return {.max_model_len = max_model_len_,
+          .vocab_size = weights_->config().vocab_size,
+          .max_kv_tokens = int64_t{num_blocks_} * engine_->kvCache().blockSize()};
+}
+
 }  // namespace tandem::engine

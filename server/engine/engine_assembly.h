@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "generation/request_limits.h"
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
 #include "kvcache/kv_tier_chain.h"
@@ -89,6 +90,10 @@ class EngineAssembly {
   // the tiers below the KV pool, or null when there are none.
   const kvcache::KvTierChain* kvTiers() const { return tiers_.get(); }
   int maxModelLen() const { return max_model_len_; }
+  // what a request may ask of this engine: its context, the model's
+  // vocabulary and the whole cache (generation::checkRequest against these
+  // is what the engine asserts).
+  generation::RequestLimits limits() const;
   // whether the KV storage (and every backend buffer) is host memory, which
   // the KV transport may read and write directly.
   bool kvInHostMemory() const { return kv_in_host_memory_; }

@@ -5,12 +5,14 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 
 namespace tandem::engine {
 
 EngineLoop::EngineLoop(EngineAssemblyPtr engine)
     : engine_(std::move(engine)),
-      vocab_size_(engine_->weights().config().vocab_size) {
+      vocab_size_(engine_->weights().config().vocab_size),
+      limits_(engine_->limits()) {
   {
     std::lock_guard lock(mu_);
     stats_.num_blocks = engine_->numBlocks();
@@ -32,23 +34,11 @@ EngineLoop::~EngineLoop() {
 
 absl::Status EngineLoop::checkSubmission(const std::vector<int32_t>& prompt,
                                          const SamplingParams& params) const {
-  // the engine's checks read only immutable configuration: safe here.
-  absl::Status status =
-      engine_->engine().checkRequest(static_cast<int64_t>(prompt.size()), params);
-  if (!status.ok()) return status;
-  for (int32_t token : prompt) {
-    if (token < 0 || token >= vocab_size_) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "prompt token id %d is outside the vocabulary [0, %d)", token, vocab_size_));
-    }
-  }
-  for (const auto& [token, bias] : params.logit_bias) {
-    if (token < 0 || token >= vocab_size_) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "logit_bias token id %d is outside the vocabulary [0, %d)", token, vocab_size_));
-    }
-  }
-  return absl::OkStatus();
+  // the front ends checked the limits (generation::checkRequest): a request
+  // past them here is a caller's bug, not a client's mistake.
+  TANDEM_CHECK(generation::checkRequest(limits_, prompt, params).ok());
+  // the engine's grammar cache reads only immutable configuration: safe here.
+  return engine_->engine().checkGrammar(params);
 }
 
 absl::Status EngineLoop::post(Task task) {

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "generation/request_limits.h"
 #include "kvcache/kv_event_log.h"
 #include "server/engine/engine_assembly.h"
 
@@ -54,11 +55,11 @@ class EngineLoop {
   // stops the loop: unfinished requests end with kAbort.
   ~EngineLoop();
 
-  // queues a request under `id` (unique among unfinished requests). fails at
-  // once, queuing nothing and never calling `callback`, with
-  // InvalidArgument when the engine would refuse it (Engine::checkRequest)
-  // or a prompt token is outside the vocabulary, FailedPrecondition after
-  // stop().
+  // queues a request under `id` (unique among unfinished requests). The
+  // request must pass generation::checkRequest against limits() (the
+  // caller checks; the loop asserts it). fails at once, queuing nothing and
+  // never calling `callback`, with InvalidArgument for a grammar the engine
+  // cannot compile (Engine::checkGrammar), FailedPrecondition after stop().
   absl::Status submit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
                       OutputCallback callback);
   // cancels a request: its callback then gets the kAbort final output
@@ -130,6 +131,9 @@ class EngineLoop {
   // the counters of the KV tiers below the pool (empty when none); any thread.
   std::vector<kvcache::KvTierStats> kvTierStats() const;
   int maxModelLen() const { return engine_->maxModelLen(); }
+  // what a request may ask of this engine (its context, vocabulary and
+  // cache); submissions must pass generation::checkRequest against it.
+  const generation::RequestLimits& limits() const { return limits_; }
   int vocabSize() const { return vocab_size_; }
   const EngineAssembly& localEngine() const { return *engine_; }
   // the KV cache's events, numbered (the worker streams them to the router).
@@ -149,7 +153,7 @@ class EngineLoop {
     int reported = 0;
   };
 
-  // InvalidArgument as submit() describes.
+  // asserts the limits, then Engine::checkGrammar (see submit()).
   absl::Status checkSubmission(const std::vector<int32_t>& prompt,
                                const SamplingParams& params) const;
   // queues `task` for the loop thread, in call order with every other task.
@@ -171,6 +175,7 @@ class EngineLoop {
 
   EngineAssemblyPtr engine_;
   const int vocab_size_;
+  const generation::RequestLimits limits_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

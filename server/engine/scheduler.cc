@@ -26,33 +26,16 @@ int64_t Scheduler::numPrefillTokensQueued() const {
   return total;
 }
 
-absl::Status Scheduler::checkRequest(int64_t prompt_len, const SamplingParams& params) const {
-  RETURN_IF_ERROR(params.validate());
-  if (prompt_len == 0) return absl::InvalidArgumentError("the prompt is empty");
-  if (params.grammar_replay_tokens > prompt_len) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "grammar_replay_tokens (%d) exceeds the prompt's %d tokens", params.grammar_replay_tokens,
-        prompt_len));
-  }
-  if (prompt_len >= config_.max_model_len) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the prompt has %d tokens but the model's context length is %d, leaving no "
-        "room to generate",
-        prompt_len, config_.max_model_len));
-  }
+void Scheduler::assertFits(int64_t prompt_len, const SamplingParams& params) const {
+  // the front ends refused anything else (generation::checkRequest against
+  // the limits the engine reports): breaking these is a caller's bug.
+  TANDEM_CHECK(prompt_len > 0 && prompt_len < config_.max_model_len);
+  TANDEM_CHECK(params.grammar_replay_tokens <= prompt_len && params.max_tokens > 0);
   // the last token's KV is never computed, so a request at its longest
   // stores final_len - 1 tokens; it must fit in the cache when alone.
   const int64_t final_len =
       std::min<int64_t>(prompt_len + params.max_tokens, config_.max_model_len);
-  const int blocks = kv_.blocksForTokens(final_len - 1);
-  if (blocks > kv_.numBlocks()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "prompt (%d tokens) plus max_tokens (%d) needs %d kv cache blocks but the "
-        "cache holds only %d (%d tokens); lower max_tokens or shorten the prompt",
-        prompt_len, params.max_tokens, blocks, kv_.numBlocks(),
-        static_cast<int64_t>(kv_.numBlocks()) * kv_.blockSize()));
-  }
-  return absl::OkStatus();
+  TANDEM_CHECK(kv_.blocksForTokens(final_len - 1) <= kv_.numBlocks());
 }
 
 absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
@@ -60,7 +43,7 @@ absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
   if (requests_.contains(id) || held_.contains(id)) {
     return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
   }
-  RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
+  assertFits(static_cast<int64_t>(prompt.size()), params);
   const uint64_t seed = params.seed.value_or(seed_source_.next());
   auto req = std::make_unique<Request>(id, std::move(prompt), std::move(params), seed);
   req->hold_blocks_on_finish = hold_blocks_on_finish;
@@ -75,7 +58,7 @@ absl::StatusOr<int> Scheduler::admitAwaitingKv(SeqId id, std::vector<int32_t> pr
   if (requests_.contains(id) || held_.contains(id)) {
     return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
   }
-  RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
+  assertFits(static_cast<int64_t>(prompt.size()), params);
   if (params.prompt_logprobs) {
     // the prompt's logits are computed where it is prefilled: here.
     return absl::InvalidArgumentError("a request with prompt_logprobs is prefilled locally");

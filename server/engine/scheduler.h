@@ -95,9 +95,10 @@ class Scheduler {
   Scheduler(SchedulerConfig config, kvcache::KvCacheManager& kv);
 
   // queues a request. fails, queuing nothing, with AlreadyExists for an id
-  // in use (live or held), InvalidArgument for invalid params, an empty
-  // prompt, a prompt with no room left in max_model_len, or a request whose
-  // prompt plus max_tokens needs more KV blocks than the whole cache holds.
+  // in use (live or held). The request must be within the limits the
+  // engine reports (generation::checkRequest passed: valid params, a
+  // prompt with room left in max_model_len, prompt plus max_tokens within
+  // the whole cache); the scheduler asserts that (TANDEM_CHECK).
   // with hold_blocks_on_finish the request is a held prefill (see above).
   absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
                           bool hold_blocks_on_finish = false);
@@ -106,7 +107,8 @@ class Scheduler {
   // prefix-cache hits and blocks for the rest of the prompt now and returns
   // the number of prompt tokens found cached (its blocks: blockTable(id) of
   // the KV cache). fails, changing nothing, as addRequest, and with
-  // ResourceExhausted when the blocks are not free now.
+  // ResourceExhausted when the blocks are not free now, InvalidArgument for
+  // a request scoring its prompt (prefilled where its logits are).
   absl::StatusOr<int> admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
                                       SamplingParams params);
   // the awaiting request's prompt KV is in its blocks and `first_token` is
@@ -125,12 +127,6 @@ class Scheduler {
   // not held.
   bool releaseHeld(SeqId id);
   bool isHeld(SeqId id) const { return held_.contains(id); }
-
-  // the checks of addRequest that do not depend on the scheduler's state
-  // (params, prompt length, cache capacity): ok when addRequest would accept
-  // the request. reads only immutable configuration, so any thread may call
-  // it while another runs the scheduler.
-  absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const;
 
   // cancels a waiting, running or awaiting-KV request and frees its blocks. when it is
   // in the step in flight, onStepResult skips its row. NotFound when unknown
@@ -185,6 +181,9 @@ class Scheduler {
     bool dropped = false;
   };
 
+  // aborts unless a request of `prompt_len` tokens with `params` is within
+  // the limits (see addRequest).
+  void assertFits(int64_t prompt_len, const SamplingParams& params) const;
   // whether `req`'s chunk of n tokens from its num_computed_tokens scores
   // prompt tokens not scored yet.
   static bool chunkScoresPrompt(const Request& req, int n);

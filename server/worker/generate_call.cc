@@ -1,6 +1,7 @@
 #include "server/worker/generate_call.h"
 
 #include "common/grpc/status_mapping.h"
+#include "generation/request_limits.h"
 #include "proto/convert/finish_reason_proto.h"
 #include "proto/convert/prompt_logprobs_proto.h"
 #include "proto/convert/sampling_params_proto.h"
@@ -30,10 +31,6 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
                                  "this is a prefill worker: it serves Prefill, not Generate"));
     return;
   }
-  if (request.token_ids().empty()) {
-    writer_->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
-    return;
-  }
   absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
   if (!params.ok()) {
     // fromProto fails with InvalidArgument only.
@@ -45,6 +42,12 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
   params->grammar_replay_tokens = request.grammar_replay_tokens();
   logprobs_ = params->logprobs.has_value();
   std::vector<int32_t> prompt(request.token_ids().begin(), request.token_ids().end());
+  // the router checked against what this worker reported; this worker's
+  // engine asserts, so what comes over the wire is checked here again.
+  if (absl::Status s = generation::checkRequest(context_.loop->limits(), prompt, *params); !s.ok()) {
+    writer_->finish(grpc_util::toGrpcStatus(s));
+    return;
+  }
   id_ = context_.newRequestId();
   auto self = shared_from_this();
   auto callback = [self](const generation::TokenOutput& out) { self->onOutput(out); };

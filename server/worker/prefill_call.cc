@@ -4,6 +4,7 @@
 #include "common/call_executor.h"
 #include "common/grpc/status_mapping.h"
 #include "common/status.h"
+#include "generation/request_limits.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "server/kv_transport/endpoint.h"
 #include "server/worker/prompt_block_hashes.h"
@@ -76,8 +77,7 @@ grpc::Status PrefillCall::validate(generation::SamplingParams* params) const {
   }
   const int prompt_len = request_.token_ids_size();
   const int num_blocks = numPromptBlocks(prompt_len, context_.block_size);
-  if (prompt_len == 0) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty");
-  if (request_.skip_blocks() < 0 || request_.skip_blocks() >= num_blocks) {
+  if (prompt_len > 0 && (request_.skip_blocks() < 0 || request_.skip_blocks() >= num_blocks)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("skip_blocks must be in [0, ", num_blocks, ")"));
   }
@@ -91,7 +91,10 @@ grpc::Status PrefillCall::validate(generation::SamplingParams* params) const {
   // D prefills a request scoring its prompt itself: P returns no scores.
   params->prompt_logprobs.reset();
   params->grammar_replay_tokens = request_.grammar_replay_tokens();
-  return grpc::Status::OK;
+  // the engine asserts the limits: what comes over the wire is checked here.
+  const std::span<const int32_t> prompt(request_.token_ids().data(), request_.token_ids().size());
+  return grpc_util::toGrpcStatus(
+      generation::checkRequest(context_.loop->limits(), prompt, *params));
 }
 
 void PrefillCall::begin() {

@@ -191,8 +191,9 @@ TEST_F(EngineLoopGrammarTest, ReplayedTokensTheGrammarRefusesFailTheRequest) {
   ASSERT_TRUE(out.wait());
   EXPECT_EQ(out.finish, FinishReason::kError);
   EXPECT_TRUE(out.tokens.empty());
+  // more replayed tokens than the prompt has: the rule refuses it.
   params.grammar_replay_tokens = static_cast<int>(resumed.size()) + 1;
-  EXPECT_EQ(loop_->submit(2, resumed, params, out.callback()).code(),
+  EXPECT_EQ(generation::checkRequest(loop_->limits(), resumed, params).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
