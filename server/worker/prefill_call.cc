@@ -126,21 +126,24 @@ void PrefillCall::begin() {
   stream_ = std::move(*stream);
 
   id_ = context_.newRequestId();
-  engine::EngineLoop::PrefillCallbacks callbacks;
   auto self = shared_from_this();
-  callbacks.on_progress = [self](int num_computed, std::span<const int32_t> table) {
+  // the engine holds the prefill's blocks once it is done, until complete()
+  // sent them (the held-prefill connector), and reports each step's progress.
+  engine::HeldPrefillConnector& held = context_.loop->heldPrefills();
+  held.watch(id_, [self](int num_computed, std::span<const int32_t> table) {
     std::lock_guard lock(self->mu_);
     self->num_computed_ = num_computed;
     self->block_table_.assign(table.begin(), table.end());
     self->scheduleLocked();
-  };
-  callbacks.on_done = [self](const generation::TokenOutput& out) {
+  });
+  auto on_done = [self](const generation::TokenOutput& out) {
     std::lock_guard lock(self->mu_);
     self->done_ = out;
     self->scheduleLocked();
   };
-  absl::Status submitted = context_.loop->submitPrefill(id_, prompt, params, std::move(callbacks));
+  absl::Status submitted = context_.loop->submit(id_, prompt, params, std::move(on_done), &held);
   if (!submitted.ok()) {
+    held.release(id_);  // forgets the watch
     stream_.reset();
     staging_.reset();
     finish(grpc_util::toGrpcStatus(submitted, "cannot prefill"));
@@ -209,7 +212,7 @@ grpc::Status PrefillCall::complete(const generation::TokenOutput& done,
   const uint64_t bytes = stream_->bytesSent();
   stream_.reset();
   staging_.reset();
-  context_.loop->releasePrefill(id_);
+  context_.loop->heldPrefills().release(id_);
   if (!status.ok()) return grpc_util::toGrpcStatus(status, "KV transfer failed");
 
   const std::string transport = transportName();
