@@ -16,6 +16,7 @@
 #include "cli/path_flags.h"
 #include "common/mapped_file.h"
 #include "common/status.h"
+#include "generation/request_limits.h"
 #include "nlohmann/json.hpp"
 #include "server/engine/engine_assembly.h"
 #include "text/tokenizer/tokenizer.h"
@@ -113,16 +114,10 @@ absl::Status runGenerate(GenerateArgs args) {
     job.prompt = tok->encode(args.prompt, true);
     jobs.push_back(std::move(job));
   }
-  for (const Job& job : jobs) {
-    if (job.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
-    for (int32_t id : job.prompt) {
-      if (id < 0 || id >= tok->vocabSize()) {
-        return absl::InvalidArgumentError(absl::StrCat("prompt token id ", id, " is outside the vocabulary"));
-      }
-    }
-  }
-
   ASSIGN_OR_RETURN(auto local, engine::EngineAssembly::create(args.model, engine_options));
+  for (const Job& job : jobs) {
+    RETURN_IF_ERROR(generation::checkRequest(local->limits(), job.prompt, args.params));
+  }
   engine::Engine& eng = local->engine();
   Clock::time_point t0 = Clock::now();
   for (size_t i = 0; i < jobs.size(); ++i) {

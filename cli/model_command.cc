@@ -1,4 +1,6 @@
 // `tandem model inspect|tokenize|detokenize|render-chat|synth`.
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +13,7 @@
 #include "common/mapped_file.h"
 #include "common/status.h"
 #include "formats/gguf_file.h"
+#include "generation/request_limits.h"
 #include "nlohmann/json.hpp"
 #include "server/model/synth.h"
 #include "server/model/weights.h"
@@ -78,10 +81,10 @@ absl::Status runDetokenize(const std::string& model, const std::vector<int64_t>&
   ASSIGN_OR_RETURN(auto tok, tokenizer::Tokenizer::load(model));
   std::vector<tokenizer::TokenId> toks;
   for (int64_t id : ids) {
-    if (id < 0 || id >= tok->vocabSize()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token id ", id, " is outside the vocabulary [0, ", tok->vocabSize(), ")"));
-    }
+    // beyond int32: outside any vocabulary, reported as the one rule words it.
+    const auto narrowed = static_cast<int32_t>(std::clamp<int64_t>(id, INT32_MIN, INT32_MAX));
+    RETURN_IF_ERROR(generation::checkTokenIds({.vocab_size = tok->vocabSize()},
+                                              std::span<const int32_t>(&narrowed, 1), "detokenize"));
     toks.push_back(static_cast<tokenizer::TokenId>(id));
   }
   printRaw(tok->decode(toks, skip_special));

@@ -19,7 +19,10 @@ double median(std::vector<double> v) {
 class Probe {
  public:
   Probe(engine::EngineAssembly& assembly, uint64_t seed)
-      : engine_(assembly.engine()), vocab_(assembly.weights().config().vocab_size), rng_(seed) {}
+      : engine_(assembly.engine()),
+        limits_(assembly.limits()),
+        vocab_(assembly.weights().config().vocab_size),
+        rng_(seed) {}
 
   std::vector<int32_t> prompt(int length) {
     // skip the first ids (special tokens in most vocabularies).
@@ -29,6 +32,13 @@ class Probe {
     return p;
   }
 
+  // a request the engine takes (it asserts the limits: checked here first).
+  absl::Status add(generation::SeqId id, std::vector<int32_t> prompt,
+                   const generation::SamplingParams& params) {
+    if (absl::Status s = generation::checkRequest(limits_, prompt, params); !s.ok()) return s;
+    return engine_.addRequest(id, std::move(prompt), params);
+  }
+
   // seconds to prefill one prompt of `length` alone (to its first token).
   absl::StatusOr<double> prefillSeconds(int length) {
     generation::SamplingParams params;
@@ -36,7 +46,7 @@ class Probe {
     params.max_tokens = 1;
     params.ignore_eos = true;
     const auto start = Clock::now();
-    if (absl::Status s = engine_.addRequest(next_id_++, prompt(length), params); !s.ok()) return s;
+    if (absl::Status s = add(next_id_++, prompt(length), params); !s.ok()) return s;
     while (engine_.hasUnfinished()) engine_.step();
     return std::chrono::duration<double>(Clock::now() - start).count();
   }
@@ -50,7 +60,7 @@ class Probe {
     std::vector<generation::SeqId> ids;
     for (int i = 0; i < batch; ++i) {
       ids.push_back(next_id_++);
-      if (absl::Status s = engine_.addRequest(ids.back(), prompt(context), params); !s.ok()) return s;
+      if (absl::Status s = add(ids.back(), prompt(context), params); !s.ok()) return s;
     }
     // prefill them all: every one has its first token.
     int started = 0;
@@ -72,6 +82,7 @@ class Probe {
 
  private:
   engine::Engine& engine_;
+  const generation::RequestLimits limits_;
   const int vocab_;
   std::mt19937_64 rng_;
   generation::SeqId next_id_ = 1;

@@ -1,15 +1,18 @@
 # Fails when a source file includes a header of a module it may not use.
 # Run on every build (cmake -P, target tandem_layering in CMakeLists.txt)
-# with -DROOT=<source dir>. The rules are the layering of docs/DESIGN.md §2,
+# with -DROOT=<source dir>. The rules are the layering of docs/DESIGN.md,
 # from the bottom up: a module may include its own headers and those of the
-# modules listed for it, nothing else of tandem's. Third-party includes
-# (absl/, grpcpp/, ...) are not checked.
+# modules listed for it, nothing else of tandem's. A module nested in
+# another (kvcache/tiers/ in kvcache/) is a module of its own: the outer one
+# may include it only when it is listed. Third-party includes (absl/,
+# grpcpp/, ...) are not checked.
 #
 #   "module (path prefix)=what it may include (path prefixes, comma-separated)"
 set(TANDEM_LAYERS
   "common/=common/"
   "generation/="
   "proto/=generation/,proto/,tandem/"
+  "kvcache/tiers/=common/,kvcache/"
   "kvcache/=common/"
   "kernels/=common/,kvcache/kv_layout.h"
   "formats/=common/"
@@ -45,6 +48,19 @@ file(GLOB_RECURSE sources RELATIVE ${ROOT}
   ${ROOT}/router/*.h ${ROOT}/router/*.cc ${ROOT}/planner/*.h ${ROOT}/planner/*.cc
   ${ROOT}/bench/*.h ${ROOT}/bench/*.cc ${ROOT}/cli/*.h ${ROOT}/cli/*.cc
   ${ROOT}/fuzz/*.h ${ROOT}/fuzz/*.cc)
+# the module of `path`: the prefix of the first rule it starts with ("" for none).
+function(tandem_module_of path out)
+  set(${out} "" PARENT_SCOPE)
+  foreach(rule ${TANDEM_LAYERS})
+    string(REGEX REPLACE "=.*" "" prefix "${rule}")
+    string(FIND "${path}" "${prefix}" at)
+    if(at EQUAL 0)
+      set(${out} ${prefix} PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+endfunction()
+
 foreach(src ${sources})
   # the module: the first rule whose prefix the file's path starts with.
   set(allowed "")
@@ -67,7 +83,11 @@ foreach(src ${sources})
   foreach(line ${includes})
     string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" header "${line}")
     set(ok FALSE)
-    foreach(p ${module} ${allowed})
+    tandem_module_of("${header}" header_module)
+    if(header_module STREQUAL module)
+      set(ok TRUE)
+    endif()
+    foreach(p ${allowed})
       string(FIND "${header}" "${p}" at)
       if(at EQUAL 0)
         set(ok TRUE)

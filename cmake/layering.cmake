@@ -27,7 +27,7 @@ endfunction()
 
 set(TANDEM_FRONT_END_LIBS tandem_openai tandem_router_metrics tandem_generate tandem_router_grpc
     tandem_frontend tandem_cluster tandem_loadgen tandem_router_sim tandem_planner tandem_planner_sim)
-set(TANDEM_COMPUTE_LIBS tandem_engine tandem_model tandem_kernels tandem_kvcache tandem_hip_emu
+set(TANDEM_COMPUTE_LIBS tandem_engine tandem_model tandem_kernels tandem_kvcache tandem_kv_tiers tandem_hip_emu
     tandem_backends tandem_hip tandem_cuda)
 foreach(lib ${TANDEM_FRONT_END_LIBS})
   tandem_link_closure(${lib} closure)

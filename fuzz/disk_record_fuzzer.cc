@@ -1,4 +1,4 @@
-// A KV block record read back from the disk tier (kvcache/disk_record.h):
+// A KV block record read back from the disk tier (kvcache/tiers/disk_record.h):
 // the header page checked (magic, version, sizes, header checksum, model
 // fingerprint) and, when it names this model and size, the payload verified
 // against its checksum. Disks corrupt and files get swapped: nothing in a
@@ -14,7 +14,7 @@
 
 #include <xxhash.h>
 
-#include "kvcache/disk_record.h"
+#include "kvcache/tiers/disk_record.h"
 
 namespace kv = tandem::kvcache;
 

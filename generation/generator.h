@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "generation/request_limits.h"
 #include "generation/sampling_params.h"
 #include "generation/token_output.h"
 
@@ -36,9 +37,11 @@ class Generator {
 
   // starts generating. returns the request's id for cancel(). errors, with
   // nothing started and `callback` never called: InvalidArgument for a
-  // request the model cannot take (prompt too long for the context or the
-  // cache, token ids outside the vocabulary, invalid params), Unavailable
-  // when the generator is not ready or is shutting down.
+  // request the model cannot take (checkRequest against limits(): invalid
+  // params, an empty prompt, and with a LimitKind payload a prompt too long
+  // for the context or the cache or token ids outside the vocabulary),
+  // Unavailable when the generator is not ready or is shutting down,
+  // ResourceExhausted when it sheds the request (retry later).
   virtual absl::StatusOr<RequestId> submit(std::vector<int32_t> prompt,
                                            SamplingParams params,
                                            OutputCallback callback) = 0;
@@ -48,8 +51,9 @@ class Generator {
 
   virtual bool ready() const = 0;
   virtual GeneratorLoad load() const = 0;
-  // the longest prompt + output the model takes.
-  virtual int maxModelLen() const = 0;
+  // what a request may ask (the context, vocabulary and KV cache of the
+  // model as it runs here; 0 = not known yet). submit checks against these.
+  virtual RequestLimits limits() const = 0;
 };
 using GeneratorPtr = std::unique_ptr<Generator>;
 

@@ -15,7 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "kvcache/block_pool.h"
-#include "kvcache/kv_tier_chain.h"
+#include "kvcache/block_eviction_listener.h"
 #include "kvcache/prefix_hash.h"
 
 namespace tandem::kvcache {
@@ -67,37 +67,11 @@ class KvCacheManager {
   std::span<const BlockId> blockTable(SeqId seq) const;
   int numSlots(SeqId seq) const;
 
-  // ---- tiers below the pool (G2 host, G3 disk) ----
-
-  // offloads the pool's evictions to `tiers` and lets onboardPrompt load
-  // blocks back from it; not owned, null = none. set before any sequence.
-  void setTiers(KvTierChain* tiers);
-
-  enum class OnboardState {
-    kNone,     // nothing below the pool continues the prompt's G1 prefix
-    kDone,     // blocks came back: they are cached in the pool now
-    kPending,  // loads are in flight (G3): see finishOnboards()
-  };
-  struct Onboard {
-    OnboardState state = OnboardState::kNone;
-    // names a pending onboarding in finishOnboards().
-    uint64_t ticket = 0;
-  };
-  // looks the full blocks of prompt[0, len-1) that follow its G1 prefix
-  // hits up in the lower tiers (G2 only unless `include_disk`) and loads the
-  // run found there back into freshly allocated pool blocks (as many as the
-  // pool can give), holding the G1 hits meanwhile so they stay. loads that
-  // complete at once are committed to the prefix cache before returning
-  // (kDone): allocatePrompt then hits them. a failed load shortens the run.
-  // never fails; with prefix caching off or no tiers it is kNone.
-  Onboard onboardPrompt(std::span<const int32_t> prompt, bool include_disk);
-  // finishes every pending onboarding whose loads have completed: its
-  // loaded leading blocks are committed to the prefix cache, its blocks
-  // released. returns their tickets.
-  std::vector<uint64_t> finishOnboards();
-  int numOnboarding() const { return static_cast<int>(onboards_.size()); }
-  // prompt tokens brought back from the lower tiers into the pool.
-  int64_t onboardedTokens() const { return onboarded_tokens_; }
+  // receives the blocks the pool evicts from its prefix cache (the tiers
+  // below it offload them); not owned, null = none. set before any sequence.
+  void setEvictionListener(BlockEvictionListener* listener) {
+    pool_.setEvictionListener(listener);
+  }
 
   // drops every cached prefix (see BlockPool::resetPrefixCache).
   bool resetPrefixCache() { return pool_.resetPrefixCache(); }
@@ -119,17 +93,6 @@ class KvCacheManager {
     int num_committed = 0;
   };
 
-  // blocks an onboarding holds: the G1 hits it protects, then the blocks
-  // being loaded with their hashes and parents.
-  struct OnboardBlocks {
-    std::vector<BlockId> held;
-    std::vector<BlockId> loading;
-    std::vector<BlockHash> hashes;
-    std::vector<BlockHash> parents;
-  };
-
-  // commits the loaded leading blocks and releases everything.
-  void finishOnboard(uint64_t ticket);
   SeqBlocks& get(SeqId seq);
   const SeqBlocks& get(SeqId seq) const;
 
@@ -139,9 +102,6 @@ class KvCacheManager {
   absl::flat_hash_map<SeqId, SeqBlocks> seqs_;
   int64_t queried_tokens_ = 0;
   int64_t hit_tokens_ = 0;
-  KvTierChain* tiers_ = nullptr;
-  absl::flat_hash_map<uint64_t, OnboardBlocks> onboards_;
-  int64_t onboarded_tokens_ = 0;
 };
 
 }  // namespace tandem::kvcache

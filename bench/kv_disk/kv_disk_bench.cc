@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "kvcache/disk_tier.h"
+#include "kvcache/tiers/disk_tier.h"
 
 using namespace tandem::kvcache;
 using Clock = std::chrono::steady_clock;

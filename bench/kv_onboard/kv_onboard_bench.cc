@@ -24,8 +24,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "kvcache/disk_record.h"
-#include "kvcache/disk_tier.h"
+#include "kvcache/tiers/disk_record.h"
+#include "kvcache/tiers/disk_tier.h"
 #include "server/engine/disk_tier_opener.h"
 #include "server/engine/engine_loop.h"
 

@@ -1,5 +1,6 @@
 #include "router/cluster/remote_generator.h"
 
+#include <algorithm>
 #include <random>
 
 #include "absl/status/status.h"
@@ -12,6 +13,34 @@ namespace {
 // the load model's clock.
 double nowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool anyRoutableDecoder(const std::vector<WorkerState>& workers) {
+  return std::any_of(workers.begin(), workers.end(),
+                     [](const WorkerState& w) { return w.routable() && w.decodeCapable(); });
+}
+
+// what the routable decode workers take: they serve one model, so the
+// smallest context and vocabulary are the safe ones; a request fits the
+// cache when it fits the largest (the planner routes it there).
+generation::RequestLimits limitsOf(const std::vector<WorkerState>& workers) {
+  generation::RequestLimits limits;
+  bool any = false;
+  bool unbounded_cache = false;
+  for (const WorkerState& w : workers) {
+    if (!w.routable() || !w.decodeCapable()) continue;
+    const int len = w.info.max_model_len();
+    const int vocab = w.info.vocab_size();
+    limits.max_model_len = any ? std::min(limits.max_model_len, len) : len;
+    limits.vocab_size = any ? std::min(limits.vocab_size, vocab) : vocab;
+    // a worker that does not say (num_blocks 0) decides for itself.
+    const int64_t kv_tokens = int64_t{w.info.num_blocks()} * std::max(1, w.info.block_size());
+    unbounded_cache = unbounded_cache || kv_tokens <= 0;
+    limits.max_kv_tokens = std::max(limits.max_kv_tokens, kv_tokens);
+    any = true;
+  }
+  if (unbounded_cache) limits.max_kv_tokens = 0;
+  return limits;
 }
 
 std::string randomPrefix() {
@@ -41,47 +70,9 @@ absl::StatusOr<generation::RequestId> RemoteGenerator::submit(std::vector<int32_
     if (stopping_) return absl::UnavailableError("the router is shutting down");
   }
   const std::vector<WorkerState> workers = pool_->snapshot();
-  int max_model_len = 0;
-  int vocab_size = 0;
-  bool any = false;
-  bool fits = false;
-  const int64_t final_len = static_cast<int64_t>(prompt.size()) + params.max_tokens;
-  for (const WorkerState& w : workers) {
-    if (!w.routable() || !w.decodeCapable()) continue;
-    // the workers serve one model; the smallest limits are the safe ones.
-    max_model_len = any ? std::min(max_model_len, w.info.max_model_len()) : w.info.max_model_len();
-    vocab_size = any ? std::min(vocab_size, w.info.vocab_size()) : w.info.vocab_size();
-    fits = fits || fitsInCache(w, final_len);
-    any = true;
-  }
-  if (!any) return absl::UnavailableError("no healthy decode worker");
-  max_model_len_.store(max_model_len);
-  if (absl::Status s = params.validate(); !s.ok()) return s;
-  if (prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
-  if (max_model_len > 0 && static_cast<int64_t>(prompt.size()) >= max_model_len) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the prompt has %d tokens but the model's context length is %d, leaving no room to "
-        "generate",
-        prompt.size(), max_model_len));
-  }
-  for (int32_t t : prompt) {
-    if (t < 0 || (vocab_size > 0 && t >= vocab_size)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("token id %d is outside the vocabulary (size %d)", t, vocab_size));
-    }
-  }
-  // as the engine checks them: refused here, before any worker is asked.
-  for (const auto& [t, bias] : params.logit_bias) {
-    if (vocab_size > 0 && t >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "logit_bias token id %d is outside the vocabulary [0, %d)", t, vocab_size));
-    }
-  }
-  if (!fits) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "prompt (%d tokens) plus max_tokens (%d) does not fit in any decode worker's kv cache; "
-        "lower max_tokens or shorten the prompt",
-        prompt.size(), params.max_tokens));
+  if (!anyRoutableDecoder(workers)) return absl::UnavailableError("no healthy decode worker");
+  if (absl::Status s = generation::checkRequest(limitsOf(workers), prompt, params); !s.ok()) {
+    return s;
   }
   const generation::RequestId id = next_id_.fetch_add(1);
   auto request = std::make_shared<RemoteGenerateCall>(this, id, std::move(prompt), std::move(params),
@@ -308,13 +299,6 @@ generation::GeneratorLoad RemoteGenerator::load() const {
   return load;
 }
 
-int RemoteGenerator::maxModelLen() const {
-  int len = max_model_len_.load();
-  if (len > 0) return len;
-  for (const WorkerState& w : pool_->snapshot()) {
-    if (w.has_info && w.decodeCapable() && w.info.max_model_len() > 0) return w.info.max_model_len();
-  }
-  return 0;
-}
+generation::RequestLimits RemoteGenerator::limits() const { return limitsOf(pool_->snapshot()); }
 
 }  // namespace tandem::router::cluster

@@ -58,7 +58,9 @@ class RemoteGenerator : public generation::Generator {
   void cancel(generation::RequestId id) override;
   bool ready() const override;
   generation::GeneratorLoad load() const override;
-  int maxModelLen() const override;
+  // the routable decode workers' (the smallest context and vocabulary, the
+  // largest cache); all 0 while there is none.
+  generation::RequestLimits limits() const override;
 
   // ends every request (kAbort), waits for their calls, and refuses new ones.
   void stop();
@@ -102,7 +104,6 @@ class RemoteGenerator : public generation::Generator {
   const std::string wire_prefix_;
   std::atomic<generation::RequestId> next_id_{1};
   std::atomic<uint64_t> next_route_key_{1};
-  std::atomic<int> max_model_len_{0};
 
   mutable std::mutex mu_;
   std::unordered_map<generation::RequestId, RequestPtr> requests_;  // guarded by mu_

@@ -23,7 +23,7 @@ bool fitsInCache(const WorkerState& worker, int64_t final_len) {
   const int64_t capped = worker.info.max_model_len() > 0
                              ? std::min<int64_t>(final_len, worker.info.max_model_len())
                              : final_len;
-  // the last token's KV is never stored (as Scheduler::checkRequest).
+  // the last token's KV is never stored (as generation::checkRequest).
   const int64_t blocks = (std::max<int64_t>(capped - 1, 0) + block_size - 1) / block_size;
   return blocks <= worker.info.num_blocks();
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "generation/request_limits.h"
 #include "router/openai/tool_call_constraint.h"
 #include "router/openai/response_format.h"
 
@@ -14,6 +15,29 @@ namespace {
 
 AdmissionError error(AdmissionReason reason, std::string message, std::string field = "") {
   return AdmissionError{reason, std::move(message), std::move(field)};
+}
+
+// the one map from a refusal's status to the admission's reason: a broken
+// limit by its kind (generation/request_limits.h), the rest by code.
+AdmissionReason reasonFor(const absl::Status& status) {
+  if (std::optional<generation::LimitKind> kind = generation::limitKind(status)) {
+    switch (*kind) {
+      case generation::LimitKind::kContextLength: return AdmissionReason::kContextLengthExceeded;
+      case generation::LimitKind::kPromptLength: return AdmissionReason::kPromptTooLong;
+      case generation::LimitKind::kAdmissionBudget: return AdmissionReason::kRequestTooLarge;
+      case generation::LimitKind::kVocabulary:
+      case generation::LimitKind::kCacheFit: return AdmissionReason::kInvalidRequest;
+    }
+  }
+  if (absl::IsUnavailable(status)) return AdmissionReason::kNotReady;
+  // the generator sheds it (no worker can meet the TTFT SLO): try later.
+  if (absl::IsResourceExhausted(status)) return AdmissionReason::kOverloaded;
+  return AdmissionReason::kInvalidRequest;
+}
+
+std::optional<AdmissionError> refused(const absl::Status& status, std::string field) {
+  if (status.ok()) return std::nullopt;
+  return error(reasonFor(status), std::string(status.message()), std::move(field));
 }
 
 // the key of "Bearer <key>"; nullopt for any other form.
@@ -174,12 +198,11 @@ std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::prepare(
   // can never fit costs no tokenizing.
   const int64_t num_prompts = chat ? 1 : static_cast<int64_t>(request.prompts.size());
   const int64_t seqs = num_prompts * request.n;
-  if (seqs > options_.max_admitted_seqs) {
-    return error(AdmissionReason::kRequestTooLarge,
-                 absl::StrFormat("the request asks for %d sequences (%d prompts, n = %d); the "
-                                 "server admits at most %d at once",
-                                 seqs, num_prompts, request.n, options_.max_admitted_seqs),
-                 request.n > 1 ? "n" : (chat ? "messages" : "prompt"));
+  if (std::optional<AdmissionError> e = refused(
+          generation::checkBudget(limits(), seqs,
+                                  absl::StrFormat("%d prompts, n = %d", num_prompts, request.n), 0),
+          request.n > 1 ? "n" : (chat ? "messages" : "prompt"))) {
+    return std::move(*e);
   }
   std::vector<TokenizedPrompt> prompts;
   if (chat) {
@@ -228,12 +251,9 @@ std::variant<std::vector<TokenizedPrompt>, AdmissionError> Admission::admit(
   for (const TokenizedPrompt& p : prompts) prompt_tokens += static_cast<int64_t>(p.tokens.size());
   prompt_tokens *= request.n;
   const bool chat = request.endpoint == openai::Endpoint::kChatCompletions;
-  if (prompt_tokens > options_.max_admitted_prompt_tokens) {
-    return error(AdmissionReason::kRequestTooLarge,
-                 absl::StrFormat("the request's prompts hold %d tokens over its %d sequences; the "
-                                 "server admits at most %d prompt tokens at once",
-                                 prompt_tokens, seqs, options_.max_admitted_prompt_tokens),
-                 chat ? "messages" : "prompt");
+  if (std::optional<AdmissionError> e = refused(
+          generation::checkBudget(limits(), seqs, "", prompt_tokens), chat ? "messages" : "prompt")) {
+    return std::move(*e);
   }
   // the key's tokens per minute count what the request may use: its
   // prompts and max_tokens for each of its sequences.
@@ -279,52 +299,32 @@ int64_t Admission::admittedPromptTokens() const {
   return admitted_prompt_tokens_;
 }
 
+generation::RequestLimits Admission::limits() const {
+  return {.max_model_len = context_.model->maxModelLen(),
+          .max_prompt_tokens = options_.max_prompt_tokens,
+          .max_admitted_seqs = options_.max_admitted_seqs,
+          .max_admitted_prompt_tokens = options_.max_admitted_prompt_tokens};
+}
+
 std::optional<AdmissionError> Admission::checkLengths(
     openai::GenerationRequest& request, const std::vector<TokenizedPrompt>& prompts) const {
   // the prompt and what it asks to generate must fit the context.
-  const int max_len = context_.model->maxModelLen();
+  const generation::RequestLimits rule = limits();
   const bool chat = request.endpoint == openai::Endpoint::kChatCompletions;
   int longest = 0;
   for (const TokenizedPrompt& p : prompts) longest = std::max<int>(longest, p.tokens.size());
-  if (std::optional<AdmissionError> e =
-          promptLengthError(longest, absl::StrFormat("%d tokens", longest), chat ? "messages" : "prompt")) {
+  if (std::optional<AdmissionError> e = refused(
+          generation::checkPromptLength(rule, longest, absl::StrFormat("%d tokens", longest)),
+          chat ? "messages" : "prompt")) {
     return e;
   }
   if (!request.max_tokens_set) {
-    const int rest = max_len - longest;
+    const int rest = rule.max_model_len - longest;
     request.sampling.max_tokens = chat ? rest : std::min(16, rest);
-  } else if (const int64_t requested = int64_t{longest} + request.sampling.max_tokens;
-             requested > max_len) {
-    // 64 bits: max_tokens may be up to INT32_MAX.
-    return error(AdmissionReason::kContextLengthExceeded,
-                 absl::StrFormat(
-                     "this model's maximum context length is %d tokens, but %d were requested "
-                     "(%d in the prompt, %d for the completion); lower max_tokens or shorten the "
-                     "prompt",
-                     max_len, requested, longest, request.sampling.max_tokens),
-                 "max_tokens");
+    return std::nullopt;
   }
-  return std::nullopt;
-}
-
-int Admission::maxPromptTokens() const {
-  return options_.max_prompt_tokens > 0 ? options_.max_prompt_tokens : context_.model->maxModelLen();
-}
-
-std::optional<AdmissionError> Admission::promptLengthError(int64_t tokens, const std::string& has,
-                                                           const char* field) const {
-  const int max_len = context_.model->maxModelLen();
-  const int max_prompt = maxPromptTokens();
-  if (tokens <= max_prompt && tokens < max_len) return std::nullopt;
-  const bool server_limit = tokens > max_prompt && tokens < max_len;
-  return error(server_limit ? AdmissionReason::kPromptTooLong : AdmissionReason::kContextLengthExceeded,
-               absl::StrFormat("this model's maximum context length is %d tokens, but the prompt "
-                               "has %s%s",
-                               max_len, has,
-                               server_limit
-                                   ? absl::StrFormat(" (the server allows at most %d)", max_prompt)
-                                   : ""),
-               field);
+  return refused(generation::checkCompletionLength(rule, longest, request.sampling.max_tokens),
+                 "max_tokens");
 }
 
 std::optional<AdmissionError> Admission::refuseByLength(size_t bytes, const char* field) const {
@@ -335,26 +335,17 @@ std::optional<AdmissionError> Admission::refuseByLength(size_t bytes, const char
   const size_t per_token = context_.model->tokenizer().maxInputBytesPerToken();
   if (per_token == 0) return std::nullopt;
   const auto at_least = static_cast<int64_t>((bytes + per_token - 1) / per_token);
-  return promptLengthError(
-      at_least,
-      absl::StrFormat("%d bytes, so at least %d tokens (a token of this model stands for at most "
-                      "%d bytes)",
-                      bytes, at_least, per_token),
+  return refused(
+      generation::checkPromptLength(
+          limits(), at_least,
+          absl::StrFormat("%d bytes, so at least %d tokens (a token of this model stands for at "
+                          "most %d bytes)",
+                          bytes, at_least, per_token)),
       field);
 }
 
-AdmissionError Admission::submitRefused(const absl::Status& status, size_t prompt_tokens) const {
-  std::string message(status.message());
-  if (absl::IsUnavailable(status)) return error(AdmissionReason::kNotReady, std::move(message));
-  // the generator sheds it (no worker can meet the TTFT SLO): try later.
-  if (absl::IsResourceExhausted(status)) return error(AdmissionReason::kOverloaded, std::move(message));
-  // the generator's own context (a router's workers may allow less than
-  // the served model says) leaves no room to generate.
-  const int max_len = context_.generator->maxModelLen();
-  if (max_len > 0 && prompt_tokens >= static_cast<size_t>(max_len)) {
-    return error(AdmissionReason::kContextLengthExceeded, std::move(message));
-  }
-  return error(AdmissionReason::kInvalidRequest, std::move(message));
+AdmissionError Admission::submitRefused(const absl::Status& status) const {
+  return error(reasonFor(status), std::string(status.message()));
 }
 
 }  // namespace tandem::router

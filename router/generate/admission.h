@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "common/call_executor.h"
+#include "generation/request_limits.h"
 #include "router/generate/api_key_limits.h"
 #include "router/generate/call_context.h"
 #include "router/openai/openai_request.h"
@@ -194,12 +195,17 @@ class Admission {
   std::variant<std::vector<TokenizedPrompt>, AdmissionError> admit(
       AdmissionSlot& slot, openai::GenerationRequest& request);
 
-  // the reason the generator refused a prompt of `prompt_tokens` tokens
-  // with `status` (Generator::submit's error): Unavailable is kNotReady;
-  // ResourceExhausted (shed) is kOverloaded (429 with Retry-After); a
-  // prompt that leaves no room in the generator's context is
-  // kContextLengthExceeded; anything else kInvalidRequest.
-  AdmissionError submitRefused(const absl::Status& status, size_t prompt_tokens) const;
+  // the reason the generator refused a request with `status`
+  // (Generator::submit's error): a broken limit by its LimitKind
+  // (generation/request_limits.h: kContextLengthExceeded, kPromptTooLong,
+  // kRequestTooLarge; vocabulary and cache fit are kInvalidRequest);
+  // Unavailable is kNotReady; ResourceExhausted (shed) is kOverloaded (429
+  // with Retry-After); anything else kInvalidRequest.
+  AdmissionError submitRefused(const absl::Status& status) const;
+  // the limits the admission checks: the served model's context, the
+  // server's prompt limit and its budget (the generator checks its own at
+  // submit).
+  generation::RequestLimits limits() const;
 
   // from now on reserve() answers kDraining.
   void setDraining() { draining_.store(true); }
@@ -223,15 +229,11 @@ class Admission {
   // to the call's grammar (kInvalidRequest naming tool_choice or tools when
   // it cannot).
   std::optional<AdmissionError> constrainToolCall(openai::GenerationRequest& request) const;
+  // the longest prompt against the context (kContextLengthExceeded, or
+  // kPromptTooLong under the server's limit), and max_tokens: filled in
+  // when unset, else checked against what the context leaves.
   std::optional<AdmissionError> checkLengths(openai::GenerationRequest& request,
                                              const std::vector<TokenizedPrompt>& prompts) const;
-  // the most tokens a prompt may have: the server's limit, else the context.
-  int maxPromptTokens() const;
-  // kContextLengthExceeded (or kPromptTooLong under the server's limit) when
-  // a prompt of `tokens` tokens cannot be admitted; `has` says how many it
-  // has in words, `field` is the error's.
-  std::optional<AdmissionError> promptLengthError(int64_t tokens, const std::string& has,
-                                                  const char* field) const;
   // the same refusal for a text of `bytes` bytes that cannot fit however
   // it tokenizes (Tokenizer::maxInputBytesPerToken): decided before any
   // tokenizing, so a prompt of megabytes costs no tokenizer work.

@@ -100,8 +100,7 @@ void CompletionCall::submitAll(const Admission& admission) {
         if (other.get() == choice.get()) break;
         context_.generator->cancel(other->generator_id);
       }
-      refuse(toApiError(admission.submitRefused(id.status(),
-                                                prompts_[choice->prompt_index].tokens.size())));
+      refuse(toApiError(admission.submitRefused(id.status())));
       return;
     }
     choice->generator_id = *id;

@@ -67,7 +67,7 @@ void ResponsesCall::submit(const Admission& admission) {
   if (!id.ok()) {
     answered_ = true;
     const openai::ApiError error =
-        toApiError(admission.submitRefused(id.status(), prompts_[0].tokens.size()));
+        toApiError(admission.submitRefused(id.status()));
     metrics_.end(kEndpoint, error.status);
     respondError(*writer_, error);
     return;

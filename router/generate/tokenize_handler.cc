@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "generation/request_limits.h"
 #include "router/openai/tokenize_request.h"
 
 namespace tandem::router {
@@ -51,13 +52,10 @@ std::variant<std::string, openai::ApiError> answerDetokenize(const ServedModel& 
   if (auto* error = std::get_if<openai::ApiError>(&parsed)) return std::move(*error);
   const openai::DetokenizeRequest& request = std::get<openai::DetokenizeRequest>(parsed);
   if (auto error = checkModel(model, request.model)) return std::move(*error);
-  const int vocab = model.tokenizer().vocabSize();
-  for (int32_t id : request.tokens) {
-    if (id >= vocab) {
-      return openai::errorFor(
-          400, absl::StrFormat("token id %d is outside the vocabulary [0, %d)", id, vocab),
-          "tokens");
-    }
+  const generation::RequestLimits vocabulary{.vocab_size = model.tokenizer().vocabSize()};
+  if (absl::Status s = generation::checkTokenIds(vocabulary, request.tokens, "detokenize");
+      !s.ok()) {
+    return openai::errorFor(400, std::string(s.message()), "tokens");
   }
   return openai::renderDetokenizeResponse(
       model.tokenizer().decode(request.tokens, /*skip_special=*/false));

@@ -100,7 +100,7 @@ void GenerateCall::submit(Admission& admission, const grpc::ByteBuffer& body) {
       std::move(tokens), std::move(parsed.sampling),
       [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
-    writer_->finish(toGrpcStatus(admission.submitRefused(id.status(), prompt_tokens_)));
+    writer_->finish(toGrpcStatus(admission.submitRefused(id.status())));
     return;
   }
   generator_id_ = *id;

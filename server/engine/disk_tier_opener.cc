@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status.h"
-#include "kvcache/disk_tier.h"
+#include "kvcache/tiers/disk_tier.h"
 
 namespace tandem::engine {
 

@@ -12,8 +12,7 @@ Engine::Engine(const EngineConfig& config, StepModel& model)
       kv_(config.num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, kv_) {}
 
-absl::Status Engine::checkRequest(int64_t prompt_len, const SamplingParams& params) const {
-  RETURN_IF_ERROR(scheduler_.checkRequest(prompt_len, params));
+absl::Status Engine::checkGrammar(const SamplingParams& params) const {
   if (params.grammar.empty()) return absl::OkStatus();
   if (grammars_ == nullptr) {
     return absl::InvalidArgumentError(
@@ -26,7 +25,7 @@ absl::Status Engine::checkRequest(int64_t prompt_len, const SamplingParams& para
 absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> Engine::makeMatcher(
     std::span<const int32_t> prompt, const SamplingParams& params) const {
   if (params.grammar.empty()) return nullptr;
-  if (grammars_ == nullptr) return checkRequest(static_cast<int64_t>(prompt.size()), params);
+  if (grammars_ == nullptr) return checkGrammar(params);
   ASSIGN_OR_RETURN(std::shared_ptr<grammar::GrammarAutomaton> automaton,
                    grammars_->get(params.grammar));
   auto matcher = std::make_unique<grammar::TokenMatcher>(std::move(automaton));
@@ -39,40 +38,46 @@ absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> Engine::makeMatcher(
 }
 
 absl::Status Engine::addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                                bool hold_blocks_on_finish) {
+                                KvConnector* kv_source) {
   ASSIGN_OR_RETURN(std::unique_ptr<grammar::TokenMatcher> matcher, makeMatcher(prompt, params));
-  RETURN_IF_ERROR(
-      scheduler_.addRequest(id, std::move(prompt), std::move(params), hold_blocks_on_finish));
+  RETURN_IF_ERROR(scheduler_.addRequest(id, std::move(prompt), std::move(params), kv_source));
   scheduler_.findRequest(id)->grammar = std::move(matcher);
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> Engine::admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
-                                            SamplingParams params) {
-  ASSIGN_OR_RETURN(std::unique_ptr<grammar::TokenMatcher> matcher, makeMatcher(prompt, params));
-  ASSIGN_OR_RETURN(const int cached,
-                   scheduler_.admitAwaitingKv(id, std::move(prompt), std::move(params)));
-  scheduler_.findRequest(id)->grammar = std::move(matcher);
-  return cached;
+void Engine::setKvWakeup(const std::function<void()>& wakeup) {
+  for (KvConnector* c : scheduler_.connectors()) c->setWakeup(wakeup);
 }
 
-absl::StatusOr<TokenOutput> Engine::completeRemotePrefill(SeqId id, const TokenOutput& first) {
-  Request* req = scheduler_.findRequest(id);
-  if (req == nullptr || req->state != RequestState::kAwaitingKv) {
-    return absl::NotFoundError("no request awaiting kv under this id");
-  }
+bool Engine::takeFirstToken(Request& req, const TokenOutput& first) {
   // the prefill worker sampled under the same grammar; a token it refuses
-  // means the two disagree: the caller prefills locally instead.
-  if (req->grammar != nullptr && !req->grammar->accept(first.token)) {
-    return absl::InvalidArgumentError("the remote first token does not follow the grammar");
-  }
+  // means the two disagree: the request prefills here instead.
+  if (req.grammar != nullptr && !req.grammar->accept(first.token)) return false;
   // keep the generator where an aggregated run's would be after sampling
   // the first token (Sampler::sample draws once unless greedy).
-  if (!req->params.isGreedy()) (void)req->rng.uniform();
-  ASSIGN_OR_RETURN(const RequestOutput r, scheduler_.completeRemotePrefill(id, first.token));
-  return TokenOutput{r.id,          r.token,           first.logprob,       first.top_logprobs,
-                      r.finish_reason, r.num_prompt_tokens, r.num_output_tokens,
-                      r.num_cached_tokens};
+  if (!req.params.isGreedy()) (void)req.rng.uniform();
+  return true;
+}
+
+std::vector<TokenOutput> Engine::collectKv() {
+  std::vector<TokenOutput> outputs;
+  for (KvConnector* c : scheduler_.connectors()) {
+    for (KvConnector::Landed& landed : c->takeLanded()) {
+      Request* req = scheduler_.findRequest(landed.id);
+      // cancelled meanwhile, or not waiting for this connector.
+      if (req == nullptr || req->state != RequestState::kWaitingForKv || req->waiting_on != c) {
+        continue;
+      }
+      if (landed.first && !takeFirstToken(*req, *landed.first)) landed.first.reset();
+      const std::optional<RequestOutput> r = scheduler_.land(c, landed);
+      if (!r) continue;
+      outputs.push_back({r->id, r->token, landed.first->logprob,
+                         std::move(landed.first->top_logprobs), r->finish_reason,
+                         r->num_prompt_tokens, r->num_output_tokens, r->num_cached_tokens});
+    }
+    for (const KvConnector::Landed& released : c->takeReleased()) scheduler_.releaseHeld(released);
+  }
+  return outputs;
 }
 
 absl::Status Engine::abort(SeqId id) { return scheduler_.abort(id); }
@@ -83,16 +88,13 @@ void Engine::setKvEventListener(kvcache::KvEventListener* listener) {
 }
 
 void Engine::setKvTiers(kvcache::KvTierChain* tiers) {
-  tiers_ = tiers;
-  kv_.setTiers(tiers);
-}
-
-void Engine::setOnboardWakeup(std::function<void()> wakeup) {
-  if (tiers_ != nullptr) tiers_->setCompletionWakeup(std::move(wakeup));
+  tiers_ = tiers != nullptr && !tiers->empty() ? tiers : nullptr;
+  kv_.setEvictionListener(tiers_);
 }
 
 std::vector<TokenOutput> Engine::step() {
-  std::vector<TokenOutput> outputs = runStep();
+  std::vector<TokenOutput> outputs = collectKv();
+  for (TokenOutput& out : runStep()) outputs.push_back(std::move(out));
   // between steps: keep G2 under its watermark.
   if (tiers_ != nullptr) tiers_->maintain();
   return outputs;

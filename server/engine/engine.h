@@ -13,7 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kvcache/kv_cache_manager.h"
+#include "kvcache/tiers/kv_tier_chain.h"
 #include "server/engine/generation_types.h"
+#include "server/engine/kv_connector.h"
 #include "server/engine/sampler.h"
 #include "server/engine/scheduler.h"
 #include "server/engine/step_model.h"
@@ -45,40 +47,36 @@ class Engine {
   // matcher, advanced over the last params.grammar_replay_tokens prompt
   // tokens (InvalidArgument when the grammar refuses them); each step masks
   // its logits to the tokens the grammar allows, and it finishes (kStop) once
-  // its text is a complete sentence nothing may extend.
+  // its text is a complete sentence nothing may extend. `kv_source` is one
+  // of the connectors added (or null): where the request's prompt KV comes
+  // from, or that its blocks outlive it (server/engine/kv_connector.h).
   absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                          bool hold_blocks_on_finish = false);
+                          KvConnector* kv_source = nullptr);
 
-  // ---- disaggregated serving (see Scheduler) ----
-  // see Scheduler::admitAwaitingKv; the blocks are kvCache().blockTable(id).
-  absl::StatusOr<int> admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
-                                      SamplingParams params);
-  // see Scheduler::completeRemotePrefill. `first` carries the token and its
-  // logprobs as the prefill worker sampled them; the returned output has
-  // them and this engine's counts (prompt, cached, output tokens, finish
-  // reason). a non-greedy sample draws exactly once from the request's
-  // generator (Sampler::sample), so the generator is advanced by one draw
-  // here: a seeded request then samples the same tokens as an aggregated
-  // run would. NotFound when `id` is not awaiting KV; InvalidArgument (and
-  // nothing changes) when the request's grammar refuses the token.
-  absl::StatusOr<TokenOutput> completeRemotePrefill(SeqId id, const TokenOutput& first);
-  // see Scheduler::failRemotePrefill.
-  absl::Status failRemotePrefill(SeqId id) { return scheduler_.failRemotePrefill(id); }
-  // see Scheduler::releaseHeld.
-  bool releaseHeld(SeqId id) { return scheduler_.releaseHeld(id); }
-  bool isHeld(SeqId id) const { return scheduler_.isHeld(id); }
-  // see Scheduler::checkRequest; also compiles params.grammar (its syntax
-  // errors are InvalidArgument; refused when no grammar cache is set).
-  // thread-safe.
-  absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const;
-  // see Scheduler::abort.
+  // a connector requests may use (not owned, outlives the engine); before
+  // the first request. Each step first takes what every connector landed
+  // or released: a remote prefill's first token (carrying its logprobs as
+  // the prefill worker sampled them) is checked against the request's
+  // grammar (refused: the request prefills here instead) and advances a
+  // non-greedy request's generator by the one draw Sampler::sample makes,
+  // so a seeded request samples the same tokens as an aggregated run.
+  void addKvConnector(KvConnector* connector) { scheduler_.addConnector(connector); }
+  // given to every connector added: called when one has something landed
+  // or released (see KvConnector::setWakeup). null to stop.
+  void setKvWakeup(const std::function<void()>& wakeup);
+  // compiles params.grammar, if any: its syntax errors are InvalidArgument,
+  // and so is a grammar when no grammar cache is set. The request limits
+  // are checked before the engine (generation::checkRequest) and asserted
+  // by the scheduler. thread-safe.
+  absl::Status checkGrammar(const SamplingParams& params) const;
+  // see Scheduler::abort (a held request's blocks are freed too).
   absl::Status abort(SeqId id);
   bool hasUnfinished() const { return scheduler_.hasUnfinished(); }
   // see Scheduler::hasSchedulable.
   bool hasSchedulable() const { return scheduler_.hasSchedulable(); }
   // the last step computed nothing and preempted nothing: the waiting
-  // requests wait for blocks that only a cancel, release or remote-prefill
-  // call can free, so stepping again before one is pointless.
+  // requests wait for blocks that only a cancel or a connector can free, so
+  // stepping again before one is pointless.
   bool stalled() const { return stalled_; }
 
   // runs one step and returns one output per token generated, in batch
@@ -91,17 +89,21 @@ class Engine {
   // receives the KV cache's events, the lower tiers' too (not owned, may be null).
   void setKvEventListener(kvcache::KvEventListener* listener);
   // the tiers below the KV cache (G2, G3): G1 evictions are offloaded to
-  // them and prompts onboard from them (see Scheduler). not owned; set
-  // before the first request. null = none.
+  // them and kept under their watermarks between steps (prompts onboard
+  // from them through a TierOnboardConnector). not owned; set before the
+  // first request. null = none.
   void setKvTiers(kvcache::KvTierChain* tiers);
   const kvcache::KvTierChain* kvTiers() const { return tiers_; }
-  // called on a tier's thread when an onboarding's reads complete, so an
-  // idle caller steps again (see KvTierChain::setCompletionWakeup).
-  void setOnboardWakeup(std::function<void()> wakeup);
   const Scheduler& scheduler() const { return scheduler_; }
 
  private:
   std::vector<TokenOutput> runStep();
+  // what the connectors landed and released since the last step: the
+  // outputs of remote prefills that completed.
+  std::vector<TokenOutput> collectKv();
+  // a remote prefill's first token for `req`: false when its grammar
+  // refuses it; else advances its generator as a local sample would.
+  bool takeFirstToken(Request& req, const TokenOutput& first);
   // the matcher of a request with a grammar (null without one), advanced
   // over its replayed prompt tokens.
   absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> makeMatcher(

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "kvcache/cache_sizing.h"
-#include "kvcache/host_tier.h"
+#include "kvcache/tiers/host_tier.h"
 #include "server/engine/disk_tier_opener.h"
 #include "server/engine/runner_block_io.h"
 #include "server/model/weights_identity.h"
@@ -148,7 +148,19 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
       std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, le->kv_in_host_memory_);
   ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, *le->weights_, layout, *le->block_io_));
   le->engine_->setKvTiers(le->tiers_.get());
+  if (le->tiers_ != nullptr && !le->tiers_->empty()) {
+    // prompts onboard from the tiers, before any other connector is asked.
+    le->tier_connector_ =
+        std::make_unique<TierOnboardConnector>(*le->tiers_, options.block_size);
+    le->engine_->addKvConnector(le->tier_connector_.get());
+  }
   return le;
+}
+
+generation::RequestLimits EngineAssembly::limits() const {
+  return {.max_model_len = max_model_len_,
+          .vocab_size = weights_->config().vocab_size,
+          .max_kv_tokens = int64_t{num_blocks_} * engine_->kvCache().blockSize()};
 }
 
 }  // namespace tandem::engine

@@ -10,12 +10,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "generation/request_limits.h"
 #include "kernels/backend.h"
 #include "kernels/backend_factory.h"
-#include "kvcache/kv_tier_chain.h"
+#include "kvcache/tiers/kv_tier_chain.h"
 #include "server/engine/engine.h"
 #include "server/engine/kv_tier_options.h"
 #include "server/engine/model_runner.h"
+#include "server/engine/tier_onboard_connector.h"
 #include "server/model/weights.h"
 
 namespace tandem::engine {
@@ -88,7 +90,13 @@ class EngineAssembly {
   int numBlocks() const { return num_blocks_; }
   // the tiers below the KV pool, or null when there are none.
   const kvcache::KvTierChain* kvTiers() const { return tiers_.get(); }
+  // the connector prompts onboard from the tiers through, or null.
+  const TierOnboardConnector* tierConnector() const { return tier_connector_.get(); }
   int maxModelLen() const { return max_model_len_; }
+  // what a request may ask of this engine: its context, the model's
+  // vocabulary and the whole cache (generation::checkRequest against these
+  // is what the engine asserts).
+  generation::RequestLimits limits() const;
   // whether the KV storage (and every backend buffer) is host memory, which
   // the KV transport may read and write directly.
   bool kvInHostMemory() const { return kv_in_host_memory_; }
@@ -102,6 +110,7 @@ class EngineAssembly {
   // destroyed after the engine and before the runner whose blocks they copy.
   std::unique_ptr<kvcache::KvBlockIo> block_io_;
   std::unique_ptr<kvcache::KvTierChain> tiers_;
+  std::unique_ptr<TierOnboardConnector> tier_connector_;
   std::unique_ptr<Engine> engine_;
   int num_blocks_ = 0;
   int max_model_len_ = 0;

@@ -1,54 +1,46 @@
 #include "server/engine/engine_loop.h"
 
 #include <algorithm>
-#include <future>
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 
 namespace tandem::engine {
 
 EngineLoop::EngineLoop(EngineAssemblyPtr engine)
     : engine_(std::move(engine)),
-      vocab_size_(engine_->weights().config().vocab_size) {
+      vocab_size_(engine_->weights().config().vocab_size),
+      remote_prefill_(vocab_size_),
+      limits_(engine_->limits()) {
   {
     std::lock_guard lock(mu_);
     stats_.num_blocks = engine_->numBlocks();
     stats_.num_free_blocks = engine_->numBlocks();
   }
   engine_->engine().setKvEventListener(&kv_events_);
-  // a lower tier finished reading an onboarding's blocks: step again.
-  engine_->engine().setOnboardWakeup([this] { (void)post([] {}); });
+  engine_->engine().addKvConnector(&remote_prefill_);
+  engine_->engine().addKvConnector(&held_prefills_);
+  // a connector has KV that landed (a tier's loads, a remote prefill) or
+  // blocks to release: step again.
+  engine_->engine().setKvWakeup([this] { (void)post([] {}); });
   thread_ = std::thread([this] { run(); });
-  loop_id_ = thread_.get_id();
 }
 
 EngineLoop::~EngineLoop() {
   stop();
   // the log and the loop die before the engine (and its tiers' threads).
-  engine_->engine().setOnboardWakeup(nullptr);
+  engine_->engine().setKvWakeup(nullptr);
   engine_->engine().setKvEventListener(nullptr);
 }
 
 absl::Status EngineLoop::checkSubmission(const std::vector<int32_t>& prompt,
                                          const SamplingParams& params) const {
-  // the engine's checks read only immutable configuration: safe here.
-  absl::Status status =
-      engine_->engine().checkRequest(static_cast<int64_t>(prompt.size()), params);
-  if (!status.ok()) return status;
-  for (int32_t token : prompt) {
-    if (token < 0 || token >= vocab_size_) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "prompt token id %d is outside the vocabulary [0, %d)", token, vocab_size_));
-    }
-  }
-  for (const auto& [token, bias] : params.logit_bias) {
-    if (token < 0 || token >= vocab_size_) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "logit_bias token id %d is outside the vocabulary [0, %d)", token, vocab_size_));
-    }
-  }
-  return absl::OkStatus();
+  // the front ends checked the limits (generation::checkRequest): a request
+  // past them here is a caller's bug, not a client's mistake.
+  TANDEM_CHECK(generation::checkRequest(limits_, prompt, params).ok());
+  // the engine's grammar cache reads only immutable configuration: safe here.
+  return engine_->engine().checkGrammar(params);
 }
 
 absl::Status EngineLoop::post(Task task) {
@@ -62,82 +54,17 @@ absl::Status EngineLoop::post(Task task) {
 }
 
 absl::Status EngineLoop::submit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                                OutputCallback callback) {
+                                OutputCallback callback, KvConnector* kv_source) {
   absl::Status status = checkSubmission(prompt, params);
   if (!status.ok()) return status;
   return post([this, id, prompt = std::move(prompt), params = std::move(params),
-               callback = std::move(callback)]() mutable {
-    admit(id, std::move(prompt), std::move(params), std::move(callback), false);
-  });
-}
-
-absl::Status EngineLoop::submitPrefill(SeqId id, std::vector<int32_t> prompt,
-                                       SamplingParams params, PrefillCallbacks callbacks) {
-  params.max_tokens = 1;
-  absl::Status status = checkSubmission(prompt, params);
-  if (!status.ok()) return status;
-  return post([this, id, prompt = std::move(prompt), params = std::move(params),
-               callbacks = std::move(callbacks)]() mutable {
-    const int num_prompt_tokens = static_cast<int>(prompt.size());
-    const bool admitted = !callbacks_.contains(id) && !engine_->engine().isHeld(id);
-    admit(id, std::move(prompt), std::move(params), std::move(callbacks.on_done), true);
-    if (admitted) {
-      prefills_[id] = PrefillProgress{std::move(callbacks.on_progress), num_prompt_tokens, 0};
-    }
-  });
-}
-
-void EngineLoop::releasePrefill(SeqId id) {
-  (void)post([this, id] {
-    // a prefill not done yet is cancelled (on_done gets kAbort).
-    if (engine_->engine().isHeld(id) || prefills_.contains(id)) cancelNow(id);
+               callback = std::move(callback), kv_source]() mutable {
+    admit(id, std::move(prompt), std::move(params), std::move(callback), kv_source);
   });
 }
 
 void EngineLoop::cancel(SeqId id) {
   (void)post([this, id] { cancelNow(id); });
-}
-
-absl::StatusOr<EngineLoop::KvAllocation> EngineLoop::submitAwaitingKv(SeqId id,
-                                                                     std::vector<int32_t> prompt,
-                                                                     SamplingParams params,
-                                                                     OutputCallback callback) {
-  absl::Status status = checkSubmission(prompt, params);
-  if (!status.ok()) return status;
-  if (std::this_thread::get_id() == loop_id_) {
-    return admitAwaitingKv(id, std::move(prompt), std::move(params), std::move(callback));
-  }
-  // the task may capture locals by reference: this call waits for it, and
-  // a posted task always runs (stop() runs the queued ones before exiting).
-  std::promise<absl::StatusOr<KvAllocation>> result;
-  std::future<absl::StatusOr<KvAllocation>> done = result.get_future();
-  status = post([&] {
-    result.set_value(
-        admitAwaitingKv(id, std::move(prompt), std::move(params), std::move(callback)));
-  });
-  if (!status.ok()) return status;
-  return done.get();
-}
-
-void EngineLoop::completeRemotePrefill(SeqId id, TokenOutput first) {
-  (void)post([this, id, first = std::move(first)] {
-    if (!callbacks_.contains(id)) return;
-    if (first.token < 0 || first.token >= vocab_size_) {
-      (void)engine_->engine().failRemotePrefill(id);
-      return;
-    }
-    absl::StatusOr<TokenOutput> out = engine_->engine().completeRemotePrefill(id, first);
-    if (out.ok()) {
-      deliver(*out);
-    } else if (absl::IsInvalidArgument(out.status())) {
-      // the grammar refused P's token: prefill and sample here instead.
-      (void)engine_->engine().failRemotePrefill(id);
-    }
-  });
-}
-
-void EngineLoop::failRemotePrefill(SeqId id) {
-  (void)post([this, id] { (void)engine_->engine().failRemotePrefill(id); });
 }
 
 EngineLoopStats EngineLoop::stats() const {
@@ -179,7 +106,6 @@ void EngineLoop::run() {
     tasks.clear();
     if (stopping) break;
     const std::vector<TokenOutput> outputs = engine.step();
-    reportProgress();
     for (const TokenOutput& output : outputs) deliver(output);
     publishStats();
   }
@@ -187,17 +113,14 @@ void EngineLoop::run() {
   std::vector<SeqId> left;
   for (const auto& [id, callback] : callbacks_) left.push_back(id);
   for (SeqId id : left) cancelNow(id);
-  std::vector<SeqId> held;
-  for (const auto& [id, progress] : prefills_) held.push_back(id);
-  for (SeqId id : held) engine.releaseHeld(id);
-  prefills_.clear();
+  for (SeqId id : engine.scheduler().heldIds()) (void)engine.abort(id);
   publishStats();
 }
 
 void EngineLoop::admit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                       OutputCallback callback, bool hold_blocks_on_finish) {
-  absl::Status status = engine_->engine().addRequest(id, std::move(prompt), std::move(params),
-                                                     hold_blocks_on_finish);
+                       OutputCallback callback, KvConnector* kv_source) {
+  absl::Status status =
+      engine_->engine().addRequest(id, std::move(prompt), std::move(params), kv_source);
   if (status.ok()) {
     callbacks_.emplace(id, std::move(callback));
   } else {
@@ -210,53 +133,11 @@ void EngineLoop::admit(SeqId id, std::vector<int32_t> prompt, SamplingParams par
   }
 }
 
-absl::StatusOr<EngineLoop::KvAllocation> EngineLoop::admitAwaitingKv(
-    SeqId id, std::vector<int32_t> prompt, SamplingParams params, OutputCallback callback) {
-  Engine& engine = engine_->engine();
-  absl::StatusOr<int> cached = engine.admitAwaitingKv(id, std::move(prompt), std::move(params));
-  if (!cached.ok()) return cached.status();
-  callbacks_.emplace(id, std::move(callback));
-  KvAllocation allocation;
-  allocation.num_cached_tokens = *cached;
-  const auto table = engine.kvCache().blockTable(id);
-  allocation.block_ids.assign(table.begin(), table.end());
-  return allocation;
-}
-
 void EngineLoop::cancelNow(SeqId id) {
-  Engine& engine = engine_->engine();
-  if (engine.releaseHeld(id)) {
-    // a held prefill already had its final output.
-    prefills_.erase(id);
-    return;
-  }
-  prefills_.erase(id);
-  if (!callbacks_.contains(id)) return;
-  (void)engine.abort(id);
-  finishWith(id, FinishReason::kAbort);
-}
-
-void EngineLoop::reportProgress() {
-  const Engine& engine = engine_->engine();
-  for (auto it = prefills_.begin(); it != prefills_.end();) {
-    PrefillProgress& p = it->second;
-    const SeqId id = it->first;
-    const Request* req = engine.scheduler().findRequest(id);
-    const bool held = req == nullptr && engine.isHeld(id);
-    if (req == nullptr && !held) {
-      // failed or cancelled: no more progress.
-      it = prefills_.erase(it);
-      continue;
-    }
-    const int computed =
-        held ? p.num_prompt_tokens : std::min(req->num_computed_tokens, p.num_prompt_tokens);
-    if (computed > p.reported) {
-      p.reported = computed;
-      if (p.on_progress) p.on_progress(computed, engine.kvCache().blockTable(id));
-    }
-    // a held prefill stays listed so that stop() can free it.
-    ++it;
-  }
+  // a live request stops; a held one's blocks are freed (it had its final
+  // output already).
+  (void)engine_->engine().abort(id);
+  if (callbacks_.contains(id)) finishWith(id, FinishReason::kAbort);
 }
 
 void EngineLoop::deliver(const TokenOutput& output) {
@@ -282,10 +163,12 @@ void EngineLoop::publishStats() {
   s.num_blocks = engine.kvCache().numBlocks();
   s.num_free_blocks = engine.kvCache().numFreeBlocks();
   s.num_prefill_tokens_queued = engine.scheduler().numPrefillTokensQueued();
-  s.num_awaiting_kv = engine.scheduler().numAwaitingKv();
+  s.num_awaiting_kv = remote_prefill_.numAwaiting();
   s.num_held_prefills = engine.scheduler().numHeld();
-  s.num_onboarding = engine.scheduler().numOnboarding();
-  s.num_onboarded_tokens = engine.kvCache().onboardedTokens();
+  if (const TierOnboardConnector* tiers = engine_->tierConnector()) {
+    s.num_onboarding = tiers->numLoading();
+    s.num_onboarded_tokens = tiers->onboardedTokens();
+  }
   std::lock_guard lock(mu_);
   s.num_steps = stats_.num_steps + 1;
   stats_ = s;

@@ -20,8 +20,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "generation/request_limits.h"
 #include "kvcache/kv_event_log.h"
 #include "server/engine/engine_assembly.h"
+#include "server/engine/held_prefill_connector.h"
+#include "server/engine/remote_prefill_connector.h"
 
 namespace tandem::engine {
 
@@ -34,7 +37,7 @@ struct EngineLoopStats {
   uint64_t num_steps = 0;
   // prompt tokens of requests not yet fully prefilled (here).
   int64_t num_prefill_tokens_queued = 0;
-  // decode side: requests whose prompt KV is being written from outside.
+  // decode side: requests whose prompt KV a prefill worker is writing.
   int num_awaiting_kv = 0;
   // prefill side: finished prefills whose blocks are still held.
   int num_held_prefills = 0;
@@ -54,102 +57,48 @@ class EngineLoop {
   // stops the loop: unfinished requests end with kAbort.
   ~EngineLoop();
 
-  // queues a request under `id` (unique among unfinished requests). fails at
+  // queues a request under `id` (unique among unfinished requests). The
+  // request must pass generation::checkRequest against limits() (the
+  // caller checks; the loop asserts it). `kv_source` is one of this loop's
+  // connectors (remotePrefill(), heldPrefills()) or null: where the
+  // request's prompt KV comes from, or that its blocks outlive it. fails at
   // once, queuing nothing and never calling `callback`, with
-  // InvalidArgument when the engine would refuse it (Engine::checkRequest)
-  // or a prompt token is outside the vocabulary, FailedPrecondition after
-  // stop().
+  // InvalidArgument for a grammar the engine cannot compile
+  // (Engine::checkGrammar), FailedPrecondition after stop().
   absl::Status submit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                      OutputCallback callback);
+                      OutputCallback callback, KvConnector* kv_source = nullptr);
   // cancels a request: its callback then gets the kAbort final output
-  // (unless it finished first). unknown ids are ignored. Works for every
-  // kind of request below too (a held prefill's blocks are freed).
+  // (unless it finished first); a finished request whose blocks are held
+  // frees them. unknown ids are ignored.
   void cancel(SeqId id);
 
-  // ---- disaggregation: the prefill worker's side (P) ----
-
-  // prefills `prompt` and samples its first token with `params`
-  // (max_tokens is ignored: one token). after each step that computed more
-  // of the prompt, `on_progress` gets the tokens computed so far and the
-  // request's block table: block i holds positions [i*B, (i+1)*B); blocks
-  // fully below num_computed_tokens never change again, so a sender may
-  // push them at once (the block holding the last prompt token is complete
-  // only once on_done ran). `on_done` then gets the first token (finished()
-  // true) or token -1 with kAbort/kError. after a successful on_done the
-  // request's blocks stay allocated and unchanged until releasePrefill(id)
-  // (or cancel(id)). both run on the loop thread and must not block.
-  // errors as submit().
-  // releasePrefill(id) or cancel(id) before on_done cancels the prefill
-  // (on_done then gets kAbort). a prefill reserves blocks for its whole
-  // prompt when it starts and is never preempted, so the block table
-  // on_progress reports is the same every time.
-  struct PrefillCallbacks {
-    std::function<void(int num_computed_tokens, std::span<const int32_t> block_table)>
-        on_progress;
-    OutputCallback on_done;
-  };
-  absl::Status submitPrefill(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                             PrefillCallbacks callbacks);
-  // frees the blocks a finished prefill holds. unknown ids are ignored.
-  void releasePrefill(SeqId id);
-
-  // ---- disaggregation: the decode worker's side (D) ----
-
-  // where a remote prefill must write a request's prompt KV.
-  struct KvAllocation {
-    // leading prompt tokens found in this worker's prefix cache (a multiple
-    // of the block size): their blocks need not be sent.
-    int num_cached_tokens = 0;
-    // the blocks of the whole prompt, block i holding positions
-    // [i*B, (i+1)*B); the last may be partial.
-    std::vector<int32_t> block_ids;
-  };
-  // admits a request whose prompt KV will arrive from outside: it holds
-  // blocks for the whole prompt and is not scheduled until
-  // completeRemotePrefill or failRemotePrefill. waits for the loop thread
-  // (between steps). ResourceExhausted when the blocks are not free now (the
-  // caller then uses submit(), which queues); otherwise errors as submit(),
-  // and AlreadyExists for an id in use. may be called from any thread,
-  // including the loop thread (from a callback: it then runs at once).
-  absl::StatusOr<KvAllocation> submitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
-                                                SamplingParams params, OutputCallback callback);
-  // the prompt's KV is in the blocks and `first` (token, logprob,
-  // top_logprobs) is its first token, sampled by P: the request commits its
-  // full prompt blocks to the prefix cache, delivers `first` to its callback
-  // as its first output (finishing it when it is a stop token or max_tokens
-  // is 1) and decodes on. unknown ids, and ids no longer awaiting KV, are
-  // ignored. a first token outside the vocabulary, or one the request's
-  // grammar refuses, is treated as failRemotePrefill(id).
-  void completeRemotePrefill(SeqId id, TokenOutput first);
-  // the remote prefill failed: the blocks written from outside are dropped
-  // unused and the request prefills locally (its prefix-cache hits stay).
-  // unknown ids are ignored.
-  void failRemotePrefill(SeqId id);
+  // disaggregation, the decode worker's side: requests whose prompt KV a
+  // prefill worker writes (server/engine/remote_prefill_connector.h).
+  RemotePrefillConnector& remotePrefill() { return remote_prefill_; }
+  // disaggregation, the prefill worker's side: prefills whose blocks stay
+  // until their KV was sent (server/engine/held_prefill_connector.h).
+  HeldPrefillConnector& heldPrefills() { return held_prefills_; }
 
   EngineLoopStats stats() const;
   // the counters of the KV tiers below the pool (empty when none); any thread.
   std::vector<kvcache::KvTierStats> kvTierStats() const;
   int maxModelLen() const { return engine_->maxModelLen(); }
+  // what a request may ask of this engine (its context, vocabulary and
+  // cache); submissions must pass generation::checkRequest against it.
+  const generation::RequestLimits& limits() const { return limits_; }
   int vocabSize() const { return vocab_size_; }
   const EngineAssembly& localEngine() const { return *engine_; }
   // the KV cache's events, numbered (the worker streams them to the router).
   kvcache::KvEventLog& kvEvents() { return kv_events_; }
 
-  // ends every unfinished request with kAbort, frees held prefills, wakes
+  // ends every unfinished request with kAbort, frees held blocks, wakes
   // kvEvents() readers for good and joins the thread. idempotent.
   void stop();
 
  private:
   using Task = std::function<void()>;
-  using ProgressCallback = std::function<void(int, std::span<const int32_t>)>;
-  // a prefill (P side) whose progress is still reported.
-  struct PrefillProgress {
-    ProgressCallback on_progress;
-    int num_prompt_tokens = 0;
-    int reported = 0;
-  };
 
-  // InvalidArgument as submit() describes.
+  // asserts the limits, then Engine::checkGrammar (see submit()).
   absl::Status checkSubmission(const std::vector<int32_t>& prompt,
                                const SamplingParams& params) const;
   // queues `task` for the loop thread, in call order with every other task.
@@ -159,18 +108,17 @@ class EngineLoop {
   void run();
   // the tasks below run on the loop thread, between steps.
   void admit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-             OutputCallback callback, bool hold_blocks_on_finish);
-  absl::StatusOr<KvAllocation> admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
-                                               SamplingParams params, OutputCallback callback);
+             OutputCallback callback, KvConnector* kv_source);
   void cancelNow(SeqId id);
-  // calls on_progress for every prefill that advanced in the last step.
-  void reportProgress();
   void deliver(const TokenOutput& output);
   void finishWith(SeqId id, FinishReason reason);
   void publishStats();
 
   EngineAssemblyPtr engine_;
   const int vocab_size_;
+  RemotePrefillConnector remote_prefill_;
+  HeldPrefillConnector held_prefills_;
+  const generation::RequestLimits limits_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -182,10 +130,7 @@ class EngineLoop {
 
   // owned by the loop thread.
   std::unordered_map<SeqId, OutputCallback> callbacks_;
-  std::unordered_map<SeqId, PrefillProgress> prefills_;
   std::thread thread_;
-  // thread_'s id, set once in the constructor.
-  std::thread::id loop_id_;
 };
 
 }  // namespace tandem::engine

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kvcache/lower_tier.h"
-#include "kvcache/model_fingerprint.h"
+#include "kvcache/tiers/lower_tier.h"
+#include "kvcache/tiers/model_fingerprint.h"
 
 namespace tandem::engine {
 

@@ -7,6 +7,7 @@ namespace tandem::engine {
 absl::StatusOr<generation::RequestId> LocalGenerator::submit(std::vector<int32_t> prompt,
                                                generation::SamplingParams params,
                                                OutputCallback callback) {
+  if (absl::Status s = generation::checkRequest(loop_->limits(), prompt, params); !s.ok()) return s;
   const generation::RequestId id = next_id_.fetch_add(1);
   absl::Status status = loop_->submit(id, std::move(prompt), std::move(params), std::move(callback));
   if (absl::IsFailedPrecondition(status)) return absl::UnavailableError(status.message());

@@ -20,7 +20,7 @@ class LocalGenerator : public generation::Generator {
   void cancel(generation::RequestId id) override { loop_->cancel(id); }
   bool ready() const override { return true; }
   generation::GeneratorLoad load() const override;
-  int maxModelLen() const override { return loop_->maxModelLen(); }
+  generation::RequestLimits limits() const override { return loop_->limits(); }
 
   // ends every request (kAbort) and stops the engine thread.
   void stop() { loop_->stop(); }

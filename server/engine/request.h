@@ -14,19 +14,16 @@
 
 #include "server/engine/batch.h"
 #include "server/engine/generation_types.h"
+#include "server/engine/kv_connector.h"
 #include "server/engine/sampler_rng.h"
 #include "text/grammar/token_matcher.h"
 
 namespace tandem::engine {
 
-// kAwaitingKv: admitted with blocks for its whole prompt, whose KV another
-// worker is writing (disaggregated prefill); neither waiting nor running, so
-// never scheduled until the remote prefill completes or fails.
-// kOnboarding: its prompt's blocks are being loaded back from a lower KV
-// tier (G3) into blocks the KV cache holds for it; it waits aside, neither
-// waiting nor running, and returns to the front of the waiting queue when
-// they are in (it then hits them in the prefix cache).
-enum class RequestState { kWaiting, kRunning, kAwaitingKv, kOnboarding, kFinished };
+// kWaitingForKv: admitted with blocks for prompt tokens whose KV a connector
+// fills (a remote prefill, a load from a lower tier); neither waiting nor
+// running, so never scheduled until the connector reports it landed.
+enum class RequestState { kWaiting, kRunning, kWaitingForKv, kFinished };
 
 struct Request {
   Request(SeqId id_in, std::vector<int32_t> prompt, SamplingParams params_in, uint64_t seed)
@@ -57,16 +54,14 @@ struct Request {
   // reporting (OpenAI's prompt_tokens_details.cached_tokens); -1 until then.
   int num_cached_tokens = -1;
   int num_preemptions = 0;
-  // the lower KV tiers were searched for this admission's prompt blocks
-  // (once per admission: reset when the request loses its blocks).
-  bool onboard_checked = false;
-  // the KV cache's onboarding ticket while kOnboarding.
-  uint64_t onboard_ticket = 0;
-  // a prefill served for another worker: it reserves blocks for its whole
-  // prompt when admitted (so its block table is final from its first chunk
-  // and it is never a preemption victim) and, when it finishes normally,
-  // its blocks stay allocated until the scheduler's releaseHeld.
-  bool hold_blocks_on_finish = false;
+  // the connectors were asked for this admission's prompt KV (once per
+  // admission: reset when the request loses its blocks to a preemption).
+  bool kv_checked = false;
+  // the connector the request was submitted with (a remote prefill, a held
+  // prefill), or null; the scheduler owns none of them.
+  KvConnector* kv_source = nullptr;
+  // while kWaitingForKv: the connector it waits for.
+  KvConnector* waiting_on = nullptr;
   // with params.prompt_logprobs: the prompt tokens scored so far, from the
   // second on (entry i is prompt token i + 1). Kept across a preemption
   // (the recompute skips them) and handed out with the first output.
@@ -79,6 +74,12 @@ struct Request {
     return params.prompt_logprobs.has_value() && numOutputTokens() == 0 &&
            static_cast<int>(prompt_logprobs.size()) < num_prompt_tokens - 1;
   }
+
+  // a prefill served for another worker (KvConnector::holdsBlocks): it
+  // reserves blocks for its whole prompt when admitted (so its block table
+  // is final from its first chunk and it is never a preemption victim) and,
+  // when it finishes normally, its blocks stay until the connector releases them.
+  bool holdsBlocks() const { return kv_source != nullptr && kv_source->holdsBlocks(); }
 
   int numTokens() const { return static_cast<int>(tokens.size()); }
   int numOutputTokens() const { return numTokens() - num_prompt_tokens; }

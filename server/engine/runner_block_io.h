@@ -3,7 +3,7 @@
 #pragma once
 
 #include "kernels/backend.h"
-#include "kvcache/kv_block_io.h"
+#include "kvcache/tiers/kv_block_io.h"
 #include "server/engine/model_runner.h"
 
 namespace tandem::engine {

@@ -19,138 +19,98 @@ int64_t Scheduler::numPrefillTokensQueued() const {
   int64_t total = 0;
   for (const auto& [id, req] : requests_) {
     // a decoding request has exactly one uncomputed token: its last.
-    if (req->state != RequestState::kAwaitingKv && req->numUncomputedTokens() > 1) {
+    if (req->state != RequestState::kWaitingForKv && req->numUncomputedTokens() > 1) {
       total += req->numUncomputedTokens();
     }
   }
   return total;
 }
 
-absl::Status Scheduler::checkRequest(int64_t prompt_len, const SamplingParams& params) const {
-  RETURN_IF_ERROR(params.validate());
-  if (prompt_len == 0) return absl::InvalidArgumentError("the prompt is empty");
-  if (params.grammar_replay_tokens > prompt_len) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "grammar_replay_tokens (%d) exceeds the prompt's %d tokens", params.grammar_replay_tokens,
-        prompt_len));
-  }
-  if (prompt_len >= config_.max_model_len) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the prompt has %d tokens but the model's context length is %d, leaving no "
-        "room to generate",
-        prompt_len, config_.max_model_len));
-  }
+void Scheduler::assertFits(int64_t prompt_len, const SamplingParams& params) const {
+  // the front ends refused anything else (generation::checkRequest against
+  // the limits the engine reports): breaking these is a caller's bug.
+  TANDEM_CHECK(prompt_len > 0 && prompt_len < config_.max_model_len);
+  TANDEM_CHECK(params.grammar_replay_tokens <= prompt_len && params.max_tokens > 0);
   // the last token's KV is never computed, so a request at its longest
   // stores final_len - 1 tokens; it must fit in the cache when alone.
   const int64_t final_len =
       std::min<int64_t>(prompt_len + params.max_tokens, config_.max_model_len);
-  const int blocks = kv_.blocksForTokens(final_len - 1);
-  if (blocks > kv_.numBlocks()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "prompt (%d tokens) plus max_tokens (%d) needs %d kv cache blocks but the "
-        "cache holds only %d (%d tokens); lower max_tokens or shorten the prompt",
-        prompt_len, params.max_tokens, blocks, kv_.numBlocks(),
-        static_cast<int64_t>(kv_.numBlocks()) * kv_.blockSize()));
-  }
-  return absl::OkStatus();
+  TANDEM_CHECK(kv_.blocksForTokens(final_len - 1) <= kv_.numBlocks());
 }
 
 absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
-                                   SamplingParams params, bool hold_blocks_on_finish) {
+                                   SamplingParams params, KvConnector* kv_source) {
   if (requests_.contains(id) || held_.contains(id)) {
     return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
   }
-  RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
+  assertFits(static_cast<int64_t>(prompt.size()), params);
+  TANDEM_CHECK(kv_source == nullptr ||
+               std::find(connectors_.begin(), connectors_.end(), kv_source) != connectors_.end());
   const uint64_t seed = params.seed.value_or(seed_source_.next());
   auto req = std::make_unique<Request>(id, std::move(prompt), std::move(params), seed);
-  req->hold_blocks_on_finish = hold_blocks_on_finish;
+  req->kv_source = kv_source;
   waiting_.push_back(req.get());
   requests_.emplace(id, std::move(req));
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> Scheduler::admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
-                                               SamplingParams params) {
+std::optional<RequestOutput> Scheduler::land(const KvConnector* from,
+                                             const KvConnector::Landed& landed) {
   TANDEM_CHECK(!step_in_flight_);
-  if (requests_.contains(id) || held_.contains(id)) {
-    return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
-  }
-  RETURN_IF_ERROR(checkRequest(static_cast<int64_t>(prompt.size()), params));
-  if (params.prompt_logprobs) {
-    // the prompt's logits are computed where it is prefilled: here.
-    return absl::InvalidArgumentError("a request with prompt_logprobs is prefilled locally");
-  }
-  // the caller needs the blocks now: only G2's synchronous copies help here.
-  (void)kv_.onboardPrompt(prompt, /*include_disk=*/false);
-  const int cached = kv_.allocatePrompt(id, prompt);
-  const absl::Status slots = kv_.appendSlots(id, static_cast<int>(prompt.size()) - cached);
-  if (!slots.ok()) {
-    kv_.freeSequence(id);
-    return slots;
-  }
-  const uint64_t seed = params.seed.value_or(seed_source_.next());
-  auto req = std::make_unique<Request>(id, std::move(prompt), std::move(params), seed);
-  req->state = RequestState::kAwaitingKv;
-  req->num_cached_tokens = cached;
-  req->num_computed_tokens = cached;
-  requests_.emplace(id, std::move(req));
-  ++num_awaiting_kv_;
-  return cached;
-}
-
-Request* Scheduler::findAwaiting(SeqId id) {
-  Request* req = findRequest(id);
-  return req != nullptr && req->state == RequestState::kAwaitingKv ? req : nullptr;
-}
-
-absl::StatusOr<RequestOutput> Scheduler::completeRemotePrefill(SeqId id, int32_t first_token) {
-  TANDEM_CHECK(!step_in_flight_);
-  Request* req = findAwaiting(id);
-  if (req == nullptr) {
-    return absl::NotFoundError(absl::StrFormat("request %d is not awaiting kv", id));
-  }
-  req->num_computed_tokens = req->num_prompt_tokens;
-  kv_.commitFullBlocks(id, req->prompt());
-  req->tokens.push_back(first_token);
-  const FinishReason reason = checkStop(*req, first_token);
-  const RequestOutput out{id, first_token, reason, req->num_prompt_tokens,
-                          req->numOutputTokens(), std::max(req->num_cached_tokens, 0)};
-  if (reason != FinishReason::kNone) {
-    finish(*req, reason);  // counts it out of the awaiting ones.
-  } else {
-    // joins as the newest running request, as if admitted now.
-    --num_awaiting_kv_;
+  Request* req = findRequest(landed.id);
+  TANDEM_CHECK(req != nullptr && req->state == RequestState::kWaitingForKv &&
+               req->waiting_on == from);
+  --num_waiting_for_kv_;
+  req->waiting_on = nullptr;
+  const int base = req->num_computed_tokens;
+  if (landed.first) {
+    // the whole prompt's KV is in its blocks: as if it had prefilled here.
+    if (req->num_cached_tokens < 0) req->num_cached_tokens = base;
+    req->num_computed_tokens = req->num_prompt_tokens;
+    kv_.commitFullBlocks(req->id, req->prompt());
+    const int32_t token = landed.first->token;
+    req->tokens.push_back(token);
+    const FinishReason reason = checkStop(*req, token);
+    const RequestOutput out{req->id, token, reason, req->num_prompt_tokens,
+                            req->numOutputTokens(), std::max(req->num_cached_tokens, 0)};
     req->state = RequestState::kRunning;
+    // joins as the newest running request, as if admitted now.
     running_.push_back(req);
+    if (reason != FinishReason::kNone) finish(*req, reason);
+    return out;
   }
-  return out;
-}
-
-absl::Status Scheduler::failRemotePrefill(SeqId id) {
-  TANDEM_CHECK(!step_in_flight_);
-  Request* req = findAwaiting(id);
-  if (req == nullptr) {
-    return absl::NotFoundError(absl::StrFormat("request %d is not awaiting kv", id));
-  }
-  --num_awaiting_kv_;
-  // nothing was committed, so the blocks written from outside go back to
-  // the free queue unhashed; the prefix hits stay cached and hit again.
-  kv_.freeSequence(id);
+  // what landed goes to the prefix cache (a failed remote prefill lands
+  // nothing: the blocks written from outside go back unhashed, never
+  // used); the request gives its blocks back and is admitted again at the
+  // front, hitting what landed, computing the rest itself.
+  kv_.commitFullBlocks(req->id, std::span<const int32_t>(req->tokens).first(base + landed.num_tokens));
+  kv_.freeSequence(req->id);
   req->num_computed_tokens = 0;
-  req->num_cached_tokens = -1;
-  req->onboard_checked = false;
   req->state = RequestState::kWaiting;
   waiting_.push_front(req);
-  return absl::OkStatus();
+  return std::nullopt;
 }
 
-bool Scheduler::releaseHeld(SeqId id) {
-  if (held_.erase(id) == 0) return false;
-  kv_.freeSequence(id);
+bool Scheduler::releaseHeld(const KvConnector::Landed& released) {
+  auto it = held_.find(released.id);
+  if (it == held_.end()) return false;
+  const Held& held = it->second;
+  const size_t valid = std::min(held.tokens.size(),
+                                static_cast<size_t>(held.num_computed_tokens + released.num_tokens));
+  kv_.commitFullBlocks(released.id, std::span<const int32_t>(held.tokens).first(valid));
+  kv_.freeSequence(released.id);
+  held_.erase(it);
   return true;
 }
 
+std::vector<SeqId> Scheduler::heldIds() const {
+  std::vector<SeqId> ids;
+  for (const auto& [id, held] : held_) ids.push_back(id);
+  return ids;
+}
+
 absl::Status Scheduler::abort(SeqId id) {
+  if (releaseHeld({.id = id})) return absl::OkStatus();
   Request* req = findRequest(id);
   if (req == nullptr) {
     return absl::NotFoundError(absl::StrFormat("no live request %d", id));
@@ -206,11 +166,11 @@ Batch Scheduler::schedule() {
 
 bool Scheduler::scheduleRunning(Request& req, int max_new, int& budget) {
   const int n = std::min(max_new, budget);
-  // a held prefill reserved its slots at admission: it needs none here, so
-  // it never preempts (and is never preempted).
+  // a request holding its blocks reserved its slots at admission: it needs
+  // none here, so it never preempts (and is never preempted).
   const int missing = std::max(0, req.num_computed_tokens + n - kv_.numSlots(req.id));
   while (!kv_.appendSlots(req.id, missing).ok()) {
-    // req needs slots, so it is not a held prefill and can be preempted: at
+    // req needs slots, so it does not hold its blocks and can be preempted: at
     // worst req itself is the victim (it then waits for blocks to return).
     Request* victim = preemptionVictim();
     TANDEM_CHECK(victim != nullptr);
@@ -243,14 +203,14 @@ void Scheduler::addScheduled(const Request& req, int n, bool needs_logits, int& 
 
 Request* Scheduler::preemptionVictim() const {
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-    if (!(*it)->hold_blocks_on_finish) return *it;
+    if (!(*it)->holdsBlocks()) return *it;
   }
   return nullptr;
 }
 
 void Scheduler::preempt(Request& victim, int& budget) {
   auto pos = std::find(running_.begin(), running_.end(), &victim);
-  TANDEM_CHECK(pos != running_.end() && !victim.hold_blocks_on_finish);
+  TANDEM_CHECK(pos != running_.end() && !victim.holdsBlocks());
   running_.erase(pos);
   // a victim already scheduled this step gives its tokens back.
   auto it = std::find_if(scheduled_.begin(), scheduled_.end(),
@@ -262,68 +222,78 @@ void Scheduler::preempt(Request& victim, int& budget) {
   }
   kv_.freeSequence(victim.id);
   victim.num_computed_tokens = 0;
-  victim.onboard_checked = false;
+  victim.kv_checked = false;
   victim.state = RequestState::kWaiting;
   ++victim.num_preemptions;
   ++num_preemptions_;
   waiting_.push_front(&victim);
 }
 
-void Scheduler::resumeOnboarded() {
-  // in completion order, each ahead of the ones before it: the latest to
-  // complete goes first, which is as fair as any order among them.
-  for (uint64_t ticket : kv_.finishOnboards()) {
-    auto it = onboarding_.find(ticket);
-    if (it == onboarding_.end()) continue;  // aborted meanwhile
-    Request* req = it->second;
-    onboarding_.erase(it);
-    req->state = RequestState::kWaiting;
-    waiting_.push_front(req);
+std::optional<int> Scheduler::matchExternal(Request& req, int computed) {
+  KvConnector* source = req.kv_source;
+  bool source_asked = false;
+  for (KvConnector* c : connectors_) {
+    // a cached block has no logits: a request scoring its prompt computes
+    // it whole (as vLLM, which skips the prefix cache for prompt logprobs).
+    if (req.scoresPrompt()) break;
+    if (!c->everyRequest() && c != source) continue;
+    source_asked = source_asked || c == source;
+    const int matched = c->matchedTokens(req, computed);
+    const int missing = computed + matched - kv_.numSlots(req.id);
+    if (matched <= 0 || !kv_.appendSlots(req.id, std::max(0, missing)).ok()) {
+      if (c == source) c->declined(req);
+      continue;
+    }
+    const std::optional<int> now = c->allocated(req, kv_.blockTable(req.id), computed, matched);
+    if (!now) {
+      if (source != nullptr && !source_asked) source->declined(req);
+      waiting_.pop_front();
+      req.state = RequestState::kWaitingForKv;
+      req.waiting_on = c;
+      req.num_computed_tokens = computed;
+      ++num_waiting_for_kv_;
+      return std::nullopt;
+    }
+    computed += *now;
+    kv_.commitFullBlocks(req.id, std::span<const int32_t>(req.tokens).first(computed));
+    // a shortened run: nothing can continue it.
+    if (*now < matched) break;
   }
-}
-
-bool Scheduler::startOnboarding(Request& req) {
-  if (req.onboard_checked) return false;
-  req.onboard_checked = true;
-  const kvcache::KvCacheManager::Onboard onboard =
-      kv_.onboardPrompt(req.tokens, /*include_disk=*/true);
-  if (onboard.state != kvcache::KvCacheManager::OnboardState::kPending) return false;
-  waiting_.pop_front();
-  req.state = RequestState::kOnboarding;
-  req.onboard_ticket = onboard.ticket;
-  onboarding_.emplace(onboard.ticket, &req);
-  return true;
+  if (source != nullptr && !source_asked) source->declined(req);
+  return computed;
 }
 
 void Scheduler::admitWaiting(int& budget) {
-  resumeOnboarded();
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int>(running_.size()) < config_.max_num_seqs) {
     Request& req = *waiting_.front();
-    // a cached block has no logits: a request scoring its prompt computes
-    // it whole (as vLLM, which skips the prefix cache for prompt logprobs).
     const bool scores = req.scoresPrompt();
     if (scores && scoring_rows_left_ == 0) break;  // FCFS: next step
-    // its blocks are on their way from a lower tier: the next one may go.
-    if (!scores && startOnboarding(req)) continue;
-    const int cached =
-        kv_.allocatePrompt(req.id, scores ? std::span<const int32_t>()
-                                          : std::span<const int32_t>(req.tokens));
-    if (req.num_cached_tokens < 0) req.num_cached_tokens = cached;
+    int computed = kv_.allocatePrompt(req.id, scores ? std::span<const int32_t>()
+                                                     : std::span<const int32_t>(req.tokens));
+    if (!req.kv_checked) {
+      req.kv_checked = true;
+      const std::optional<int> external = matchExternal(req, computed);
+      // it waits for its KV: the next one may go.
+      if (!external) continue;
+      computed = *external;
+    }
+    if (req.num_cached_tokens < 0) req.num_cached_tokens = computed;
     const int n = capByScoringRows(
-        req, std::min({req.numTokens() - cached, config_.chunk_size, budget}));
-    // a held prefill reserves its whole prompt now (see Request).
-    const int slots = req.hold_blocks_on_finish ? req.numTokens() - cached : n;
-    if (!kv_.appendSlots(req.id, slots).ok()) {
-      // FCFS: nobody jumps the queue; retry when blocks come back.
+        req, std::min({req.numTokens() - computed, config_.chunk_size, budget}));
+    // a request holding its blocks reserves its whole prompt now.
+    const int want = req.holdsBlocks() ? req.numTokens() : computed + n;
+    if (!kv_.appendSlots(req.id, std::max(0, want - kv_.numSlots(req.id))).ok()) {
+      // FCFS: nobody jumps the queue; retry when blocks come back (what a
+      // connector supplied is in the prefix cache by then).
       kv_.freeSequence(req.id);
       break;
     }
     waiting_.pop_front();
-    req.num_computed_tokens = cached;
+    req.num_computed_tokens = computed;
     req.state = RequestState::kRunning;
     running_.push_back(&req);
-    addScheduled(req, n, cached + n == req.numTokens(), budget);
+    addScheduled(req, n, computed + n == req.numTokens(), budget);
   }
 }
 
@@ -363,6 +333,7 @@ std::vector<RequestOutput> Scheduler::onStepResult(std::span<const int32_t> samp
     req.num_computed_tokens += s.num_new_tokens;
     kv_.commitFullBlocks(
         req.id, std::span<const int32_t>(req.tokens).first(req.num_computed_tokens));
+    if (req.holdsBlocks()) req.kv_source->progressed(req, kv_.blockTable(req.id));
     if (!has_row) continue;
     req.tokens.push_back(token);
     const FinishReason reason = checkStop(req, token);
@@ -389,10 +360,14 @@ FinishReason Scheduler::checkStop(const Request& req, int32_t token) const {
 }
 
 void Scheduler::finish(Request& req, FinishReason reason) {
-  const bool hold = req.hold_blocks_on_finish &&
-                    (reason == FinishReason::kStop || reason == FinishReason::kLength);
+  // both hear of it: the request's own connector and the one it waits for;
+  // either may keep its blocks (a hold, a load still writing into them).
+  bool hold = req.kv_source != nullptr && req.kv_source->finished(req, reason);
+  if (req.waiting_on != nullptr && req.waiting_on != req.kv_source) {
+    hold = req.waiting_on->finished(req, reason) || hold;
+  }
   if (hold) {
-    held_.insert(req.id);
+    held_[req.id] = Held{req.tokens, req.num_computed_tokens};
   } else {
     kv_.freeSequence(req.id);
   }
@@ -400,11 +375,8 @@ void Scheduler::finish(Request& req, FinishReason reason) {
     running_.erase(std::find(running_.begin(), running_.end(), &req));
   } else if (req.state == RequestState::kWaiting) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &req));
-  } else if (req.state == RequestState::kAwaitingKv) {
-    --num_awaiting_kv_;
-  } else if (req.state == RequestState::kOnboarding) {
-    // the loads finish without it: their blocks still reach the cache.
-    onboarding_.erase(req.onboard_ticket);
+  } else if (req.state == RequestState::kWaitingForKv) {
+    --num_waiting_for_kv_;
   }
   req.state = RequestState::kFinished;
   req.finish_reason = reason;

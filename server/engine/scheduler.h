@@ -18,22 +18,21 @@
 // Usage per step: batch = schedule(); run the model on it; sample one token
 // for each chunk with needs_logits; onStepResult(tokens).
 //
-// Disaggregated serving adds two kinds of request:
-//   - a held prefill (prefill worker): addRequest with
-//     hold_blocks_on_finish. It reserves its whole prompt's blocks when
-//     admitted, is never preempted, and when it finishes its blocks stay
-//     allocated ("held") until releaseHeld, so a sender can copy them out.
-//   - an awaiting-KV request (decode worker): admitAwaitingKv gives it
-//     blocks for its whole prompt at once; it is not scheduled until
-//     completeRemotePrefill (the KV arrived: it joins running and decodes)
-//     or failRemotePrefill (its blocks are dropped and it prefills locally).
-//
-// With tiers below the KV cache (G2 host, G3 disk), a waiting request's
-// prompt blocks found there are onboarded before it is admitted: G2 hits
-// are copied back at once; G3 hits are read asynchronously while the
-// request waits aside (kOnboarding) and the other requests keep stepping;
-// when the reads complete it goes back to the front of the waiting queue and
-// hits those blocks in the prefix cache (onboarded tokens count as cached).
+// A request's prompt KV may also come from elsewhere, and its blocks may
+// outlive it: the scheduler asks its KvConnectors at fixed points
+// (server/engine/kv_connector.h) — at admission, how many prompt tokens
+// after the prefix-cache hits a connector supplies (every-request ones
+// first: the host/disk tiers; then the request's own source: a remote
+// prefill); the request then holds blocks for them and, when they land
+// later, waits aside in the one state kWaitingForKv while the others keep
+// stepping. When they land: a whole prompt with its first token (remote
+// prefill) joins running and decodes on; otherwise the KV that landed is
+// committed to the prefix cache and the request goes back to the front of
+// the waiting queue, where it hits those blocks (and computes the rest). A
+// request of a connector that holdsBlocks() (a prefill served for another
+// worker) reserves its whole prompt's blocks when admitted, is never
+// preempted, and when it finishes its blocks stay ("held") until its
+// connector releases them.
 // Every call below happens between steps (never between schedule and
 // onStepResult) unless it says otherwise.
 #pragma once
@@ -42,6 +41,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -52,6 +52,7 @@
 #include "generation/sampling_params.h"
 #include "kvcache/kv_cache_manager.h"
 #include "server/engine/batch.h"
+#include "server/engine/kv_connector.h"
 #include "server/engine/request.h"
 #include "server/engine/sampler_rng.h"
 
@@ -94,47 +95,38 @@ class Scheduler {
   // only user. config values must be positive.
   Scheduler(SchedulerConfig config, kvcache::KvCacheManager& kv);
 
+  // the connectors requests may use (not owned; each must outlive the
+  // scheduler). Before the first request.
+  void addConnector(KvConnector* connector) { connectors_.push_back(connector); }
+  const std::vector<KvConnector*>& connectors() const { return connectors_; }
+
   // queues a request. fails, queuing nothing, with AlreadyExists for an id
-  // in use (live or held), InvalidArgument for invalid params, an empty
-  // prompt, a prompt with no room left in max_model_len, or a request whose
-  // prompt plus max_tokens needs more KV blocks than the whole cache holds.
-  // with hold_blocks_on_finish the request is a held prefill (see above).
+  // in use (live or held). The request must be within the limits the
+  // engine reports (generation::checkRequest passed: valid params, a
+  // prompt with room left in max_model_len, prompt plus max_tokens within
+  // the whole cache); the scheduler asserts that (TANDEM_CHECK).
+  // `kv_source` (one of connectors(), or null) is the request's own
+  // connector (see above).
   absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                          bool hold_blocks_on_finish = false);
+                          KvConnector* kv_source = nullptr);
 
-  // admits a request whose prompt KV another worker computes: it takes its
-  // prefix-cache hits and blocks for the rest of the prompt now and returns
-  // the number of prompt tokens found cached (its blocks: blockTable(id) of
-  // the KV cache). fails, changing nothing, as addRequest, and with
-  // ResourceExhausted when the blocks are not free now.
-  absl::StatusOr<int> admitAwaitingKv(SeqId id, std::vector<int32_t> prompt,
-                                      SamplingParams params);
-  // the awaiting request's prompt KV is in its blocks and `first_token` is
-  // its first output token: commits its full prompt blocks to the prefix
-  // cache, appends the token and applies the stop checks; the request then
-  // finishes (freeing its blocks) or joins running to decode. returns its
-  // output. NotFound when `id` is not awaiting KV.
-  absl::StatusOr<RequestOutput> completeRemotePrefill(SeqId id, int32_t first_token);
-  // the awaiting request's remote prefill failed: frees its blocks without
-  // committing any (their contents are never used), resets it and puts it
-  // at the front of the waiting queue to prefill locally. NotFound when `id`
-  // is not awaiting KV.
-  absl::Status failRemotePrefill(SeqId id);
-
-  // frees the blocks of a held prefill. false (nothing done) when `id` is
-  // not held.
-  bool releaseHeld(SeqId id);
+  // what a connector reported for a request waiting for it (`landed.id`
+  // is kWaitingForKv on `from`; the engine checked): with a first token,
+  // the request commits its prompt blocks, appends the token, applies the
+  // stop checks and decodes on (its output is returned); otherwise what
+  // landed is committed and the request waits again at the front.
+  std::optional<RequestOutput> land(const KvConnector* from, const KvConnector::Landed& landed);
+  // frees the blocks of a held request, first caching the full blocks of
+  // its tokens computed when it finished plus `released.num_tokens` more
+  // that landed since. false (nothing done) when it is not held.
+  bool releaseHeld(const KvConnector::Landed& released);
   bool isHeld(SeqId id) const { return held_.contains(id); }
+  std::vector<SeqId> heldIds() const;
 
-  // the checks of addRequest that do not depend on the scheduler's state
-  // (params, prompt length, cache capacity): ok when addRequest would accept
-  // the request. reads only immutable configuration, so any thread may call
-  // it while another runs the scheduler.
-  absl::Status checkRequest(int64_t prompt_len, const SamplingParams& params) const;
-
-  // cancels a waiting, running or awaiting-KV request and frees its blocks. when it is
-  // in the step in flight, onStepResult skips its row. NotFound when unknown
-  // or already finished (a held prefill is finished: see releaseHeld).
+  // cancels a waiting, running or kWaitingForKv request and frees its
+  // blocks (unless a connector holds them: see finished()), or frees a held
+  // one's. when it is in the step in flight, onStepResult skips its row.
+  // NotFound when unknown or already finished.
   absl::Status abort(SeqId id);
 
   // the next step's batch (empty when nothing can run). the previous
@@ -161,17 +153,16 @@ class Scheduler {
 
   int numWaiting() const { return static_cast<int>(waiting_.size()); }
   int numRunning() const { return static_cast<int>(running_.size()); }
-  int numAwaitingKv() const { return num_awaiting_kv_; }
   int numHeld() const { return static_cast<int>(held_.size()); }
-  // requests waiting for their prompt blocks to come back from a lower tier.
-  int numOnboarding() const { return static_cast<int>(onboarding_.size()); }
-  // live requests in any state, awaiting KV included.
+  // requests waiting for a connector (kWaitingForKv).
+  int numWaitingForKv() const { return num_waiting_for_kv_; }
+  // live requests in any state, kWaitingForKv included.
   bool hasUnfinished() const { return !requests_.empty(); }
   // requests that schedule() may compute: waiting or running ones.
   bool hasSchedulable() const { return !waiting_.empty() || !running_.empty(); }
   int64_t numPreemptions() const { return num_preemptions_; }
   // tokens (prompt, or prompt and output after a preemption) that waiting
-  // and running requests still have to prefill (awaiting-KV ones excluded).
+  // and running requests still have to prefill (kWaitingForKv ones excluded).
   int64_t numPrefillTokensQueued() const;
 
  private:
@@ -185,6 +176,9 @@ class Scheduler {
     bool dropped = false;
   };
 
+  // aborts unless a request of `prompt_len` tokens with `params` is within
+  // the limits (see addRequest).
+  void assertFits(int64_t prompt_len, const SamplingParams& params) const;
   // whether `req`'s chunk of n tokens from its num_computed_tokens scores
   // prompt tokens not scored yet.
   static bool chunkScoresPrompt(const Request& req, int n);
@@ -201,15 +195,12 @@ class Scheduler {
   // the most recently admitted running request that may be preempted (not a
   // held prefill); null when none.
   Request* preemptionVictim() const;
-  // the request awaiting KV under `id`, or null.
-  Request* findAwaiting(SeqId id);
   // admits waiting requests while sequences, budget and blocks last.
   void admitWaiting(int& budget);
-  // onboarding requests whose blocks came back rejoin the waiting queue's front.
-  void resumeOnboarded();
-  // searches the lower tiers for req's prompt blocks (once per admission);
-  // true when req now waits aside for them.
-  bool startOnboarding(Request& req);
+  // asks the connectors for `req`'s prompt KV after its `computed` prefix
+  // hits (the front of waiting_): the tokens whose KV it holds now, or
+  // nullopt when it left the queue to wait for KV (kWaitingForKv).
+  std::optional<int> matchExternal(Request& req, int computed);
   void finish(Request& req, FinishReason reason);
   FinishReason checkStop(const Request& req, int32_t token) const;
   Batch buildBatch() const;
@@ -220,11 +211,15 @@ class Scheduler {
   std::deque<Request*> waiting_;
   // admission order: the back is the next preemption victim.
   std::vector<Request*> running_;
-  // held prefills: finished, their blocks still allocated under their id.
-  absl::flat_hash_set<SeqId> held_;
-  int num_awaiting_kv_ = 0;
-  // onboarding ticket -> request waiting for it.
-  absl::flat_hash_map<uint64_t, Request*> onboarding_;
+  // a finished request whose blocks a connector holds: its tokens and how
+  // many of them had KV when it finished.
+  struct Held {
+    std::vector<int32_t> tokens;
+    int num_computed_tokens = 0;
+  };
+  absl::flat_hash_map<SeqId, Held> held_;
+  int num_waiting_for_kv_ = 0;
+  std::vector<KvConnector*> connectors_;
   std::vector<Scheduled> scheduled_;
   // rows of prompt logits this step may still ask for.
   int scoring_rows_left_ = 0;

@@ -1,6 +1,7 @@
 #include "server/worker/generate_call.h"
 
 #include "common/grpc/status_mapping.h"
+#include "generation/request_limits.h"
 #include "proto/convert/finish_reason_proto.h"
 #include "proto/convert/prompt_logprobs_proto.h"
 #include "proto/convert/sampling_params_proto.h"
@@ -30,10 +31,6 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
                                  "this is a prefill worker: it serves Prefill, not Generate"));
     return;
   }
-  if (request.token_ids().empty()) {
-    writer_->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty"));
-    return;
-  }
   absl::StatusOr<generation::SamplingParams> params = rpc::fromProto(request.params());
   if (!params.ok()) {
     // fromProto fails with InvalidArgument only.
@@ -45,47 +42,71 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
   params->grammar_replay_tokens = request.grammar_replay_tokens();
   logprobs_ = params->logprobs.has_value();
   std::vector<int32_t> prompt(request.token_ids().begin(), request.token_ids().end());
+  // the router checked against what this worker reported; this worker's
+  // engine asserts, so what comes over the wire is checked here again.
+  if (absl::Status s = generation::checkRequest(context_.loop->limits(), prompt, *params); !s.ok()) {
+    writer_->finish(grpc_util::toGrpcStatus(s));
+    return;
+  }
   id_ = context_.newRequestId();
   auto self = shared_from_this();
   auto callback = [self](const generation::TokenOutput& out) { self->onOutput(out); };
 
-  // a request scoring its prompt is prefilled here, where its logits are
-  // (RouteQuery::scores_prompt: the router names no P for it).
-  if (!request.prefill_address().empty() && !params->prompt_logprobs) {
-    absl::StatusOr<engine::EngineLoop::KvAllocation> allocation =
-        context_.loop->submitAwaitingKv(id_, prompt, *params, callback);
-    if (allocation.ok()) {
-      submitted_ = true;
-      RemotePrefill::Request remote;
-      remote.id = id_;
-      remote.request_id = request.request_id();
-      remote.prompt = prompt;
-      remote.params = request.params();
-      remote.grammar_replay_tokens = request.grammar_replay_tokens();
-      remote.allocation = std::move(*allocation);
-      remote.prefill_address = request.prefill_address();
-      lock.unlock();
-      // a RemotePrefill may resolve (and deliver outputs) before submit() returns.
-      // weak: the call owns its RemotePrefill, which must not own the call back.
-      std::weak_ptr<GenerateCall> weak = self;
-      remote_ = RemotePrefill::start(context_, std::move(remote), [weak](tandem::v1::PrefillKind kind) {
-        if (auto call = weak.lock()) call->prefill_.store(kind);
-      });
-      return;
-    }
-    if (!absl::IsResourceExhausted(allocation.status())) {
-      writer_->finish(grpc_util::refusalToGrpc(allocation.status()));
-      return;
-    }
-    // D has no free blocks for the prompt now: queue it and prefill it here.
+  // with a prefill worker named, the prompt's KV comes from it: the engine
+  // admits the request with blocks for its whole prompt and startRemote
+  // moves the KV into them. A request scoring its prompt is prefilled here,
+  // where its logits are (the router names no P for it; the connector
+  // declines it too).
+  engine::RemotePrefillConnector* remote = nullptr;
+  if (!request.prefill_address().empty()) {
+    remote = &context_.loop->remotePrefill();
+    RemotePrefill::Request r;
+    r.id = id_;
+    r.request_id = request.request_id();
+    r.prompt = prompt;
+    r.params = request.params();
+    r.grammar_replay_tokens = request.grammar_replay_tokens();
+    r.prefill_address = request.prefill_address();
+    // weak: the call owns its RemotePrefill, which must not own the call back.
+    std::weak_ptr<GenerateCall> weak = self;
+    remote->expect(id_, [weak, r = std::move(r)](
+                            std::optional<engine::RemotePrefillConnector::Allocation> allocation) mutable {
+      if (auto call = weak.lock()) call->startRemote(std::move(r), std::move(allocation));
+    });
   }
-  absl::Status submitted = context_.loop->submit(id_, std::move(prompt), std::move(*params), callback);
+  absl::Status submitted =
+      context_.loop->submit(id_, std::move(prompt), std::move(*params), callback, remote);
   if (!submitted.ok()) {
+    if (remote != nullptr) remote->fail(id_);  // forgets the expectation
     writer_->finish(grpc_util::refusalToGrpc(submitted));
     return;
   }
   submitted_ = true;
-  context_.metrics->countPrefill(tandem::v1::PREFILL_KIND_LOCAL);
+  if (remote == nullptr) context_.metrics->countPrefill(tandem::v1::PREFILL_KIND_LOCAL);
+}
+
+void GenerateCall::startRemote(RemotePrefill::Request request,
+                               std::optional<engine::RemotePrefillConnector::Allocation> allocation) {
+  if (!allocation) {
+    // D had no free blocks for the whole prompt: it prefills it here.
+    context_.metrics->countPrefill(tandem::v1::PREFILL_KIND_LOCAL);
+    return;
+  }
+  request.allocation = std::move(*allocation);
+  std::weak_ptr<GenerateCall> weak = shared_from_this();
+  // it may resolve (and the engine deliver outputs) before start() returns.
+  std::shared_ptr<RemotePrefill> remote =
+      RemotePrefill::start(context_, std::move(request), [weak](tandem::v1::PrefillKind kind) {
+        if (auto call = weak.lock()) call->prefill_.store(kind);
+      });
+  bool gone = false;
+  {
+    std::lock_guard lock(mu_);
+    remote_ = remote;
+    gone = generation_done_;
+  }
+  // the client left while the engine admitted it.
+  if (gone) remote->cancel();
 }
 
 void GenerateCall::onOutput(const generation::TokenOutput& output) {
@@ -133,14 +154,16 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
 
 void GenerateCall::onStreamBroken() {
   bool cancel = false;
+  std::shared_ptr<RemotePrefill> remote;
   {
     std::lock_guard lock(mu_);
     cancel = submitted_ && !generation_done_;
     generation_done_ = true;
+    remote = remote_;
   }
   if (!cancel) return;
   // outside mu_: RemotePrefill::cancel may call back.
-  if (remote_ != nullptr) remote_->cancel();
+  if (remote != nullptr) remote->cancel();
   context_.loop->cancel(id_);
 }
 

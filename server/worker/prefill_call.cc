@@ -4,6 +4,7 @@
 #include "common/call_executor.h"
 #include "common/grpc/status_mapping.h"
 #include "common/status.h"
+#include "generation/request_limits.h"
 #include "proto/convert/sampling_params_proto.h"
 #include "server/kv_transport/endpoint.h"
 #include "server/worker/prompt_block_hashes.h"
@@ -76,8 +77,7 @@ grpc::Status PrefillCall::validate(generation::SamplingParams* params) const {
   }
   const int prompt_len = request_.token_ids_size();
   const int num_blocks = numPromptBlocks(prompt_len, context_.block_size);
-  if (prompt_len == 0) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the prompt is empty");
-  if (request_.skip_blocks() < 0 || request_.skip_blocks() >= num_blocks) {
+  if (prompt_len > 0 && (request_.skip_blocks() < 0 || request_.skip_blocks() >= num_blocks)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("skip_blocks must be in [0, ", num_blocks, ")"));
   }
@@ -91,7 +91,10 @@ grpc::Status PrefillCall::validate(generation::SamplingParams* params) const {
   // D prefills a request scoring its prompt itself: P returns no scores.
   params->prompt_logprobs.reset();
   params->grammar_replay_tokens = request_.grammar_replay_tokens();
-  return grpc::Status::OK;
+  // the engine asserts the limits: what comes over the wire is checked here.
+  const std::span<const int32_t> prompt(request_.token_ids().data(), request_.token_ids().size());
+  return grpc_util::toGrpcStatus(
+      generation::checkRequest(context_.loop->limits(), prompt, *params));
 }
 
 void PrefillCall::begin() {
@@ -123,21 +126,24 @@ void PrefillCall::begin() {
   stream_ = std::move(*stream);
 
   id_ = context_.newRequestId();
-  engine::EngineLoop::PrefillCallbacks callbacks;
   auto self = shared_from_this();
-  callbacks.on_progress = [self](int num_computed, std::span<const int32_t> table) {
+  // the engine holds the prefill's blocks once it is done, until complete()
+  // sent them (the held-prefill connector), and reports each step's progress.
+  engine::HeldPrefillConnector& held = context_.loop->heldPrefills();
+  held.watch(id_, [self](int num_computed, std::span<const int32_t> table) {
     std::lock_guard lock(self->mu_);
     self->num_computed_ = num_computed;
     self->block_table_.assign(table.begin(), table.end());
     self->scheduleLocked();
-  };
-  callbacks.on_done = [self](const generation::TokenOutput& out) {
+  });
+  auto on_done = [self](const generation::TokenOutput& out) {
     std::lock_guard lock(self->mu_);
     self->done_ = out;
     self->scheduleLocked();
   };
-  absl::Status submitted = context_.loop->submitPrefill(id_, prompt, params, std::move(callbacks));
+  absl::Status submitted = context_.loop->submit(id_, prompt, params, std::move(on_done), &held);
   if (!submitted.ok()) {
+    held.release(id_);  // forgets the watch
     stream_.reset();
     staging_.reset();
     finish(grpc_util::toGrpcStatus(submitted, "cannot prefill"));
@@ -206,7 +212,7 @@ grpc::Status PrefillCall::complete(const generation::TokenOutput& done,
   const uint64_t bytes = stream_->bytesSent();
   stream_.reset();
   staging_.reset();
-  context_.loop->releasePrefill(id_);
+  context_.loop->heldPrefills().release(id_);
   if (!status.ok()) return grpc_util::toGrpcStatus(status, "KV transfer failed");
 
   const std::string transport = transportName();

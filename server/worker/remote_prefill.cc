@@ -184,7 +184,7 @@ void RemotePrefill::maybeResolveLocked() {
     for (const auto& t : rpc_response_.top_logprobs()) {
       first.top_logprobs.push_back({t.token_id(), t.logprob()});
     }
-    context_.loop->completeRemotePrefill(id_, std::move(first));
+    context_.loop->remotePrefill().complete(id_, std::move(first));
   } else {
     if (!cancelled_) {
       const std::string reason = failureReasonLocked();
@@ -197,7 +197,7 @@ void RemotePrefill::maybeResolveLocked() {
                    rpc_status_ ? rpc_status_->error_message().c_str() : "");
     }
     on_resolved_(tandem::v1::PREFILL_KIND_REMOTE_FAILED);
-    context_.loop->failRemotePrefill(id_);
+    context_.loop->remotePrefill().fail(id_);
   }
   --context_.transfers_in_flight;
   context_.tracker.leave();

@@ -1,10 +1,12 @@
-// D's side of one remote prefill (DESIGN.md §1, decode-first): with the
-// request already admitted by EngineLoop::submitAwaitingKv, announce the
-// blocks D lacks to the KV receiver, call Worker.Prefill on P, and once BOTH
-// the Prefill reply and the transfer's completion are in:
-//   - both OK → completeRemotePrefill with P's first token (prefill "remote");
+// D's side of one remote prefill (DESIGN.md, decode first): with the
+// request admitted through the engine's RemotePrefillConnector (its blocks
+// allocated), announce the blocks D lacks to the KV receiver, call
+// Worker.Prefill on P, and once BOTH the Prefill reply and the transfer's
+// completion are in:
+//   - both OK → the connector's complete() with P's first token (prefill
+//     "remote");
 //   - either failed (P unreachable or dead, timeout, a corrupt block, ...)
-//     → failRemotePrefill: D prefills locally (prefill "remote_failed").
+//     → its fail(): D prefills locally (prefill "remote_failed").
 // Waiting for both means P stopped writing D's blocks before D reuses them.
 // A failure of one side cancels the other, so the wait is short.
 #pragma once
@@ -33,11 +35,11 @@ class RemotePrefill : public std::enable_shared_from_this<RemotePrefill> {
   struct Request {
     engine::SeqId id = 0;
     std::string request_id;
-    std::span<const int32_t> prompt;
+    std::vector<int32_t> prompt;
     tandem::v1::SamplingParams params;
     // see WorkerGenerateRequest.grammar_replay_tokens.
     int grammar_replay_tokens = 0;
-    engine::EngineLoop::KvAllocation allocation;
+    engine::RemotePrefillConnector::Allocation allocation;
     std::string prefill_address;
   };
 

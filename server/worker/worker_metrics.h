@@ -19,7 +19,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
-#include "kvcache/kv_tier_stats.h"
+#include "kvcache/tiers/kv_tier_stats.h"
 #include "server/engine/engine_loop.h"
 #include "tandem/v1/worker.pb.h"
 

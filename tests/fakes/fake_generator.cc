@@ -36,7 +36,12 @@ void FakeGenerator::setReady(bool ready) {
 
 void FakeGenerator::setMaxModelLen(int len) {
   std::lock_guard lock(mu_);
-  max_model_len_ = len;
+  limits_.max_model_len = len;
+}
+
+void FakeGenerator::setLimits(generation::RequestLimits limits) {
+  std::lock_guard lock(mu_);
+  limits_ = limits;
 }
 
 void FakeGenerator::finish(RequestId id, FinishReason reason) {
@@ -85,6 +90,9 @@ absl::StatusOr<RequestId> FakeGenerator::submit(std::vector<int32_t> prompt,
   if (!scripts_.empty()) {
     script = std::move(scripts_.front());
     scripts_.pop_front();
+  }
+  if (absl::Status limit = generation::checkRequest(limits_, prompt, params); !limit.ok()) {
+    script.refuse = std::move(limit);
   }
   if (!script.refuse.ok()) {
     submits_.push_back({0, std::move(prompt), std::move(params)});
@@ -166,9 +174,9 @@ generation::GeneratorLoad FakeGenerator::load() const {
   return load;
 }
 
-int FakeGenerator::maxModelLen() const {
+generation::RequestLimits FakeGenerator::limits() const {
   std::lock_guard lock(mu_);
-  return max_model_len_;
+  return limits_;
 }
 
 void FakeGenerator::queueLocked(RequestId id, TokenOutput output) {

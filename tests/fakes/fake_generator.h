@@ -62,6 +62,9 @@ class FakeGenerator : public generation::Generator {
   // the next submit's script (FIFO).
   void pushScript(FakeScript script);
   void setReady(bool ready);
+  // what limits() reports; submit checks every request against them with
+  // the real rule (generation::checkRequest) before its script.
+  void setLimits(generation::RequestLimits limits);
   void setMaxModelLen(int len);
 
   // finishes a held request with `reason` (an output with token -1).
@@ -87,7 +90,7 @@ class FakeGenerator : public generation::Generator {
   void cancel(generation::RequestId id) override;
   bool ready() const override;
   generation::GeneratorLoad load() const override;
-  int maxModelLen() const override;
+  generation::RequestLimits limits() const override;
 
  private:
   struct Active {
@@ -114,7 +117,7 @@ class FakeGenerator : public generation::Generator {
   FakeScript default_script_;
   std::deque<FakeScript> scripts_;
   bool ready_ = true;
-  int max_model_len_ = 0;
+  generation::RequestLimits limits_;
   generation::RequestId next_id_ = 1;
   std::vector<Submit> submits_;
   std::vector<generation::RequestId> cancels_;

@@ -2,7 +2,8 @@
 # The layering check (cmake/check_layering.cmake) passes on the source tree
 # and fails, naming the file, on a tree where a lower module includes a
 # higher one: a router file including the engine, the generation value
-# types including the kv cache, the engine including the router.
+# types including the kv cache, the engine including the router, the
+# block pool including the tiers below it.
 # Then, over the built libraries: no front-end library (the router's, the
 # load generator's) has an undefined reference to engine or kernel code,
 # while the worker's does (so the probe can see one).
@@ -41,6 +42,11 @@ expect_rejected server/engine/engine.cc router/generate/served_model.h
 expect_rejected common/http/http_server.cc router/openai/api_error.h
 expect_rejected text/tokenizer/tokenizer.cc server/model/weights.h
 expect_rejected bench/loadgen/runner.cc server/engine/engine.h
+expect_rejected kvcache/kv_cache_manager.cc kvcache/tiers/kv_tier_chain.h
+expect_rejected kvcache/tiers/host_tier.cc server/engine/engine.h
+expect_rejected router/cluster/kv_index.cc kvcache/tiers/kv_tier_stats.h
+expect_accepted kvcache/tiers/kv_tier_chain.cc kvcache/block_pool.h
+expect_accepted server/engine/tier_onboard_connector.cc kvcache/tiers/kv_tier_chain.h
 expect_accepted router/cluster/kv_index.cc kvcache/prefix_hash.h
 expect_accepted server/worker/worker.cc server/engine/engine_loop.h
 expect_accepted cli/main.cc router/frontend/frontend_server.h

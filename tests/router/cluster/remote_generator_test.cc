@@ -118,7 +118,7 @@ TEST_F(RemoteGeneratorTest, StreamsTokensFromTheLeastLoadedDecodeWorker) {
   addWorkers({&d1_, &d2_});
   makeBackend();
   EXPECT_TRUE(generator_->ready());
-  EXPECT_EQ(generator_->maxModelLen(), 512);
+  EXPECT_EQ(generator_->limits().max_model_len, 512);
   Collected out;
   ASSERT_TRUE(submit(5, 6, &out).ok());
   ASSERT_TRUE(waitFor([&] { return out.numFinals() == 1; }));

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "generation/request_limits.h"
 #include "router/generate/admission_api_error.h"
 #include "tests/router/generate/stories_serving.h"
 #include "tests/stories_oracle.h"
@@ -234,19 +235,22 @@ TEST_F(AdmissionTest, TheLargestMaxTokensIsContextLengthExceededNotAnOverflow) {
 TEST_F(AdmissionTest, ClassifiesTheGeneratorsRefusalsByTypeNotByMessage) {
   auto owner = make();
   Admission& admission = *owner;
-  serving_.generator.setMaxModelLen(32);
-  EXPECT_EQ(admission.submitRefused(absl::UnavailableError("no worker"), 5).reason,
+  EXPECT_EQ(admission.submitRefused(absl::UnavailableError("no worker")).reason,
             AdmissionReason::kNotReady);
   // shed by the router (no worker meets the TTFT SLO): try again later.
-  EXPECT_EQ(admission.submitRefused(absl::ResourceExhaustedError("slo"), 5).reason,
+  EXPECT_EQ(admission.submitRefused(absl::ResourceExhaustedError("slo")).reason,
             AdmissionReason::kOverloaded);
-  // the generator's context is smaller than the served model says.
-  AdmissionError e = admission.submitRefused(absl::InvalidArgumentError("too long"), 32);
+  // the generator's context is smaller than the served model says: its
+  // refusal names the limit it checked.
+  const generation::RequestLimits generator{.max_model_len = 32};
+  const absl::Status too_long =
+      generation::checkRequest(generator, std::vector<int32_t>(32, 1), {});
+  AdmissionError e = admission.submitRefused(too_long);
   EXPECT_EQ(e.reason, AdmissionReason::kContextLengthExceeded);
-  EXPECT_EQ(e.message, "too long");
+  EXPECT_EQ(e.message, too_long.message());
   EXPECT_EQ(toApiError(e).code, "context_length_exceeded");
   // a message that speaks of the context length decides nothing.
-  EXPECT_EQ(admission.submitRefused(absl::InvalidArgumentError("the context length"), 31).reason,
+  EXPECT_EQ(admission.submitRefused(absl::InvalidArgumentError("the context length")).reason,
             AdmissionReason::kInvalidRequest);
 }
 

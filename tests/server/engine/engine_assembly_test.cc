@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "generation/request_limits.h"
 #include "gtest/gtest.h"
 #include "tests/stories_oracle.h"
 #include "tests/test_paths.h"
@@ -142,28 +143,33 @@ TEST_F(LocalEngineTest, ThirtyTwoPromptsUnderMemoryPressureMatchRunningAlone) {
   EXPECT_GT(tight->engine().scheduler().numPreemptions(), 0);
 }
 
-TEST_F(LocalEngineTest, RejectsBadRequestsWithClearErrors) {
+// the engine reports its limits; the rule (generation::checkRequest) refuses
+// against them what the engine would assert on.
+TEST_F(LocalEngineTest, ReportsTheLimitsTheRuleChecksRequestsAgainst) {
   auto local = make({.num_threads = 1});
   Engine& eng = local->engine();
-  auto empty = eng.addRequest(1, {}, greedy(4));
-  EXPECT_EQ(empty.code(), absl::StatusCode::kInvalidArgument);
-
-  std::vector<int32_t> too_long(local->maxModelLen() + 1, 5);
-  auto long_status = eng.addRequest(2, too_long, greedy(4));
-  EXPECT_EQ(long_status.code(), absl::StatusCode::kInvalidArgument);
-
-  SamplingParams zero = greedy(0);
-  EXPECT_EQ(eng.addRequest(3, {1, 2}, zero).code(), absl::StatusCode::kInvalidArgument);
-
+  const generation::RequestLimits limits = local->limits();
+  EXPECT_EQ(limits.max_model_len, local->maxModelLen());
+  EXPECT_EQ(limits.vocab_size, 512);
+  EXPECT_EQ(limits.max_kv_tokens, int64_t{local->numBlocks()} * 16);
+  const auto refused = [&](std::vector<int32_t> prompt, const SamplingParams& params) {
+    return generation::checkRequest(limits, prompt, params).code() ==
+           absl::StatusCode::kInvalidArgument;
+  };
+  EXPECT_TRUE(refused({}, greedy(4)));
+  EXPECT_TRUE(refused(std::vector<int32_t>(local->maxModelLen() + 1, 5), greedy(4)));
+  EXPECT_TRUE(refused({1, 2}, greedy(0)));
   SamplingParams hot = greedy(4);
   hot.temperature = -1.0f;
-  EXPECT_EQ(eng.addRequest(4, {1, 2}, hot).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(refused({1, 2}, hot));
   hot.temperature = 1.0f;
   hot.top_p = 1.5f;
-  EXPECT_EQ(eng.addRequest(5, {1, 2}, hot).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(refused({1, 2}, hot));
+  EXPECT_TRUE(refused({1, 512}, greedy(4)));
 
   // a huge max_tokens is clipped by the context: the request ends with "length"
   // when prompt plus output fill the context.
+  ASSERT_TRUE(generation::checkRequest(limits, std::vector<int32_t>{1, 403}, greedy(1 << 30)).ok());
   ASSERT_TRUE(eng.addRequest(6, {1, 403}, greedy(1 << 30)).ok());
   auto results = runAll(eng);
   EXPECT_EQ(results[6].finish, FinishReason::kLength);

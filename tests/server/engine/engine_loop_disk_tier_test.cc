@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kvcache/disk_record.h"
-#include "kvcache/disk_tier.h"
+#include "kvcache/tiers/disk_record.h"
+#include "kvcache/tiers/disk_tier.h"
 #include "server/engine/disk_tier_opener.h"
 #include "server/engine/engine_loop.h"
 #include "tests/server/engine/engine_loop_test_support.h"

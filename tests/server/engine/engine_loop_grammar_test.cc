@@ -191,8 +191,9 @@ TEST_F(EngineLoopGrammarTest, ReplayedTokensTheGrammarRefusesFailTheRequest) {
   ASSERT_TRUE(out.wait());
   EXPECT_EQ(out.finish, FinishReason::kError);
   EXPECT_TRUE(out.tokens.empty());
+  // more replayed tokens than the prompt has: the rule refuses it.
   params.grammar_replay_tokens = static_cast<int>(resumed.size()) + 1;
-  EXPECT_EQ(loop_->submit(2, resumed, params, out.callback()).code(),
+  EXPECT_EQ(generation::checkRequest(loop_->limits(), resumed, params).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -215,17 +216,17 @@ TEST_F(EngineLoopGrammarTest, ThePrefillWorkersFirstTokenFollowsTheGrammar) {
     const SamplingParams params = sampled(grammar, seed);
     Collector out;
     const SeqId id = static_cast<SeqId>(seed + 1);
-    ASSERT_TRUE(decode->submitAwaitingKv(id, prompt_, params, out.callback()).ok());
+    ASSERT_TRUE(testing_support::awaitKv(*decode, id, prompt_, params, out.callback()).ok());
     std::promise<TokenOutput> done;
-    EngineLoop::PrefillCallbacks cb;
-    cb.on_done = [&done](const TokenOutput& o) { done.set_value(o); };
-    ASSERT_TRUE(loop_->submitPrefill(id, prompt_, params, std::move(cb)).ok());
+    ASSERT_TRUE(testing_support::submitPrefill(*loop_, id, prompt_, params, nullptr,
+                                               [&done](const TokenOutput& o) { done.set_value(o); })
+                    .ok());
     const TokenOutput first = done.get_future().get();
-    loop_->releasePrefill(id);
+    loop_->heldPrefills().release(id);
     // (the KV blocks are not copied: D's decode reads garbage KV, which only
     // changes which valid tokens it picks.)
     ASSERT_EQ(tokenizer_->tokenBytes(first.token)[0], '{');
-    decode->completeRemotePrefill(id, first);
+    decode->remotePrefill().complete(id, first);
     ASSERT_TRUE(out.wait());
     ASSERT_FALSE(out.tokens.empty());
     EXPECT_EQ(out.tokens[0], first.token);
@@ -240,11 +241,11 @@ TEST_F(EngineLoopGrammarTest, AFirstTokenTheGrammarRefusesIsPrefilledLocally) {
   const std::string grammar = *grammar::compileJsonSchema(schemas()[14]);
   const SamplingParams params = sampled(grammar, 3);
   Collector out;
-  ASSERT_TRUE(loop_->submitAwaitingKv(1, prompt_, params, out.callback()).ok());
+  ASSERT_TRUE(testing_support::awaitKv(*loop_, 1, prompt_, params, out.callback()).ok());
   TokenOutput bad;
   bad.id = 1;
   bad.token = tokenizer_->encode("hello", false).back();  // not "{"
-  loop_->completeRemotePrefill(1, bad);
+  loop_->remotePrefill().complete(1, bad);
   ASSERT_TRUE(out.wait());
   ASSERT_FALSE(out.tokens.empty());
   EXPECT_NE(out.tokens[0], bad.token);

@@ -1,6 +1,7 @@
-// EngineLoop's prefill-worker side: submitPrefill computes the prompt's KV
-// and its first token, reports progress chunk by chunk, and holds the blocks
-// unchanged until releasePrefill or cancel.
+// EngineLoop's prefill-worker side: a request submitted with the loop's
+// HeldPrefillConnector computes the prompt's KV and its first token, reports
+// progress chunk by chunk, and holds the blocks unchanged until the
+// connector releases them or the request is cancelled.
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -28,20 +29,29 @@ struct PrefillRecorder {
   std::vector<TokenOutput> done;
   int progress_after_done = 0;
 
-  EngineLoop::PrefillCallbacks callbacks() {
-    EngineLoop::PrefillCallbacks cb;
-    cb.on_progress = [this](int computed, std::span<const int32_t> table) {
-      std::lock_guard lock(mu);
-      if (!done.empty()) ++progress_after_done;
-      progress.push_back(computed);
-      tables.emplace_back(table.begin(), table.end());
-    };
-    cb.on_done = [this](const TokenOutput& out) {
-      std::lock_guard lock(mu);
-      done.push_back(out);
-      done_cv.notify_all();
-    };
-    return cb;
+  // submits a prefill of `prompt` under `id` with the held-prefill connector.
+  absl::Status submit(EngineLoop& loop, SeqId id, std::vector<int32_t> prompt,
+                      const SamplingParams& params,
+                      HeldPrefillConnector::ProgressFn also = nullptr) {
+    loop.heldPrefills().watch(id, [this, also](int computed, std::span<const int32_t> table) {
+      {
+        std::lock_guard lock(mu);
+        if (!done.empty()) ++progress_after_done;
+        progress.push_back(computed);
+        tables.emplace_back(table.begin(), table.end());
+      }
+      if (also) also(computed, table);
+    });
+    // max_tokens 1, as the worker's prefill call asks.
+    SamplingParams one = params;
+    one.max_tokens = 1;
+    return loop.submit(id, std::move(prompt), one,
+                       [this](const TokenOutput& out) {
+                         std::lock_guard lock(mu);
+                         done.push_back(out);
+                         done_cv.notify_all();
+                       },
+                       &loop.heldPrefills());
   }
   bool wait() {
     std::unique_lock lock(mu);
@@ -77,7 +87,7 @@ TEST_F(EngineLoopPrefillTest, FirstTokenEqualsTheOraclesAndBlocksAreHeldUntilRel
   std::vector<PrefillRecorder> recorders(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
     // max_tokens is ignored: a prefill samples one token.
-    ASSERT_TRUE(loop_->submitPrefill(i, cases[i].prompt, greedy(40), recorders[i].callbacks()).ok());
+    ASSERT_TRUE(recorders[i].submit(*loop_, i, cases[i].prompt, greedy(40)).ok());
   }
   int held_blocks = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -99,7 +109,7 @@ TEST_F(EngineLoopPrefillTest, FirstTokenEqualsTheOraclesAndBlocksAreHeldUntilRel
   // at most held_blocks blocks are held.
   EXPECT_LT(loop_->stats().num_free_blocks, total);
   EXPECT_GE(loop_->stats().num_free_blocks, total - held_blocks);
-  for (size_t i = 0; i < cases.size(); ++i) loop_->releasePrefill(i);
+  for (size_t i = 0; i < cases.size(); ++i) loop_->heldPrefills().release(i);
   ASSERT_TRUE(eventually([&] { return loop_->stats().num_held_prefills == 0; }));
   EXPECT_EQ(loop_->stats().num_free_blocks, total);
   for (auto& r : recorders) EXPECT_EQ(r.done.size(), 1u);
@@ -110,7 +120,7 @@ TEST_F(EngineLoopPrefillTest, ProgressGrowsChunkByChunkUpToThePromptLength) {
   const Case c = testing_support::oracleCases(20)[1];  // 32 tokens
   const int len = static_cast<int>(c.prompt.size());
   PrefillRecorder r;
-  ASSERT_TRUE(loop_->submitPrefill(1, c.prompt, greedy(1), r.callbacks()).ok());
+  ASSERT_TRUE(r.submit(*loop_, 1, c.prompt, greedy(1)).ok());
   ASSERT_TRUE(r.wait());
   std::vector<int> expected;
   for (int n = 7; n < len; n += 7) expected.push_back(n);
@@ -121,7 +131,7 @@ TEST_F(EngineLoopPrefillTest, ProgressGrowsChunkByChunkUpToThePromptLength) {
   for (const auto& table : r.tables) EXPECT_EQ(table, r.tables.front());
   EXPECT_EQ(r.tables.front().size(), static_cast<size_t>((len + kBlockSize - 1) / kBlockSize));
   EXPECT_EQ(r.done[0].token, c.expected[0]);
-  loop_->releasePrefill(1);
+  loop_->heldPrefills().release(1);
 }
 
 TEST_F(EngineLoopPrefillTest, HeldBlocksStayUnchangedWhileOtherRequestsRun) {
@@ -134,7 +144,7 @@ TEST_F(EngineLoopPrefillTest, HeldBlocksStayUnchangedWhileOtherRequestsRun) {
   ASSERT_EQ(total, 24);
   const Case held = testing_support::oracleCases(20)[3];  // 31 tokens: 8 blocks
   PrefillRecorder r;
-  ASSERT_TRUE(loop_->submitPrefill(9, held.prompt, greedy(1), r.callbacks()).ok());
+  ASSERT_TRUE(r.submit(*loop_, 9, held.prompt, greedy(1)).ok());
   ASSERT_TRUE(r.wait());
   const std::vector<int32_t> table = r.tables.back();
   const std::vector<uint8_t> before = blockBytesOf(table);
@@ -152,7 +162,7 @@ TEST_F(EngineLoopPrefillTest, HeldBlocksStayUnchangedWhileOtherRequestsRun) {
   }
   EXPECT_EQ(blockBytesOf(table), before);
   EXPECT_EQ(loop_->stats().num_held_prefills, 1);
-  loop_->releasePrefill(9);
+  loop_->heldPrefills().release(9);
   ASSERT_TRUE(eventually([&] { return loop_->stats().num_held_prefills == 0; }));
   EXPECT_EQ(loop_->stats().num_free_blocks, total);
 }
@@ -161,19 +171,18 @@ TEST_F(EngineLoopPrefillTest, CancelOfAHeldPrefillFreesItsBlocksWithoutASecondOu
   start(512);
   const int total = loop_->stats().num_blocks;
   PrefillRecorder r;
-  ASSERT_TRUE(loop_->submitPrefill(3, testing_support::oracleCases(20)[0].prompt, greedy(1),
-                                   r.callbacks()).ok());
+  ASSERT_TRUE(r.submit(*loop_, 3, testing_support::oracleCases(20)[0].prompt, greedy(1)).ok());
   ASSERT_TRUE(r.wait());
   ASSERT_TRUE(eventually([&] { return loop_->stats().num_held_prefills == 1; }));
   EXPECT_LT(loop_->stats().num_free_blocks, total);
   loop_->cancel(3);
   ASSERT_TRUE(eventually([&] { return loop_->stats().num_held_prefills == 0; }));
   EXPECT_EQ(loop_->stats().num_free_blocks, total);
-  loop_->releasePrefill(3);  // already gone: ignored.
+  loop_->heldPrefills().release(3);  // already gone: ignored.
   loop_->cancel(3);
   // a later request with the same id is a new request.
   PrefillRecorder again;
-  ASSERT_TRUE(loop_->submitPrefill(3, {1, 2, 3}, greedy(1), again.callbacks()).ok());
+  ASSERT_TRUE(again.submit(*loop_, 3, {1, 2, 3}, greedy(1)).ok());
   ASSERT_TRUE(again.wait());
   EXPECT_EQ(again.done[0].finish_reason, FinishReason::kLength);
   loop_->stop();
@@ -182,18 +191,14 @@ TEST_F(EngineLoopPrefillTest, CancelOfAHeldPrefillFreesItsBlocksWithoutASecondOu
   EXPECT_EQ(loop_->stats().num_free_blocks, total);  // stop() freed the held blocks.
 }
 
-TEST_F(EngineLoopPrefillTest, ReleaseBeforeDoneCancelsThePrefillWithAbort) {
+TEST_F(EngineLoopPrefillTest, CancelBeforeDoneAbortsThePrefill) {
   start(1);  // one token a step: the prefill is still under way at its first report.
   const int total = loop_->stats().num_blocks;
   PrefillRecorder r;
-  EngineLoop::PrefillCallbacks cb = r.callbacks();
-  auto record = cb.on_progress;
-  cb.on_progress = [&, record](int computed, std::span<const int32_t> table) {
-    record(computed, table);
-    if (computed == 1) loop_->releasePrefill(5);  // runs before the next step.
-  };
-  ASSERT_TRUE(loop_->submitPrefill(5, testing_support::oracleCases(20)[2].prompt, greedy(1),
-                                   std::move(cb)).ok());
+  ASSERT_TRUE(r.submit(*loop_, 5, testing_support::oracleCases(20)[2].prompt, greedy(1),
+                       [&](int computed, std::span<const int32_t>) {
+                         if (computed == 1) loop_->cancel(5);  // runs before the next step.
+                       }).ok());
   ASSERT_TRUE(r.wait());
   EXPECT_EQ(r.done[0].finish_reason, FinishReason::kAbort);
   EXPECT_EQ(r.done[0].token, -1);
@@ -202,15 +207,11 @@ TEST_F(EngineLoopPrefillTest, ReleaseBeforeDoneCancelsThePrefillWithAbort) {
   EXPECT_EQ(loop_->stats().num_held_prefills, 0);
 }
 
-TEST_F(EngineLoopPrefillTest, RefusesBadPrefillsAtOnce) {
+TEST_F(EngineLoopPrefillTest, RefusesPrefillsOnceStopped) {
   start(512);
   PrefillRecorder r;
-  EXPECT_EQ(loop_->submitPrefill(1, {}, greedy(1), r.callbacks()).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(loop_->submitPrefill(2, {1, loop_->vocabSize()}, greedy(1), r.callbacks()).code(),
-            absl::StatusCode::kInvalidArgument);
   loop_->stop();
-  EXPECT_EQ(loop_->submitPrefill(3, {1, 2}, greedy(1), r.callbacks()).code(),
+  EXPECT_EQ(r.submit(*loop_, 3, {1, 2}, greedy(1)).code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(r.done.empty());
 }

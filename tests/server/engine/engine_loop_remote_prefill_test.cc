@@ -1,7 +1,8 @@
 // EngineLoop's decode-worker side, with a second loop as the prefill worker:
-// blocks allocated by submitAwaitingKv, filled with P's held blocks by a
-// plain memcpy (as the shm transport does), complete to the oracle; a failed
-// remote prefill never lets its blocks into the prefix cache.
+// blocks allocated through the RemotePrefillConnector, filled with P's held
+// blocks by a plain memcpy (as the shm transport does), complete to the
+// oracle; a failed remote prefill never lets its blocks into the prefix
+// cache.
 #include <algorithm>
 #include <cstring>
 #include <future>
@@ -46,22 +47,23 @@ class EngineLoopRemotePrefillTest : public ::testing::Test {
   }
 
   // prefills `prompt` on P and returns its first output and block table;
-  // the blocks stay held until P->releasePrefill(id).
+  // the blocks stay held until P releases them.
   TokenOutput prefillOnP(SeqId id, const std::vector<int32_t>& prompt,
                           const SamplingParams& params, std::vector<int32_t>* table) {
     std::promise<TokenOutput> done;
-    EngineLoop::PrefillCallbacks cb;
-    cb.on_progress = [table](int, std::span<const int32_t> t) { table->assign(t.begin(), t.end()); };
-    cb.on_done = [&done](const TokenOutput& out) { done.set_value(out); };
-    EXPECT_TRUE(prefill_->submitPrefill(id, prompt, params, std::move(cb)).ok());
+    EXPECT_TRUE(testing_support::submitPrefill(
+                    *prefill_, id, prompt, params,
+                    [table](int, std::span<const int32_t> t) { table->assign(t.begin(), t.end()); },
+                    [&done](const TokenOutput& out) { done.set_value(out); })
+                    .ok());
     return done.get_future().get();
   }
 
   // the whole disaggregated flow for one request: D allocates, P prefills,
   // the blocks D lacks are copied, D completes. returns D's allocation.
-  EngineLoop::KvAllocation remotePrefill(SeqId id, const std::vector<int32_t>& prompt,
-                                         const SamplingParams& params, Collector& out) {
-    auto allocation = decode_->submitAwaitingKv(id, prompt, params, out.callback());
+  RemotePrefillConnector::Allocation remotePrefill(SeqId id, const std::vector<int32_t>& prompt,
+                                                  const SamplingParams& params, Collector& out) {
+    auto allocation = testing_support::awaitKv(*decode_, id, prompt, params, out.callback());
     EXPECT_TRUE(allocation.ok()) << allocation.status();
     if (!allocation.ok()) return {};
     std::vector<int32_t> p_table;
@@ -71,8 +73,8 @@ class EngineLoopRemotePrefillTest : public ::testing::Test {
       std::memcpy(block(*decode_, allocation->block_ids[b]), block(*prefill_, p_table[b]),
                   blockBytes());
     }
-    prefill_->releasePrefill(id);
-    decode_->completeRemotePrefill(id, first);
+    prefill_->heldPrefills().release(id);
+    decode_->remotePrefill().complete(id, first);
     return *allocation;
   }
 
@@ -140,11 +142,11 @@ TEST_F(EngineLoopRemotePrefillTest, FailedRemotePrefillRecomputesLocallyAndNever
   const Case c = testing_support::oracleCases(20)[4];
   const SamplingParams params = greedy(static_cast<int>(c.expected.size()));
   Collector out;
-  auto allocation = decode_->submitAwaitingKv(1, c.prompt, params, out.callback());
+  auto allocation = testing_support::awaitKv(*decode_, 1, c.prompt, params, out.callback());
   ASSERT_TRUE(allocation.ok()) << allocation.status();
   // P died after writing garbage (NaN bits) into every block.
   for (int32_t id : allocation->block_ids) std::memset(block(*decode_, id), 0xFF, blockBytes());
-  decode_->failRemotePrefill(1);
+  decode_->remotePrefill().fail(1);
   ASSERT_TRUE(out.wait());
   EXPECT_EQ(out.tokens, c.expected);
   EXPECT_EQ(out.first().num_cached_tokens, 0);
@@ -157,8 +159,8 @@ TEST_F(EngineLoopRemotePrefillTest, FailedRemotePrefillRecomputesLocallyAndNever
   EXPECT_GT(again.first().num_cached_tokens, 0);
   EXPECT_EQ(again.tokens, c.expected);
   // late calls for a request no longer awaiting KV are ignored.
-  decode_->completeRemotePrefill(1, out.first());
-  decode_->failRemotePrefill(1);
+  decode_->remotePrefill().complete(1, out.first());
+  decode_->remotePrefill().fail(1);
 }
 
 TEST_F(EngineLoopRemotePrefillTest, AFailureAfterACacheHitKeepsTheHitAndDropsTheRest) {
@@ -168,40 +170,42 @@ TEST_F(EngineLoopRemotePrefillTest, AFailureAfterACacheHitKeepsTheHitAndDropsThe
   ASSERT_TRUE(decode_->submit(1, c.prompt, params, warm.callback()).ok());
   ASSERT_TRUE(warm.wait());
   Collector out;
-  auto allocation = decode_->submitAwaitingKv(2, c.prompt, params, out.callback());
+  auto allocation = testing_support::awaitKv(*decode_, 2, c.prompt, params, out.callback());
   ASSERT_TRUE(allocation.ok());
   ASSERT_GT(allocation->num_cached_tokens, 0);
   for (size_t b = allocation->num_cached_tokens / kBlockSize; b < allocation->block_ids.size(); ++b) {
     std::memset(block(*decode_, allocation->block_ids[b]), 0xFF, blockBytes());
   }
-  decode_->failRemotePrefill(2);
+  decode_->remotePrefill().fail(2);
   ASSERT_TRUE(out.wait());
   EXPECT_EQ(out.tokens, c.expected);
   EXPECT_EQ(out.first().num_cached_tokens, allocation->num_cached_tokens);
 }
 
-TEST_F(EngineLoopRemotePrefillTest, RefusesWhenTheBlocksAreNotFreeChangingNothing) {
+TEST_F(EngineLoopRemotePrefillTest, WhenTheBlocksAreNotFreeTheRequestPrefillsLocally) {
   startDecode(12);
   ASSERT_EQ(decode_->stats().num_blocks, 12);
   const auto cases = testing_support::oracleCases(20);  // 24..32 tokens: 6..8 blocks
   Collector a;
-  auto first = decode_->submitAwaitingKv(1, cases[1].prompt, greedy(8), a.callback());
+  auto first = testing_support::awaitKv(*decode_, 1, cases[1].prompt, greedy(8), a.callback());
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->block_ids.size(), 8u);
   ASSERT_TRUE(eventually([&] { return decode_->stats().num_awaiting_kv == 1; }));
   EXPECT_EQ(decode_->stats().num_free_blocks, 4);
+  // the second's whole prompt does not fit beside it: it is declined and
+  // queued to prefill here, where it waits for the awaiting one's blocks.
   Collector b;
-  auto second = decode_->submitAwaitingKv(2, cases[3].prompt, greedy(8), b.callback());
+  auto second = testing_support::awaitKv(*decode_, 2, cases[3].prompt, greedy(8), b.callback());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(decode_->stats().num_free_blocks, 4);
-  // the same id again is refused too, and so is a request the cache could never hold.
-  EXPECT_EQ(decode_->submitAwaitingKv(1, cases[0].prompt, greedy(4), b.callback()).status().code(),
-            absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(decode_->submitAwaitingKv(3, cases[0].prompt, greedy(40), b.callback()).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  // a queued request waits for the awaiting one's blocks and then runs.
-  ASSERT_TRUE(decode_->submit(2, cases[3].prompt, greedy(8), b.callback()).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // the same id again is refused (a request the cache could never hold is
+  // the rule's to refuse, before the loop).
+  Collector c;
+  ASSERT_TRUE(decode_->submit(1, cases[0].prompt, greedy(4), c.callback()).ok());
+  ASSERT_TRUE(c.wait());
+  EXPECT_EQ(c.finish, FinishReason::kError);
+  EXPECT_EQ(generation::limitKind(
+                generation::checkRequest(decode_->limits(), cases[0].prompt, greedy(40))),
+            generation::LimitKind::kCacheFit);
   EXPECT_EQ(b.numOutputs(), 0u);
   decode_->cancel(1);
   ASSERT_TRUE(a.wait());
@@ -218,16 +222,16 @@ TEST_F(EngineLoopRemotePrefillTest, CancelWorksInEveryStateWithExactlyOneFinalOu
   const auto cases = testing_support::oracleCases(20);
   // awaiting KV.
   Collector awaiting;
-  ASSERT_TRUE(decode_->submitAwaitingKv(1, cases[0].prompt, greedy(8), awaiting.callback()).ok());
+  ASSERT_TRUE(testing_support::awaitKv(*decode_, 1, cases[0].prompt, greedy(8), awaiting.callback()).ok());
   decode_->cancel(1);
   ASSERT_TRUE(awaiting.wait());
   EXPECT_EQ(awaiting.finish, FinishReason::kAbort);
-  decode_->completeRemotePrefill(1, TokenOutput{1, cases[0].expected[0]});  // ignored.
+  decode_->remotePrefill().complete(1, TokenOutput{1, cases[0].expected[0]});  // ignored.
   // fell back to local prefill (waiting or running), with a long generation.
   Collector fallback;
   SamplingParams long_run = greedy(400);
-  ASSERT_TRUE(decode_->submitAwaitingKv(2, cases[1].prompt, long_run, fallback.callback()).ok());
-  decode_->failRemotePrefill(2);
+  ASSERT_TRUE(testing_support::awaitKv(*decode_, 2, cases[1].prompt, long_run, fallback.callback()).ok());
+  decode_->remotePrefill().fail(2);
   ASSERT_TRUE(eventually([&] { return fallback.numOutputs() >= 3; }));
   decode_->cancel(2);
   ASSERT_TRUE(fallback.wait());
@@ -242,7 +246,7 @@ TEST_F(EngineLoopRemotePrefillTest, CancelWorksInEveryStateWithExactlyOneFinalOu
   ASSERT_TRUE(eventually([&] { return decode_->stats().num_free_blocks == total; }));
   // an awaiting request at stop() ends with kAbort.
   Collector at_stop;
-  ASSERT_TRUE(decode_->submitAwaitingKv(4, cases[3].prompt, greedy(8), at_stop.callback()).ok());
+  ASSERT_TRUE(testing_support::awaitKv(*decode_, 4, cases[3].prompt, greedy(8), at_stop.callback()).ok());
   decode_->stop();
   ASSERT_TRUE(at_stop.wait());
   EXPECT_EQ(at_stop.finish, FinishReason::kAbort);
@@ -276,8 +280,8 @@ TEST_F(EngineLoopRemotePrefillTest, AFirstTokenThatStopsFinishesAtOnceAndFreesTh
   EXPECT_EQ(decode_->stats().num_running, 0);
   // an out-of-vocabulary first token is not trusted: D prefills locally.
   Collector bad;
-  ASSERT_TRUE(decode_->submitAwaitingKv(3, c.prompt, greedy(4), bad.callback()).ok());
-  decode_->completeRemotePrefill(3, TokenOutput{3, decode_->vocabSize()});
+  ASSERT_TRUE(testing_support::awaitKv(*decode_, 3, c.prompt, greedy(4), bad.callback()).ok());
+  decode_->remotePrefill().complete(3, TokenOutput{3, decode_->vocabSize()});
   ASSERT_TRUE(bad.wait());
   EXPECT_EQ(bad.tokens, std::vector<int32_t>(c.expected.begin(), c.expected.begin() + 4));
 }

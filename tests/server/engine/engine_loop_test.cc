@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "generation/request_limits.h"
 #include "gtest/gtest.h"
 #include "tests/server/engine/engine_loop_test_support.h"
 #include "tests/stories_oracle.h"
@@ -74,24 +75,19 @@ TEST_F(EngineLoopTest, CancelEndsARequestWithAbortAndFreesItsBlocks) {
   loop_->cancel(12345);
 }
 
-TEST_F(EngineLoopTest, RefusesBadRequestsAtOnceWithoutCallingBack) {
-  bool called = false;
-  auto cb = [&](const TokenOutput&) { called = true; };
-  EXPECT_EQ(loop_->submit(1, {}, greedy(4), cb).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(loop_->submit(2, {1, loop_->vocabSize()}, greedy(4), cb).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(loop_->submit(3, {1, -1}, greedy(4), cb).code(), absl::StatusCode::kInvalidArgument);
-  SamplingParams bad = greedy(4);
-  bad.temperature = -1;
-  EXPECT_EQ(loop_->submit(4, {1, 2}, bad, cb).code(), absl::StatusCode::kInvalidArgument);
-  std::vector<int32_t> too_long(loop_->maxModelLen(), 1);
-  EXPECT_EQ(loop_->submit(5, too_long, greedy(4), cb).code(), absl::StatusCode::kInvalidArgument);
+// what the loop's limits() report is what the rule refuses against; the
+// loop itself asserts them (the front ends checked).
+TEST_F(EngineLoopTest, ItsLimitsAreTheEnginesAndItAssertsThem) {
+  const generation::RequestLimits limits = loop_->limits();
+  EXPECT_EQ(limits.max_model_len, loop_->maxModelLen());
+  EXPECT_EQ(limits.vocab_size, loop_->vocabSize());
   SamplingParams biased = greedy(4);
   biased.logit_bias = {{loop_->vocabSize(), 1.0f}};
-  absl::Status refused = loop_->submit(6, {1, 2}, biased, cb);
-  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(refused.message(), "logit_bias token id 512 is outside the vocabulary [0, 512)");
-  EXPECT_FALSE(called);
+  EXPECT_EQ(generation::checkRequest(limits, std::vector<int32_t>{1, 2}, biased).message(),
+            "logit_bias token id 512 is outside the vocabulary [0, 512)");
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH((void)loop_->submit(1, {1, loop_->vocabSize()}, greedy(4), [](const TokenOutput&) {}),
+               "TANDEM_CHECK failed");
 }
 
 TEST_F(EngineLoopTest, StopEndsUnfinishedRequestsAndRefusesNewOnes) {

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -101,6 +103,44 @@ inline std::unique_ptr<EngineLoop> makeLoop(const EngineAssemblyOptions& options
   EXPECT_TRUE(local.ok()) << local.status();
   if (!local.ok()) return nullptr;
   return std::make_unique<EngineLoop>(std::move(*local));
+}
+
+// the decode worker's side of a remote prefill: submits `prompt` under
+// `id` with the loop's RemotePrefillConnector and waits until the engine
+// admitted it: the blocks to fill, or ResourceExhausted when the loop
+// declined (the request then prefills itself). Not from the loop's thread.
+inline absl::StatusOr<RemotePrefillConnector::Allocation> awaitKv(
+    EngineLoop& loop, SeqId id, std::vector<int32_t> prompt, const SamplingParams& params,
+    EngineLoop::OutputCallback callback) {
+  auto allocated =
+      std::make_shared<std::promise<std::optional<RemotePrefillConnector::Allocation>>>();
+  std::future<std::optional<RemotePrefillConnector::Allocation>> done = allocated->get_future();
+  loop.remotePrefill().expect(
+      id, [allocated](std::optional<RemotePrefillConnector::Allocation> a) {
+        allocated->set_value(std::move(a));
+      });
+  absl::Status submitted =
+      loop.submit(id, std::move(prompt), params, std::move(callback), &loop.remotePrefill());
+  if (!submitted.ok()) return submitted;
+  if (done.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    return absl::DeadlineExceededError("not admitted in 30 s");
+  }
+  std::optional<RemotePrefillConnector::Allocation> allocation = done.get();
+  if (!allocation) return absl::ResourceExhaustedError("declined: prefills locally");
+  return std::move(*allocation);
+}
+
+// the prefill worker's side: submits a prefill of `prompt` under `id` with
+// the loop's HeldPrefillConnector (max_tokens 1); its blocks stay held
+// after `on_done` until loop.heldPrefills().release(id).
+inline absl::Status submitPrefill(EngineLoop& loop, SeqId id, std::vector<int32_t> prompt,
+                                  SamplingParams params,
+                                  HeldPrefillConnector::ProgressFn on_progress,
+                                  EngineLoop::OutputCallback on_done) {
+  loop.heldPrefills().watch(id, std::move(on_progress));
+  params.max_tokens = 1;
+  return loop.submit(id, std::move(prompt), std::move(params), std::move(on_done),
+                     &loop.heldPrefills());
 }
 
 // polls `pred` for up to 10 s (stats are published after each step).

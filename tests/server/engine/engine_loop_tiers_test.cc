@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kvcache/kv_tier_stats.h"
+#include "kvcache/tiers/kv_tier_stats.h"
 #include "server/engine/engine_loop.h"
-#include "tests/kvcache/manual_tier.h"
+#include "tests/kvcache/tiers/manual_tier.h"
 #include "tests/server/engine/engine_loop_test_support.h"
 
 namespace tandem::engine {
@@ -105,7 +105,7 @@ TEST(EngineLoopTiersTest, APromptPushedOutOfG1ComesBackFromHostMemory) {
   EXPECT_GT(host_blocks, 0);
 }
 
-TEST(EngineLoopTiersTest, PrefillAndAwaitingKvRequestsAlsoHitHostMemory) {
+TEST(EngineLoopTiersTest, PrefillAndRemotePrefillRequestsAlsoHitHostMemory) {
   auto loop = makeLoop(tieredOptions(4 << 20));
   ASSERT_NE(loop, nullptr);
   const std::vector<Case> cases = oracleCases(24);
@@ -114,21 +114,22 @@ TEST(EngineLoopTiersTest, PrefillAndAwaitingKvRequestsAlsoHitHostMemory) {
   runCase(*loop, 3, cases[3]);
   // P's side: a prefill for another worker onboards from its own G2.
   Collector prefill;
-  EngineLoop::PrefillCallbacks callbacks;
-  callbacks.on_done = prefill.callback();
-  ASSERT_TRUE(loop->submitPrefill(4, cases[0].prompt, greedy(1), std::move(callbacks)).ok());
+  ASSERT_TRUE(testing_support::submitPrefill(*loop, 4, cases[0].prompt, greedy(1), nullptr,
+                                             prefill.callback())
+                  .ok());
   ASSERT_TRUE(prefill.wait());
   EXPECT_EQ(prefill.first().token, cases[0].expected[0]);
   EXPECT_EQ(prefill.first().num_cached_tokens, maxHit(cases[0]));
-  loop->releasePrefill(4);
+  loop->heldPrefills().release(4);
   runCase(*loop, 5, cases[1]);
   runCase(*loop, 6, cases[3]);
-  // D's side: an awaiting-KV admission is answered with G2's blocks cached.
+  // D's side: a remote prefill's admission is answered with G2's blocks cached.
   Collector awaiting;
-  auto allocation = loop->submitAwaitingKv(7, cases[0].prompt, greedy(4), awaiting.callback());
+  auto allocation =
+      testing_support::awaitKv(*loop, 7, cases[0].prompt, greedy(4), awaiting.callback());
   ASSERT_TRUE(allocation.ok()) << allocation.status();
   EXPECT_EQ(allocation->num_cached_tokens, maxHit(cases[0]));
-  loop->failRemotePrefill(7);  // prefills locally from its hits
+  loop->remotePrefill().fail(7);  // prefills locally from its hits
   ASSERT_TRUE(awaiting.wait());
   EXPECT_EQ(awaiting.tokens, std::vector<int32_t>(cases[0].expected.begin(), cases[0].expected.begin() + 4));
 }

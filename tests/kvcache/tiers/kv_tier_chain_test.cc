@@ -1,7 +1,9 @@
 // The tiers below the block pool with a real KvCacheManager and HostTier:
-// offload on eviction, onboarding (sync from G2, async from a G3 stand-in),
-// demotion, watermarks and failed loads.
-#include "kvcache/kv_tier_chain.h"
+// offload on eviction, loads back into pool blocks (sync from G2, async
+// from a G3 stand-in), demotion, watermarks and failed loads. (The engine's
+// TierOnboardConnector decides what to load for a request; here the test
+// drives the chain itself.)
+#include "kvcache/tiers/kv_tier_chain.h"
 
 #include <memory>
 #include <numeric>
@@ -10,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "kvcache/kv_cache_manager.h"
 #include "kvcache/kv_event_log.h"
-#include "tests/kvcache/manual_tier.h"
+#include "tests/kvcache/tiers/manual_tier.h"
 
 namespace tandem::kvcache {
 namespace {
@@ -28,6 +30,44 @@ std::vector<int32_t> tokens(int first, int n) {
   return out;
 }
 
+// loads of one prompt back into the pool, started.
+struct Onboarding {
+  uint64_t ticket = 0;
+  bool done = false;  // every load completed in startLoads (G2 only)
+  int blocks = 0;     // 0: nothing below G1 continues the prompt
+};
+
+// the full blocks of `prompt` (its last token excluded, as a prefix hit
+// always recomputes it) that the tiers hold (G3 too with `disk`), loaded
+// into the blocks of a new sequence `seq` of `kv`.
+Onboarding startOnboard(KvCacheManager& kv, KvTierChain& chain, SeqId seq,
+                        const std::vector<int32_t>& prompt, bool disk) {
+  const size_t full = (prompt.size() - 1) / kBlockSize;
+  const std::vector<BlockHash> hashes =
+      blockHashes(std::span<const int32_t>(prompt).first(full * kBlockSize), kBlockSize);
+  size_t n = 0;
+  while (n < hashes.size() && chain.locate(hashes[n], disk)) ++n;
+  if (n == 0) return {};
+  EXPECT_EQ(kv.allocatePrompt(seq, {}), 0);
+  EXPECT_TRUE(kv.appendSlots(seq, static_cast<int>(n) * kBlockSize).ok());
+  std::vector<KvTierChain::Load> loads;
+  for (size_t b = 0; b < n; ++b) loads.push_back({hashes[b], kv.blockTable(seq)[b]});
+  const KvTierChain::Started started = chain.startLoads(loads);
+  return {started.ticket, started.done, static_cast<int>(n)};
+}
+
+// the leading loaded blocks go to the prefix cache and `seq` is freed;
+// returns how many loaded.
+int finishOnboard(KvCacheManager& kv, KvTierChain& chain, SeqId seq,
+                  const std::vector<int32_t>& prompt, uint64_t ticket) {
+  const std::vector<bool> loaded = chain.finishLoads(ticket);
+  int good = 0;
+  while (good < static_cast<int>(loaded.size()) && loaded[good]) ++good;
+  kv.commitFullBlocks(seq, std::span<const int32_t>(prompt).first(good * kBlockSize));
+  kv.freeSequence(seq);
+  return good;
+}
+
 class KvTierChainTest : public ::testing::Test {
  protected:
   void SetUp() override { kv_.setEventListener(&log_); }
@@ -41,7 +81,7 @@ class KvTierChainTest : public ::testing::Test {
       chain_.setDiskTier(std::move(g3), "manual");
     }
     chain_.setEventListener(&log_);
-    kv_.setTiers(&chain_);
+    kv_.setEvictionListener(&chain_);
   }
 
   // computes `prompt` as a sequence would: block b gets bytes of seed
@@ -64,6 +104,13 @@ class KvTierChainTest : public ::testing::Test {
       EXPECT_TRUE(io_.holds(table[b], seed_base + static_cast<int>(b))) << "block " << b;
     }
     kv_.freeSequence(seq);
+  }
+
+  Onboarding startOnboard(SeqId seq, const std::vector<int32_t>& prompt, bool disk) {
+    return kvcache::startOnboard(kv_, chain_, seq, prompt, disk);
+  }
+  int finishOnboard(SeqId seq, const std::vector<int32_t>& prompt, uint64_t ticket) {
+    return kvcache::finishOnboard(kv_, chain_, seq, prompt, ticket);
   }
 
   KvTierStats statsOf(KvTier tier) const {
@@ -94,8 +141,9 @@ TEST_F(KvTierChainTest, EvictedBlocksGoToHostMemoryAndComeBackBitExact) {
   EXPECT_EQ(kv_.allocatePrompt(3, a_), 0);  // gone from G1
   kv_.freeSequence(3);
 
-  const auto onboard = kv_.onboardPrompt(a_, /*include_disk=*/false);
-  EXPECT_EQ(onboard.state, KvCacheManager::OnboardState::kDone);
+  const Onboarding onboard = startOnboard(9, a_, /*disk=*/false);
+  EXPECT_TRUE(onboard.done);
+  EXPECT_EQ(finishOnboard(9, a_, onboard.ticket), 3);
   expectHitsHold(4, a_, 10, 12);
   const KvTierStats host = statsOf(KvTier::kHost);
   EXPECT_EQ(host.hits, 3u);
@@ -103,7 +151,6 @@ TEST_F(KvTierChainTest, EvictedBlocksGoToHostMemoryAndComeBackBitExact) {
   EXPECT_EQ(host.bytes_read, 3 * kChainBlockBytes);
   EXPECT_EQ(host.bytes_written, 3 * kChainBlockBytes);
   EXPECT_EQ(host.read_seconds.count, 3u);
-  EXPECT_EQ(kv_.onboardedTokens(), 12);
   // the blocks are now in G1 and G2 both, each listed with its tier.
   int device = 0, in_host = 0;
   for (const BlockStored& b : log_.snapshot().blocks) {
@@ -117,7 +164,9 @@ TEST_F(KvTierChainTest, AnEvictedBlockAlreadyBelowIsNotStoredAgain) {
   useTiers(8, false);
   compute(1, a_, 10);
   compute(2, b_, 50, false);
-  ASSERT_EQ(kv_.onboardPrompt(a_, false).state, KvCacheManager::OnboardState::kDone);
+  const Onboarding onboard = startOnboard(9, a_, false);
+  ASSERT_TRUE(onboard.done);
+  ASSERT_EQ(finishOnboard(9, a_, onboard.ticket), 3);
   compute(3, b_, 50, false);  // evicts the onboarded copies again
   EXPECT_EQ(statsOf(KvTier::kHost).offloads, 3u);
 }
@@ -127,18 +176,19 @@ TEST_F(KvTierChainTest, DiskLoadsArePendingUntilTheTierCompletesThem) {
   compute(1, a_, 10);
   compute(2, b_, 50, false);  // evicts a's blocks straight into G3
   EXPECT_EQ(g3_->numBlocks(), 3);
-  // G3 is not looked at without include_disk.
-  EXPECT_EQ(kv_.onboardPrompt(a_, false).state, KvCacheManager::OnboardState::kNone);
-  const auto onboard = kv_.onboardPrompt(a_, true);
-  ASSERT_EQ(onboard.state, KvCacheManager::OnboardState::kPending);
-  EXPECT_EQ(kv_.numOnboarding(), 1);
+  // G3 is not looked at without `disk`.
+  EXPECT_EQ(startOnboard(9, a_, false).blocks, 0);
+  const Onboarding onboard = startOnboard(9, a_, true);
+  ASSERT_FALSE(onboard.done);
+  EXPECT_EQ(chain_.numLoadsInFlight(), 1);
   ASSERT_TRUE(g3_->waitForPendingLoads(3));
-  EXPECT_TRUE(kv_.finishOnboards().empty());
+  EXPECT_TRUE(chain_.takeCompleted().empty());
   // the destination blocks are held meanwhile.
   EXPECT_EQ(kv_.numFreeBlocks(), kG1Blocks - 3);
   g3_->completePendingLoads();
-  EXPECT_EQ(kv_.finishOnboards(), std::vector<uint64_t>{onboard.ticket});
-  EXPECT_EQ(kv_.numOnboarding(), 0);
+  EXPECT_EQ(chain_.takeCompleted(), std::vector<uint64_t>{onboard.ticket});
+  EXPECT_EQ(finishOnboard(9, a_, onboard.ticket), 3);
+  EXPECT_EQ(chain_.numLoadsInFlight(), 0);
   expectHitsHold(3, a_, 10, 12);
   EXPECT_EQ(statsOf(KvTier::kDisk).onboards, 3u);
   EXPECT_EQ(statsOf(KvTier::kDisk).io_mode, "manual");
@@ -151,7 +201,7 @@ TEST_F(KvTierChainTest, DeviceMemoryLoadsGoThroughStaging) {
   ManualTier* disk = g3.get();
   chain.setDiskTier(std::move(g3), "manual");
   KvCacheManager kv(kG1Blocks, kBlockSize);
-  kv.setTiers(&chain);
+  kv.setEvictionListener(&chain);
   ASSERT_EQ(kv.allocatePrompt(1, a_), 0);
   ASSERT_TRUE(kv.appendSlots(1, 13).ok());
   for (size_t b = 0; b < 4; ++b) device.fill(kv.blockTable(1)[b], 10 + static_cast<int>(b));
@@ -161,10 +211,12 @@ TEST_F(KvTierChainTest, DeviceMemoryLoadsGoThroughStaging) {
   ASSERT_TRUE(kv.appendSlots(2, 16).ok());
   kv.freeSequence(2);
   ASSERT_EQ(disk->numBlocks(), 3);
-  ASSERT_EQ(kv.onboardPrompt(a_, true).state, KvCacheManager::OnboardState::kPending);
+  const Onboarding onboard = kvcache::startOnboard(kv, chain, 9, a_, true);
+  ASSERT_FALSE(onboard.done);
   ASSERT_TRUE(disk->waitForPendingLoads(3));
   disk->completePendingLoads();
-  ASSERT_EQ(kv.finishOnboards().size(), 1u);
+  ASSERT_EQ(chain.takeCompleted().size(), 1u);
+  ASSERT_EQ(kvcache::finishOnboard(kv, chain, 9, a_, onboard.ticket), 3);
   ASSERT_EQ(kv.allocatePrompt(3, a_), 12);
   for (size_t b = 0; b < 3; ++b) EXPECT_TRUE(device.holds(kv.blockTable(3)[b], 10 + static_cast<int>(b)));
 }
@@ -173,10 +225,12 @@ TEST_F(KvTierChainTest, AFailedLoadShortensTheHitToWhatLoaded) {
   useTiers(0, true);
   compute(1, a_, 10);
   compute(2, b_, 50, false);
-  ASSERT_EQ(kv_.onboardPrompt(a_, true).state, KvCacheManager::OnboardState::kPending);
+  const Onboarding onboard = startOnboard(9, a_, true);
+  ASSERT_FALSE(onboard.done);
   ASSERT_TRUE(g3_->waitForPendingLoads(3));
   g3_->completePendingLoads(/*fail=*/true);
-  ASSERT_EQ(kv_.finishOnboards().size(), 1u);
+  ASSERT_EQ(chain_.takeCompleted().size(), 1u);
+  EXPECT_EQ(finishOnboard(9, a_, onboard.ticket), 0);
   EXPECT_EQ(kv_.allocatePrompt(3, a_), 0);  // recomputed, never served
   kv_.freeSequence(3);
   EXPECT_EQ(statsOf(KvTier::kDisk).load_failures, 3u);
@@ -193,11 +247,12 @@ TEST_F(KvTierChainTest, HostEvictionsAreDemotedToDiskAndRefusalsCounted) {
   EXPECT_EQ(statsOf(KvTier::kHost).evictions, 2u);
   EXPECT_EQ(statsOf(KvTier::kDisk).offloads, 2u);
   // the whole prefix comes back, from both tiers.
-  const auto onboard = kv_.onboardPrompt(a_, true);
-  ASSERT_EQ(onboard.state, KvCacheManager::OnboardState::kPending);
+  const Onboarding onboard = startOnboard(9, a_, true);
+  ASSERT_FALSE(onboard.done);
   ASSERT_TRUE(g3_->waitForPendingLoads(2));
   g3_->completePendingLoads();
-  ASSERT_EQ(kv_.finishOnboards().size(), 1u);
+  ASSERT_EQ(chain_.takeCompleted().size(), 1u);
+  ASSERT_EQ(finishOnboard(9, a_, onboard.ticket), 3);
   expectHitsHold(3, a_, 10, 12);
 
   g3_->refuseStores(true);
@@ -236,7 +291,7 @@ TEST_F(KvTierChainTest, StoresThatFailToWriteAreCountedApartFromRefusals) {
   EXPECT_EQ(disk.write_failures, 3u);
   EXPECT_EQ(disk.admission_rejections, 0u);
   EXPECT_EQ(disk.offloads, 0u);
-  EXPECT_EQ(kv_.onboardPrompt(a_, true).state, KvCacheManager::OnboardState::kNone);
+  EXPECT_EQ(startOnboard(9, a_, true).blocks, 0);
 }
 
 TEST_F(KvTierChainTest, MaintainKeepsHostMemoryUnderItsHighWatermark) {

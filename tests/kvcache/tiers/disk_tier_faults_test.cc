@@ -24,9 +24,9 @@
 #include <fstream>
 #include <iostream>
 
-#include "kvcache/disk_record.h"
-#include "kvcache/disk_tier.h"
-#include "tests/kvcache/disk_tier_test_util.h"
+#include "kvcache/tiers/disk_record.h"
+#include "kvcache/tiers/disk_tier.h"
+#include "tests/kvcache/tiers/disk_tier_test_util.h"
 #include "tests/test_paths.h"
 
 namespace tandem::kvcache {

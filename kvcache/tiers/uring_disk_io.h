@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "kvcache/aligned_buffer_pool.h"
-#include "kvcache/disk_io.h"
+#include "kvcache/tiers/aligned_buffer_pool.h"
+#include "kvcache/tiers/disk_io.h"
 
 namespace tandem::kvcache {
 

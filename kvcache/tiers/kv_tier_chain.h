@@ -36,10 +36,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "kvcache/block_eviction_listener.h"
-#include "kvcache/host_tier.h"
-#include "kvcache/kv_block_io.h"
-#include "kvcache/kv_tier_stats.h"
-#include "kvcache/lower_tier.h"
+#include "kvcache/tiers/host_tier.h"
+#include "kvcache/tiers/kv_block_io.h"
+#include "kvcache/tiers/kv_tier_stats.h"
+#include "kvcache/tiers/lower_tier.h"
 
 namespace tandem::kvcache {
 

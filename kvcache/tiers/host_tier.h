@@ -25,7 +25,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "kvcache/block_queue.h"
-#include "kvcache/lower_tier.h"
+#include "kvcache/tiers/lower_tier.h"
 
 namespace tandem::kvcache {
 

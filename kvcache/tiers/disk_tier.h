@@ -5,7 +5,7 @@
 // from the records on disk; a record that fails its checksum is never served.
 //
 // Record format, write protocol and why stale records are safe:
-// kvcache/disk_record.h and docs/DESIGN.md §3.
+// kvcache/tiers/disk_record.h and docs/DESIGN.md §3.
 //
 // Fallbacks, each one log line on stderr and a flag in stats():
 //   io_uring cannot be set up (old kernel, io_uring_disabled, seccomp) -> threads;
@@ -29,14 +29,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "kvcache/aligned_buffer_pool.h"
+#include "kvcache/tiers/aligned_buffer_pool.h"
 #include "kvcache/block_queue.h"
-#include "kvcache/disk_file.h"
-#include "kvcache/disk_io.h"
-#include "kvcache/disk_tier_stats.h"
-#include "kvcache/hit_counter.h"
-#include "kvcache/lower_tier.h"
-#include "kvcache/model_fingerprint.h"
+#include "kvcache/tiers/disk_file.h"
+#include "kvcache/tiers/disk_io.h"
+#include "kvcache/tiers/disk_tier_stats.h"
+#include "kvcache/tiers/hit_counter.h"
+#include "kvcache/tiers/lower_tier.h"
+#include "kvcache/tiers/model_fingerprint.h"
 
 namespace tandem::kvcache {
 

@@ -1,4 +1,4 @@
-#include "kvcache/disk_file.h"
+#include "kvcache/tiers/disk_file.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

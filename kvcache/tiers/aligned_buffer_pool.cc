@@ -1,4 +1,4 @@
-#include "kvcache/aligned_buffer_pool.h"
+#include "kvcache/tiers/aligned_buffer_pool.h"
 
 #include <sys/mman.h>
 

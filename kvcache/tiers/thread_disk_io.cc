@@ -1,4 +1,4 @@
-#include "kvcache/thread_disk_io.h"
+#include "kvcache/tiers/thread_disk_io.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// The on-disk record of one KV block in G3 (kvcache/disk_tier.h): a 4 KiB
+// The on-disk record of one KV block in G3 (kvcache/tiers/disk_tier.h): a 4 KiB
 // header page, then the payload, padded with zeros to a 4 KiB multiple so
 // every record starts and ends on an O_DIRECT boundary.
 //
@@ -34,7 +34,7 @@
 #include <cstdint>
 #include <span>
 
-#include "kvcache/model_fingerprint.h"
+#include "kvcache/tiers/model_fingerprint.h"
 #include "kvcache/prefix_hash.h"
 
 namespace tandem::kvcache {

@@ -1,6 +1,6 @@
 // DiskTier (G3) on real files in a temp directory through both I/O engines:
 // io_uring and the pread/pwrite pool run the same cases.
-#include "kvcache/disk_tier.h"
+#include "kvcache/tiers/disk_tier.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "tests/kvcache/disk_tier_test_util.h"
+#include "tests/kvcache/tiers/disk_tier_test_util.h"
 #include "tests/test_paths.h"
 
 namespace tandem::kvcache {

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "kvcache/kv_block_io.h"
-#include "kvcache/lower_tier.h"
+#include "kvcache/tiers/kv_block_io.h"
+#include "kvcache/tiers/lower_tier.h"
 
 namespace tandem::kvcache::testing {
 

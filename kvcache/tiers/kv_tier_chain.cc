@@ -1,4 +1,4 @@
-#include "kvcache/kv_tier_chain.h"
+#include "kvcache/tiers/kv_tier_chain.h"
 
 #include <chrono>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "kvcache/host_tier.h"
+#include "kvcache/tiers/host_tier.h"
 
 #include <vector>
 

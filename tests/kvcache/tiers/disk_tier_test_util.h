@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kvcache/disk_record.h"
-#include "kvcache/disk_tier.h"
+#include "kvcache/tiers/disk_record.h"
+#include "kvcache/tiers/disk_tier.h"
 #include "kvcache/kv_events.h"
 
 namespace tandem::kvcache::testing {

@@ -1,4 +1,4 @@
-#include "kvcache/disk_tier.h"
+#include "kvcache/tiers/disk_tier.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "kvcache/disk_record.h"
-#include "kvcache/thread_disk_io.h"
-#include "kvcache/uring_disk_io.h"
+#include "kvcache/tiers/disk_record.h"
+#include "kvcache/tiers/thread_disk_io.h"
+#include "kvcache/tiers/uring_disk_io.h"
 
 namespace tandem::kvcache {
 namespace {

@@ -1,12 +1,12 @@
 // The G3 record header: exact bytes, and every way a header is refused.
-#include "kvcache/disk_record.h"
+#include "kvcache/tiers/disk_record.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
-#include "tests/kvcache/disk_tier_test_util.h"
+#include "tests/kvcache/tiers/disk_tier_test_util.h"
 
 namespace tandem::kvcache {
 namespace {

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "kvcache/aligned_buffer_pool.h"
-#include "kvcache/disk_io.h"
+#include "kvcache/tiers/aligned_buffer_pool.h"
+#include "kvcache/tiers/disk_io.h"
 
 namespace tandem::kvcache {
 

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "kvcache/io_latency_histogram.h"
+#include "kvcache/tiers/io_latency_histogram.h"
 
 namespace tandem::kvcache {
 

@@ -1,4 +1,4 @@
-#include "kvcache/hit_counter.h"
+#include "kvcache/tiers/hit_counter.h"
 
 #include "common/status.h"
 

@@ -1,4 +1,4 @@
-#include "kvcache/disk_record.h"
+#include "kvcache/tiers/disk_record.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>

@@ -1,4 +1,4 @@
-#include "kvcache/model_fingerprint.h"
+#include "kvcache/tiers/model_fingerprint.h"
 
 #include <xxhash.h>
 

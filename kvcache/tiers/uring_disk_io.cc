@@ -1,4 +1,4 @@
-#include "kvcache/uring_disk_io.h"
+#include "kvcache/tiers/uring_disk_io.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
