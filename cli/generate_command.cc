@@ -59,17 +59,6 @@ absl::StatusOr<std::vector<int32_t>> parseIds(const std::string& text) {
   return ids;
 }
 
-const char* finishName(generation::FinishReason r) {
-  switch (r) {
-    case generation::FinishReason::kStop: return "stop";
-    case generation::FinishReason::kLength: return "length";
-    case generation::FinishReason::kAbort: return "abort";
-    case generation::FinishReason::kError: return "error";
-    case generation::FinishReason::kNone: break;
-  }
-  return "";
-}
-
 // the completion's text as it continues the prompt (keeps a leading space
 // that decoding the completion alone would drop).
 std::string continuationText(const tokenizer::Tokenizer& tok, const Job& job) {
@@ -135,7 +124,7 @@ absl::Status runGenerate(GenerateArgs args) {
       job.cached_tokens = out.num_cached_tokens;
       if (out.finished()) {
         job.end = Clock::now();
-        job.finish_reason = finishName(out.finish_reason);
+        job.finish_reason = std::string(generation::finishReasonName(out.finish_reason));
       }
     }
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 namespace tandem::generation {
@@ -19,6 +20,11 @@ enum class FinishReason {
   kAbort,   // cancelled by abort().
   kError,   // the model failed on a step holding this request.
 };
+
+// the one name of each reason, as every API spells it (OpenAI's
+// finish_reason, tandem.v1's GenerateResponse, `tandem generate --json`):
+// "stop" | "length" | "abort" | "error"; "" for kNone.
+std::string_view finishReasonName(FinishReason reason);
 
 struct TokenLogprob {
   int32_t token = 0;

@@ -23,15 +23,4 @@ generation::FinishReason fromProto(tandem::v1::FinishReason reason) {
   }
 }
 
-std::string_view finishReasonName(generation::FinishReason reason) {
-  switch (reason) {
-    case generation::FinishReason::kNone: return "";
-    case generation::FinishReason::kStop: return "stop";
-    case generation::FinishReason::kLength: return "length";
-    case generation::FinishReason::kAbort: return "abort";
-    case generation::FinishReason::kError: return "error";
-  }
-  return "error";
-}
-
 }  // namespace tandem::rpc

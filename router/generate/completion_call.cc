@@ -22,17 +22,6 @@ std::string newRequestId(openai::Endpoint endpoint) {
                          rng(), rng());
 }
 
-const char* finishName(generation::FinishReason reason) {
-  switch (reason) {
-    case generation::FinishReason::kStop: return "stop";
-    case generation::FinishReason::kLength: return "length";
-    case generation::FinishReason::kAbort: return "abort";
-    case generation::FinishReason::kError: return "error";
-    case generation::FinishReason::kNone: break;
-  }
-  return "";
-}
-
 std::string sseEvent(const std::string& json) { return "data: " + json + "\n\n"; }
 
 }  // namespace
@@ -142,14 +131,16 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
   if (output.token >= 0 && !request_.score_only) appendToken(choice, output, delta, logprobs);
   std::string finish;
   if (request_.score_only && output.finished()) {
-    finish = output.finish_reason == generation::FinishReason::kAbort ? "abort" : "length";
+    finish = generation::finishReasonName(output.finish_reason == generation::FinishReason::kAbort
+                                               ? generation::FinishReason::kAbort
+                                               : generation::FinishReason::kLength);
   } else if (choice.text.stopped()) {
     // a stop string ended it: the engine may still be generating.
     context_.generator->cancel(choice.generator_id);
-    finish = "stop";
+    finish = generation::finishReasonName(generation::FinishReason::kStop);
     choice.result.stop_reason = choice.text.matchedStop();
   } else if (output.finished()) {
-    finish = finishName(output.finish_reason);
+    finish = generation::finishReasonName(output.finish_reason);
     delta += choice.text.finish();
   }
   std::vector<openai::ToolCallDelta> calls;

@@ -120,7 +120,8 @@ void GenerateCall::writePromptLogprobs(const generation::TokenOutput& output) {
   });
 }
 
-GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output, std::string* finish) {
+GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output,
+                                          generation::FinishReason* finish) {
   GenerateResponse msg;
   if (!prompt_logprobs_sent_ && parsed_prompt_logprobs_ && output.token >= 0) {
     prompt_logprobs_sent_ = true;
@@ -129,7 +130,7 @@ GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output
   if (score_only_ && output.token >= 0) {
     // the prompt is scored: the token asked for is not the client's.
     context_.generator->cancel(*generator_id_);
-    *finish = "length";
+    *finish = generation::FinishReason::kLength;
     return msg;
   }
   if (output.token >= 0) {
@@ -150,11 +151,11 @@ GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output
   }
   if (text_->stopped()) {
     context_.generator->cancel(*generator_id_);
-    *finish = "stop";
+    *finish = generation::FinishReason::kStop;
     msg.set_stop_reason(text_->matchedStop());
   } else if (output.finished()) {
     // kError never gets here: onOutput ended the call with INTERNAL.
-    *finish = std::string(rpc::finishReasonName(output.finish_reason));
+    *finish = output.finish_reason;
     *msg.mutable_text() += text_->finish();
   }
   return msg;
@@ -168,14 +169,15 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
     writer_->finish(grpc::Status(grpc::StatusCode::INTERNAL, "the model failed while generating"));
     return;
   }
-  std::string finish;
+  generation::FinishReason finish = generation::FinishReason::kNone;
   GenerateResponse msg = responseFor(output, &finish);
-  if (finish.empty()) {
+  if (finish == generation::FinishReason::kNone) {
     writer_->write(grpc_util::toByteBuffer(msg));
     return;
   }
   generation_done_ = true;
-  msg.set_finish_reason(finish);
+  msg.set_finish(rpc::toProto(finish));
+  msg.set_finish_reason(std::string(generation::finishReasonName(finish)));
   auto* usage = msg.mutable_usage();
   usage->set_prompt_tokens(prompt_tokens_);
   usage->set_completion_tokens(timing_.tokens);

@@ -65,9 +65,11 @@ class GenerateCall final : public grpc_util::StreamObserver,
   // call with it.
   void submit(Admission& admission, const grpc::ByteBuffer& body);
   void onOutput(const generation::TokenOutput& output);
-  // the message for one output; sets `finish` when it is the last one.
+  // the message for one output; sets `finish` (from kNone) when it is the
+  // last one.
   // The first output's prompt scores go out before it (writePromptLogprobs).
-  tandem::v1::GenerateResponse responseFor(const generation::TokenOutput& output, std::string* finish);
+  tandem::v1::GenerateResponse responseFor(const generation::TokenOutput& output,
+                                           generation::FinishReason* finish);
   // the prompt's scores of `output` (the first), with the prompt's first
   // token in front, in messages of their own.
   void writePromptLogprobs(const generation::TokenOutput& output);

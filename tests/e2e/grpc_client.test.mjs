@@ -42,6 +42,7 @@ test('Generate with text reproduces the greedy oracle, token by token', async ()
     assert.equal(msgs.map((m) => m.text).join(''), c.completion_text);
     const last = msgs.at(-1);
     assert.equal(last.finish_reason, 'length');
+    assert.equal(last.finish, 'FINISH_REASON_LENGTH');
     assert.equal(last.usage.prompt_tokens, c.prompt_ids.length);
     assert.equal(last.usage.completion_tokens, 48);
     assert.ok(msgs.length >= 48, 'one message per token');
@@ -56,6 +57,7 @@ test('Generate with token ids, stop strings and logprobs', async () => {
   const text = msgs.map((m) => m.text).join('');
   assert.equal(text, c.completion_text.slice(0, c.completion_text.indexOf(' girl')));
   assert.equal(msgs.at(-1).finish_reason, 'stop');
+  assert.equal(msgs.at(-1).finish, 'FINISH_REASON_STOP');
   assert.equal(msgs.at(-1).stop_reason, ' girl');
   for (const m of msgs) {
     if (m.token_ids.length === 0) continue;

@@ -167,6 +167,23 @@ TEST_F(InferenceServiceTest, AtCapacityIsResourceExhaustedUntilACallEnds) {
   EXPECT_TRUE(generate(textRequest("Once")).ok());
 }
 
+TEST_F(InferenceServiceTest, TheLastMessageCarriesWhyItEndedAsTheEnumAndAsItsName) {
+  serve();
+  for (FinishReason reason : {FinishReason::kStop, FinishReason::kLength}) {
+    serving_.generator.setDefaultScript({.tokens = {oracle_.completion_ids[0]}, .finish = reason});
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    auto reader = stub_->Generate(&context, textRequest("Once"));
+    tandem::v1::GenerateResponse message;
+    tandem::v1::GenerateResponse last;
+    while (reader->Read(&message)) last = message;
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(last.finish(), reason == FinishReason::kStop ? tandem::v1::FINISH_REASON_STOP
+                                                          : tandem::v1::FINISH_REASON_LENGTH);
+    EXPECT_EQ(last.finish_reason(), reason == FinishReason::kStop ? "stop" : "length");
+  }
+}
+
 TEST_F(InferenceServiceTest, AnEmptyModelNamesTheServedOneAndAnotherIsNotFound) {
   serve();
   serving_.generator.setDefaultScript({.tokens = {oracle_.completion_ids[0]}});

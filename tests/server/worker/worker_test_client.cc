@@ -56,7 +56,7 @@ GenerateResult generate(const std::string& address, const std::vector<int32_t>& 
     }
     result.tokens.push_back(msg.token());
     if (msg.finish_reason() != tandem::v1::FINISH_REASON_NONE) {
-      result.finish = std::string(rpc::finishReasonName(rpc::fromProto(msg.finish_reason())));
+      result.finish = std::string(generation::finishReasonName(rpc::fromProto(msg.finish_reason())));
     }
   }
   result.status = reader->Finish();
