@@ -174,11 +174,13 @@ absl::StatusOr<std::optional<lg::HttpEndpoint>> metricsEndpoint(const BenchArgs&
 
 std::map<std::string, double> scrapeMetrics(const lg::HttpEndpoint& endpoint) {
   absl::StatusOr<std::string> text = lg::httpGet(endpoint, "/metrics");
-  if (!text.ok()) {
-    std::fprintf(stderr, "warning: %s\n", std::string(text.status().message()).c_str());
+  absl::StatusOr<std::map<std::string, double>> values =
+      text.ok() ? lg::seriesValues(*text) : text.status();
+  if (!values.ok()) {
+    std::fprintf(stderr, "warning: %s\n", std::string(values.status().message()).c_str());
     return {};
   }
-  return lg::parsePrometheusText(*text);
+  return *std::move(values);
 }
 
 // every run's result and, with --server-metrics, what the server's

@@ -27,7 +27,7 @@
 #include "planner/load_sampler.h"
 #include "planner/local_connector.h"
 #include "planner/planner_loop.h"
-#include "planner/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 namespace tandem::cli {
 namespace {
@@ -58,7 +58,7 @@ std::string metricsUrl(std::string router) {
 planner::RoleCounts readyWorkers(const std::string& url, const planner::RoleCounts& fallback) {
   absl::StatusOr<planner::HttpReply> reply = planner::httpCall({.url = url});
   if (!reply.ok() || reply->status != 200) return fallback;
-  absl::StatusOr<planner::MetricsSnapshot> m = planner::MetricsSnapshot::parse(reply->body);
+  absl::StatusOr<MetricsSnapshot> m = MetricsSnapshot::parse(reply->body);
   if (!m.ok()) return fallback;
   absl::StatusOr<planner::LoadSample> now = planner::loadBetween(*m, *m, 0, 1, {});
   return now.ok() ? now->ready : fallback;

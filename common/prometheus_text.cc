@@ -1,4 +1,4 @@
-#include "planner/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace tandem::planner {
+namespace tandem {
 namespace {
 
 bool parseValue(absl::string_view text, double* value) {
@@ -64,6 +64,25 @@ bool includes(const MetricLabels& labels, const MetricLabels& match) {
 }
 
 }  // namespace
+
+std::string MetricSample::series() const {
+  if (labels.empty()) return name;
+  std::string out = name + "{";
+  for (const auto& [k, v] : labels) {
+    if (out.back() != '{') out += ',';
+    absl::StrAppend(&out, k, "=\"");
+    for (char c : v) {
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      if (c == '\\' || c == '"') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
 
 absl::StatusOr<MetricsSnapshot> MetricsSnapshot::parse(absl::string_view text) {
   MetricsSnapshot snapshot;
@@ -135,4 +154,4 @@ HistogramBuckets MetricsSnapshot::histogram(absl::string_view name, const Metric
   return h;
 }
 
-}  // namespace tandem::planner
+}  // namespace tandem

@@ -1,19 +1,20 @@
-// A parser of the Prometheus text exposition format (version 0.0.4), as
-// much of it as the planner reads from tandem's /metrics: samples with
-// labels and values, comments skipped. A snapshot answers sums over the
-// series of a name (optionally those with some labels) and a histogram's
-// cumulative buckets.
+// The one parser of the Prometheus text exposition format (version 0.0.4),
+// as much of it as tandem reads from a /metrics body (its own, or another
+// server's for `tandem bench --server-metrics`): samples with labels and
+// values, comments skipped. A snapshot answers sums over the series of a
+// name (optionally those with some labels) and a histogram's cumulative
+// buckets. The planner's load sampler and the bench's server-side deltas
+// both read it.
 #pragma once
 
 #include <map>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace tandem::planner {
+namespace tandem {
 
 using MetricLabels = std::map<std::string, std::string>;
 
@@ -21,6 +22,10 @@ struct MetricSample {
   std::string name;
   MetricLabels labels;
   double value = 0;
+
+  // `name{a="x",b="y"}` with the labels in order and escaped as written on
+  // the wire; `name` alone without labels.
+  std::string series() const;
 };
 
 // one histogram (its series with the same labels but `le`): cumulative
@@ -52,4 +57,4 @@ class MetricsSnapshot {
   std::vector<MetricSample> samples_;
 };
 
-}  // namespace tandem::planner
+}  // namespace tandem

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/planner_types.h"
-#include "planner/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 namespace tandem::planner {
 

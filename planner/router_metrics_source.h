@@ -12,7 +12,7 @@
 
 #include "planner/load_sampler.h"
 #include "planner/metrics_source.h"
-#include "planner/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 namespace tandem::planner {
 

@@ -2,41 +2,15 @@
 
 #include <cmath>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "common/prometheus_text.h"
 
 namespace tandem::bench {
 
-std::map<std::string, double> parsePrometheusText(const std::string& text) {
+absl::StatusOr<std::map<std::string, double>> seriesValues(absl::string_view text) {
+  absl::StatusOr<MetricsSnapshot> snapshot = MetricsSnapshot::parse(text);
+  if (!snapshot.ok()) return snapshot.status();
   std::map<std::string, double> out;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty() || line.front() == '#') continue;
-    // the series ends after the closing '}' of its labels (label values
-    // may hold spaces) or at the first space.
-    size_t end = line.find('{');
-    if (end != absl::string_view::npos) {
-      end = line.find('}', end);
-      if (end == absl::string_view::npos) continue;
-      ++end;
-    } else {
-      end = line.find(' ');
-      if (end == absl::string_view::npos) continue;
-    }
-    absl::string_view series = line.substr(0, end);
-    absl::string_view rest = absl::StripAsciiWhitespace(line.substr(end));
-    absl::string_view value = rest.substr(0, rest.find(' '));
-    double v;
-    if (value == "+Inf") {
-      v = INFINITY;
-    } else if (value == "-Inf") {
-      v = -INFINITY;
-    } else if (!absl::SimpleAtod(value, &v)) {
-      continue;
-    }
-    out[std::string(series)] = v;
-  }
+  for (const MetricSample& sample : snapshot->samples()) out[sample.series()] = sample.value;
   return out;
 }
 

@@ -8,14 +8,15 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
 namespace tandem::bench {
 
-// series (name with its labels, as written) -> value, from the Prometheus
-// text exposition format. Comments, blank lines and unparsable samples are
-// skipped; a trailing timestamp is ignored.
-std::map<std::string, double> parsePrometheusText(const std::string& text);
+// series (name with its labels, MetricSample::series()) -> value, for every
+// sample of a /metrics body as common/prometheus_text.h parses it;
+// InvalidArgument naming the first malformed line.
+absl::StatusOr<std::map<std::string, double>> seriesValues(absl::string_view text);
 
 // {"before": {...}, "after": {...}, "delta": {...}}; delta holds every
 // series present in both whose value changed.

@@ -152,7 +152,9 @@ TEST_F(HttpStreamClientTest, FetchesTheModelListAndMetrics) {
   ASSERT_TRUE(send(completion(1)).ok);
   auto text = httpGet(*ep, "/metrics");
   ASSERT_TRUE(text.ok());
-  EXPECT_EQ(parsePrometheusText(*text).at("fake_requests_total"), 1);
+  absl::StatusOr<std::map<std::string, double>> values = seriesValues(*text);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(values->at("fake_requests_total"), 1);
 }
 
 TEST(HttpUrlTest, ParsesHostsPortsAndPrefixes) {
@@ -172,15 +174,23 @@ TEST(HttpUrlTest, ParsesHostsPortsAndPrefixes) {
 }
 
 TEST(ServerMetricsTest, ParsesPrometheusTextAndDiffs) {
-  auto before = parsePrometheusText(
-      "# HELP x_total things\n# TYPE x_total counter\nx_total 3\ny{a=\"b c\",d=\"e\"} 1.5 1700000000\nbad line\n");
-  EXPECT_EQ(before.at("x_total"), 3);
-  EXPECT_EQ(before.at("y{a=\"b c\",d=\"e\"}"), 1.5);
-  EXPECT_EQ(before.size(), 2u);
-  auto after = parsePrometheusText("x_total 10\ny{a=\"b c\",d=\"e\"} 1.5\n");
-  auto d = metricsDelta(before, after);
+  auto before = seriesValues(
+      "# HELP x_total things\n# TYPE x_total counter\nx_total 3\ny{a=\"b c\",d=\"e\"} 1.5 1700000000\n");
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->at("x_total"), 3);
+  EXPECT_EQ(before->at("y{a=\"b c\",d=\"e\"}"), 1.5);
+  EXPECT_EQ(before->size(), 2u);
+  auto after = seriesValues("x_total 10\ny{a=\"b c\",d=\"e\"} 1.5\n");
+  ASSERT_TRUE(after.ok()) << after.status();
+  auto d = metricsDelta(*before, *after);
   EXPECT_EQ(d["delta"]["x_total"], 7);
   EXPECT_FALSE(d["delta"].contains("y{a=\"b c\",d=\"e\"}"));
+}
+
+TEST(ServerMetricsTest, AMalformedLineIsAnErrorNamingIt) {
+  auto values = seriesValues("x_total 3\nbad line\n");
+  ASSERT_FALSE(values.ok());
+  EXPECT_NE(values.status().message().find("line 2"), std::string::npos) << values.status();
 }
 
 }  // namespace

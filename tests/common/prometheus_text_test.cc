@@ -1,10 +1,10 @@
-#include "planner/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 #include <cmath>
 
 #include "gtest/gtest.h"
 
-namespace tandem::planner {
+namespace tandem {
 namespace {
 
 constexpr char kText[] = R"(# HELP tandem:requests_total finished requests
@@ -56,5 +56,16 @@ TEST(MetricsSnapshotTest, RefusesAMalformedLineNamingIt) {
   EXPECT_FALSE(MetricsSnapshot::parse("name abc\n").ok());
 }
 
+TEST(MetricsSnapshotTest, WritesASeriesBackAsItIsWrittenOnTheWire) {
+  absl::StatusOr<MetricsSnapshot> m =
+      MetricsSnapshot::parse("plain 1\nt{b=\"2\",a=\"x\\\"y\\\\z\\n\"} 2\n");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->samples().size(), 2u);
+  EXPECT_EQ(m->samples()[0].series(), "plain");
+  EXPECT_EQ(m->samples()[1].labels.at("a"), "x\"y\\z\n");
+  // labels in name order, escapes restored.
+  EXPECT_EQ(m->samples()[1].series(), "t{a=\"x\\\"y\\\\z\\n\",b=\"2\"}");
+}
+
 }  // namespace
-}  // namespace tandem::planner
+}  // namespace tandem

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "planner/http_client.h"
 #include "planner/load_sampler.h"
-#include "planner/prometheus_text.h"
+#include "common/prometheus_text.h"
 #include "tests/test_paths.h"
 
 namespace tandem::planner {
