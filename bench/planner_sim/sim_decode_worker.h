@@ -13,11 +13,11 @@
 
 #include <cstdint>
 #include <deque>
-#include <list>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "bench/router_sim/sim_prefix_cache.h"
+#include "bench/router_sim/sim_step_run.h"
 #include "bench/router_sim/sim_trace.h"
 #include "planner/profile.h"
 #include "router/cluster/kv_index.h"
@@ -49,10 +49,10 @@ class SimDecodeWorker {
   // a prefill worker produced the first token at `now` and sent the KV.
   void addRemote(int id, const SimRequest* request, double now);
   // when the step (or run) in progress ends (+inf when idle).
-  double nextEventTime() const;
+  double nextEventTime() const { return step_.end(); }
   // completes every step that ends at or before `t`.
   void advanceTo(double t, std::vector<SimDecodeOutcome>& out);
-  bool idle() const { return !active_ && waiting_.empty() && local_.empty(); }
+  bool idle() const { return !step_.active && waiting_.empty() && local_.empty(); }
   // KV in use / capacity (0..1), and requests waiting to join the batch.
   double kvUtilization() const;
   int waiting() const { return static_cast<int>(waiting_.size() + local_.size()); }
@@ -75,28 +75,19 @@ class SimDecodeWorker {
   void planStep(double now);
   void completeStep(std::vector<SimDecodeOutcome>& out);
   void splitRun(double now);
-  void store(const SimRequest& request);
 
   const std::string address_;
   const planner::WorkerProfile* profile_;
   const int block_size_;
   const int64_t capacity_tokens_;
-  router::cluster::KvIndex* index_;
   std::vector<const SimRequest*> requests_;  // by id, those seen
   std::deque<Local> local_;
   std::deque<int> waiting_;
   std::vector<Running> running_;
   int64_t used_tokens_ = 0, reserved_tokens_ = 0;
-  // the step (or run of identical steps) in progress
-  bool active_ = false;
-  double step_start_ = 0, step_dur_ = 0;
-  int64_t step_count_ = 0;
+  SimStepRun step_;
   int64_t chunk_ = 0;  // local prefill tokens in the step (of local_.front())
-  // the prefix cache: most recent first
-  std::list<kvcache::BlockHash> lru_;
-  absl::flat_hash_map<kvcache::BlockHash, std::list<kvcache::BlockHash>::iterator> cache_;
-  uint64_t next_event_id_ = 1;
-  tandem::v1::KvEvent event_;
+  SimPrefixCache cache_;
 };
 
 }  // namespace tandem::bench

@@ -12,11 +12,11 @@
 
 #include <cstdint>
 #include <deque>
-#include <limits>
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "bench/router_sim/sim_prefix_cache.h"
+#include "bench/router_sim/sim_step_run.h"
 #include "bench/router_sim/sim_trace.h"
 #include "router/cluster/kv_index.h"
 #include "tandem/v1/worker.pb.h"
@@ -49,7 +49,7 @@ class SimWorker {
   // the prompt tokens its cache held. `request` must outlive the worker.
   int64_t enqueue(int id, const SimRequest& request, double now);
   // when the step in progress ends (+inf when idle).
-  double nextEventTime() const { return active_ ? step_start_ + step_dur_ * step_count_ : kNever; }
+  double nextEventTime() const { return step_.end(); }
   // completes every step that ends at or before `t`.
   void advanceTo(double t, std::vector<SimOutcome>& out);
   // as a Stats answer would report now.
@@ -57,7 +57,7 @@ class SimWorker {
   // seconds spent in steps so far.
   double busySeconds() const { return busy_s_; }
 
-  static constexpr double kNever = std::numeric_limits<double>::infinity();
+  static constexpr double kNever = SimStepRun::kNever;
 
  private:
   struct Queued {
@@ -68,44 +68,22 @@ class SimWorker {
     int id;
     int64_t remaining;  // tokens to decode
   };
-  struct Node {
-    kvcache::BlockHash hash;
-    int prev, next;
-  };
 
   void planStep(double now);
   void completeStep(std::vector<SimOutcome>& out);
   void prefillDone(int id, double now, std::vector<SimOutcome>& out);
-  // LRU cache
-  void touch(int node);
-  void unlink(int node);
-  void pushFront(int node);
-  void insertBlock(kvcache::BlockHash hash);
-  void emitStored(kvcache::BlockHash hash);
-  void emitRemoved(kvcache::BlockHash hash);
 
   const std::string address_;
   const SimWorkerConfig config_;
-  router::cluster::KvIndex* index_;
   std::vector<const SimRequest*> requests_;  // by id, those seen
   std::deque<Queued> queue_;
   int64_t queued_tokens_ = 0;
   std::vector<Running> running_;
   int64_t running_blocks_ = 0;
-  // the step (or run of identical steps) in progress
-  bool active_ = false;
-  double step_start_ = 0;
-  double step_dur_ = 0;
-  int64_t step_count_ = 0;
+  SimStepRun step_;
   std::vector<std::pair<int, int64_t>> chunk_;  // (queue position's id, tokens)
   double busy_s_ = 0;
-  // LRU: nodes_[head_] most recent
-  absl::flat_hash_map<kvcache::BlockHash, int> cache_;
-  std::vector<Node> nodes_;
-  std::vector<int> free_;
-  int head_ = -1, tail_ = -1;
-  uint64_t next_event_id_ = 1;
-  tandem::v1::KvEvent event_;
+  SimPrefixCache cache_;
 };
 
 }  // namespace tandem::bench
