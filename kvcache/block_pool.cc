@@ -6,30 +6,22 @@
 
 namespace tandem::kvcache {
 
-BlockPool::BlockPool(int num_blocks)
-    : blocks_(num_blocks), free_(num_blocks), lru_(num_blocks) {
-  TANDEM_CHECK(num_blocks >= 0);
-  for (BlockId id = 0; id < num_blocks; ++id) free_.pushBack(id);
-}
+BlockPool::BlockPool(int num_blocks) : blocks_(num_blocks), slots_(num_blocks, KvTier::kDevice) {}
 
 void BlockPool::checkId(BlockId id) const {
   TANDEM_CHECK(id >= 0 && id < numBlocks());
 }
 
-void BlockPool::emit(const KvEvent& event) {
-  if (listener_ != nullptr) listener_->onKvEvent(event);
-}
-
 BlockId BlockPool::takeOne() {
-  if (auto id = free_.popFront()) return *id;
-  auto id = lru_.popFront();
+  if (auto id = slots_.takeFree()) return *id;
+  auto id = slots_.popLeastRecent();
   TANDEM_CHECK(id.has_value());
   BlockMeta& meta = blocks_[*id];
   TANDEM_CHECK(meta.has_hash && meta.ref_count == 0);
   if (eviction_listener_ != nullptr) eviction_listener_->onEvict(*id, meta.hash, meta.parent_hash);
-  by_hash_.erase(meta.hash);
+  slots_.unindex(meta.hash);
   meta.has_hash = false;
-  emit(BlockRemoved{meta.hash});
+  slots_.announceRemoved(meta.hash);
   return *id;
 }
 
@@ -56,17 +48,15 @@ void BlockPool::free(std::span<const BlockId> blocks) {
     TANDEM_CHECK(meta.ref_count > 0);
     if (--meta.ref_count > 0) continue;
     if (meta.has_hash) {
-      lru_.pushBack(id);
+      slots_.makeEvictable(id);
     } else {
-      free_.pushBack(id);
+      slots_.release(id);
     }
   }
 }
 
 std::optional<BlockId> BlockPool::findCached(BlockHash hash) const {
-  auto it = by_hash_.find(hash);
-  if (it == by_hash_.end()) return std::nullopt;
-  return it->second;
+  return slots_.find(hash);
 }
 
 void BlockPool::touch(BlockId id) {
@@ -75,7 +65,7 @@ void BlockPool::touch(BlockId id) {
   if (meta.ref_count == 0) {
     // only hashed blocks can be found, so a block at ref 0 here is in the lru.
     TANDEM_CHECK(meta.has_hash);
-    lru_.remove(id);
+    slots_.pin(id);
   }
   ++meta.ref_count;
 }
@@ -84,23 +74,22 @@ bool BlockPool::commit(BlockId id, BlockHash hash, BlockHash parent_hash) {
   checkId(id);
   BlockMeta& meta = blocks_[id];
   TANDEM_CHECK(meta.ref_count > 0 && !meta.has_hash);
-  if (by_hash_.contains(hash)) return false;
+  if (!slots_.index(hash, id)) return false;
   meta.has_hash = true;
   meta.hash = hash;
   meta.parent_hash = parent_hash;
-  by_hash_.emplace(hash, id);
-  emit(BlockStored{hash, parent_hash});
+  slots_.announceStored(hash, parent_hash);
   return true;
 }
 
 bool BlockPool::resetPrefixCache() {
   if (numUsed() > 0) return false;
-  while (auto id = lru_.popFront()) {
+  while (auto id = slots_.popLeastRecent()) {
     blocks_[*id].has_hash = false;
-    free_.pushBack(*id);
+    slots_.release(*id);
   }
-  by_hash_.clear();
-  emit(AllCleared{});
+  slots_.clearIndex();
+  slots_.announceCleared();
   return true;
 }
 

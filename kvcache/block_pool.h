@@ -14,12 +14,12 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "kvcache/block_eviction_listener.h"
 #include "kvcache/block_queue.h"
 #include "kvcache/kv_events.h"
 #include "kvcache/prefix_hash.h"
+#include "kvcache/slot_store.h"
 
 namespace tandem::kvcache {
 
@@ -33,8 +33,8 @@ class BlockPool {
   BlockPool& operator=(const BlockPool&) = delete;
 
   int numBlocks() const { return static_cast<int>(blocks_.size()); }
-  int numFree() const { return free_.size(); }
-  int numCached() const { return lru_.size(); }
+  int numFree() const { return slots_.numFree(); }
+  int numCached() const { return slots_.numEvictable(); }
   int numUsed() const { return numBlocks() - numFree() - numCached(); }
   // blocks an allocate() call can hand out: free ones, then evictable cached ones.
   int numAvailable() const { return numFree() + numCached(); }
@@ -74,15 +74,15 @@ class BlockPool {
   bool resetPrefixCache();
 
   // receives every event from now on; not owned, may be null.
-  void setEventListener(KvEventListener* listener) { listener_ = listener; }
+  void setEventListener(KvEventListener* listener) { slots_.setEventListener(listener); }
   // told about every eviction from now on; not owned, may be null.
   void setEvictionListener(BlockEvictionListener* listener) { eviction_listener_ = listener; }
 
   int refCount(BlockId id) const;
   std::optional<BlockHash> blockHash(BlockId id) const;
   // block ids in eviction order (head first); for tests and debugging.
-  std::vector<BlockId> lruOrder() const { return lru_.toVector(); }
-  std::vector<BlockId> freeOrder() const { return free_.toVector(); }
+  std::vector<BlockId> lruOrder() const { return slots_.lruOrder(); }
+  std::vector<BlockId> freeOrder() const { return slots_.freeOrder(); }
 
  private:
   struct BlockMeta {
@@ -93,15 +93,12 @@ class BlockPool {
   };
 
   void checkId(BlockId id) const;
-  void emit(const KvEvent& event);
   // takes one block off the free queue or, failing that, evicts the LRU head.
   BlockId takeOne();
 
   std::vector<BlockMeta> blocks_;
-  BlockQueue free_;
-  BlockQueue lru_;
-  absl::flat_hash_map<BlockHash, BlockId> by_hash_;
-  KvEventListener* listener_ = nullptr;
+  // free blocks; cached ones at ref 0 (evictable, least recent first).
+  SlotStore slots_;
   BlockEvictionListener* eviction_listener_ = nullptr;
 };
 

@@ -65,8 +65,7 @@ DiskTier::DiskTier(DiskTierOptions options)
       record_bytes_(recordBytesFor(options_.block_bytes)),
       num_slots_(static_cast<int>(options_.capacity_bytes / record_bytes_)),
       slots_(num_slots_),
-      lru_(num_slots_),
-      free_slots_(num_slots_),
+      store_(num_slots_, KvTier::kDisk, SlotStore::Start::kEmpty),
       offers_(std::clamp<size_t>(static_cast<size_t>(num_slots_) * 4, 4096, size_t{1} << 20)) {
   stats_.capacity_blocks = num_slots_;
 }
@@ -218,23 +217,22 @@ void DiskTier::scan() {
             [](const Found& a, const Found& b) { return a.header.sequence < b.header.sequence; });
   std::lock_guard lock(mu_);
   for (const Found& f : found) {
-    auto [it, inserted] = index_.try_emplace(f.header.hash, f.slot);
-    if (!inserted) {
-      slots_[it->second].state = SlotState::kFree;
-      lru_.remove(it->second);
-      it->second = f.slot;
+    if (const std::optional<int> older = store_.find(f.header.hash)) {
+      slots_[*older].state = SlotState::kFree;
+      store_.pin(*older);
     }
+    store_.reindex(f.header.hash, f.slot);
     Slot& s = slots_[f.slot];
     s.state = SlotState::kReady;
     s.hash = f.header.hash;
     s.parent = f.header.parent;
-    lru_.pushBack(f.slot);
+    store_.makeEvictable(f.slot);
     next_sequence_ = std::max(next_sequence_, f.header.sequence + 1);
   }
   for (int slot = 0; slot < num_slots_; ++slot) {
-    if (slots_[slot].state == SlotState::kFree) free_slots_.pushBack(slot);
+    if (slots_[slot].state == SlotState::kFree) store_.release(slot);
   }
-  for (BlockId slot : lru_.toVector()) recovered_.emplace_back(slots_[slot].hash, slots_[slot].parent);
+  for (int slot : store_.lruOrder()) recovered_.emplace_back(slots_[slot].hash, slots_[slot].parent);
   stats_.recovered_blocks = static_cast<int64_t>(recovered_.size());
   stats_.used_blocks = static_cast<int64_t>(recovered_.size());
   logLine(absl::StrCat(file_.path(), ": ", num_slots_, " records of ", record_bytes_, " bytes, ",
@@ -249,8 +247,8 @@ int64_t DiskTier::numBlocks() const { return stats_.used_blocks.load(); }
 
 bool DiskTier::contains(BlockHash hash) const {
   std::lock_guard lock(mu_);
-  auto it = index_.find(hash);
-  return it != index_.end() && slots_[it->second].state == SlotState::kReady;
+  const std::optional<int> slot = store_.find(hash);
+  return slot && slots_[*slot].state == SlotState::kReady;
 }
 
 std::vector<std::pair<BlockHash, BlockHash>> DiskTier::recovered() const {
@@ -267,11 +265,7 @@ std::string DiskTier::disabledReason() const {
 
 void DiskTier::setEventListener(KvEventListener* listener) {
   std::lock_guard lock(mu_);
-  listener_ = listener;
-}
-
-void DiskTier::emitLocked(const KvEvent& event) {
-  if (listener_ != nullptr) listener_->onKvEvent(event);
+  store_.setEventListener(listener);
 }
 
 bool DiskTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte> data,
@@ -283,14 +277,10 @@ bool DiskTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte
   {
     std::lock_guard lock(mu_);
     if (disabled_ || closing_) return false;
-    auto it = index_.find(hash);
-    if (it != index_.end()) {
-      Slot& s = slots_[it->second];
+    if (const std::optional<int> held = store_.find(hash)) {
+      Slot& s = slots_[*held];
       if (s.state != SlotState::kReady) return false;  // its write is in flight
-      if (s.pins == 0) {
-        lru_.remove(it->second);
-        lru_.pushBack(it->second);
-      }
+      if (s.pins == 0) store_.touch(*held);
     } else {
       if (options_.min_hits > 1 && offers_.offer(hash) < options_.min_hits) {
         stats_.admission_rejections++;
@@ -312,7 +302,7 @@ bool DiskTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte
       s.hash = hash;
       s.parent = parent;
       s.doomed = false;
-      index_[hash] = slot;
+      store_.reindex(hash, slot);
       header.sequence = next_sequence_++;
     }
   }
@@ -340,15 +330,15 @@ bool DiskTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte
 }
 
 int DiskTier::takeSlotLocked() {
-  if (auto free = free_slots_.popFront()) return *free;
-  auto victim = lru_.popFront();
+  if (auto free = store_.takeFree()) return *free;
+  auto victim = store_.popLeastRecent();
   if (!victim) return -1;
   Slot& s = slots_[*victim];
-  index_.erase(s.hash);
+  store_.unindex(s.hash);
   s.state = SlotState::kFree;
   stats_.evictions++;
   stats_.used_blocks--;
-  emitLocked(BlockRemoved{s.hash, KvTier::kDisk});
+  store_.announceRemoved(s.hash);
   return *victim;
 }
 
@@ -370,14 +360,13 @@ void DiskTier::onWriteDone(int slot, int buffer, int64_t result, int64_t start_u
     }
     if (ok && !s.doomed && !disabled_) {
       s.state = SlotState::kReady;
-      lru_.pushBack(slot);
+      store_.makeEvictable(slot);
       stats_.stores++;
       stats_.bytes_written += static_cast<int64_t>(record_bytes_);
       stats_.used_blocks++;
-      emitLocked(BlockStored{s.hash, s.parent, KvTier::kDisk});
+      store_.announceStored(s.hash, s.parent);
     } else {
-      auto it = index_.find(s.hash);
-      if (it != index_.end() && it->second == slot) index_.erase(it);
+      if (store_.find(s.hash) == slot) store_.unindex(s.hash);
       freeSlotLocked(slot);
       if (ok && disabled_) status = absl::UnavailableError("kv disk tier: disabled");
     }
@@ -397,16 +386,16 @@ void DiskTier::load(BlockHash hash, std::span<std::byte> dst, TierDone done) {
   absl::Status refusal;
   {
     std::lock_guard lock(mu_);
-    auto it = index_.find(hash);
+    const std::optional<int> slot = store_.find(hash);
     if (disabled_ || closing_) {
       refusal = absl::UnavailableError("kv disk tier: disabled");
-    } else if (it == index_.end() || slots_[it->second].state != SlotState::kReady) {
+    } else if (!slot || slots_[*slot].state != SlotState::kReady) {
       stats_.misses++;
       refusal = absl::NotFoundError(absl::StrCat("kv disk tier: no block ", hashText(hash)));
     } else {
       stats_.hits++;
-      pinLocked(it->second);
-      PendingLoad load{it->second, hash, dst, std::move(done)};
+      pinLocked(*slot);
+      PendingLoad load{*slot, hash, dst, std::move(done)};
       if (!free_buffers_.empty() && waiting_loads_.empty()) {
         const int buffer = free_buffers_.back();
         free_buffers_.pop_back();
@@ -510,20 +499,20 @@ void DiskTier::onInvalidateDone(int slot, int buffer, int64_t result) {
 
 void DiskTier::remove(BlockHash hash) {
   std::lock_guard lock(mu_);
-  auto it = index_.find(hash);
-  if (it == index_.end()) return;
-  const int slot = it->second;
+  const std::optional<int> held = store_.find(hash);
+  if (!held) return;
+  const int slot = *held;
   Slot& s = slots_[slot];
   if (s.state == SlotState::kReady) {
     dropLocked(slot);
   } else {  // being written: no BlockStored was sent, so no BlockRemoved either
     s.doomed = true;
-    index_.erase(it);
+    store_.unindex(hash);
   }
 }
 
 void DiskTier::pinLocked(int slot) {
-  if (slots_[slot].pins++ == 0) lru_.remove(slot);
+  if (slots_[slot].pins++ == 0) store_.pin(slot);
 }
 
 void DiskTier::unpinLocked(int slot) {
@@ -533,7 +522,7 @@ void DiskTier::unpinLocked(int slot) {
   if (s.doomed) {
     freeSlotLocked(slot);
   } else if (s.state == SlotState::kReady) {
-    lru_.pushBack(slot);  // a load makes its block the most recently used
+    store_.makeEvictable(slot);  // a load makes its block the most recently used
   }
 }
 
@@ -541,18 +530,18 @@ void DiskTier::freeSlotLocked(int slot) {
   Slot& s = slots_[slot];
   s.state = SlotState::kFree;
   s.doomed = false;
-  free_slots_.pushBack(slot);
+  store_.release(slot);
 }
 
 void DiskTier::dropLocked(int slot) {
   Slot& s = slots_[slot];
-  index_.erase(s.hash);
+  store_.unindex(s.hash);
   stats_.used_blocks--;
-  emitLocked(BlockRemoved{s.hash, KvTier::kDisk});
+  store_.announceRemoved(s.hash);
   if (s.pins > 0) {
     s.doomed = true;
   } else {
-    lru_.remove(slot);
+    store_.pin(slot);
     freeSlotLocked(slot);
   }
 }
@@ -576,8 +565,9 @@ void DiskTier::disableLocked(std::string reason, Deferred& deferred) {
   // every readable block goes (the router must stop counting on them);
   // blocks being written go when their write completes.
   std::vector<int> ready;
-  for (const auto& [hash, slot] : index_) {
-    if (slots_[slot].state == SlotState::kReady) ready.push_back(slot);
+  for (int slot = 0; slot < num_slots_; ++slot) {
+    // a ready slot not doomed is the one its hash finds.
+    if (slots_[slot].state == SlotState::kReady && !slots_[slot].doomed) ready.push_back(slot);
   }
   for (int slot : ready) dropLocked(slot);
   for (auto& load : waiting_loads_) {

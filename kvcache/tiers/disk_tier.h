@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "kvcache/tiers/aligned_buffer_pool.h"
-#include "kvcache/block_queue.h"
+#include "kvcache/slot_store.h"
 #include "kvcache/tiers/disk_file.h"
 #include "kvcache/tiers/disk_io.h"
 #include "kvcache/tiers/disk_tier_stats.h"
@@ -115,7 +115,7 @@ class DiskTier final : public LowerTier {
   enum class SlotState : uint8_t {
     kFree,
     kWriting,       // its record's write is in flight
-    kReady,         // readable; in lru_ unless pinned
+    kReady,         // readable; evictable unless pinned
     kInvalidating,  // failed its checksum; its header is being zeroed on disk
   };
   struct Slot {
@@ -145,7 +145,6 @@ class DiskTier final : public LowerTier {
   // freed now, or when its last pin goes.
   void dropLocked(int slot);
   void disableLocked(std::string reason, Deferred& deferred);
-  void emitLocked(const KvEvent& event);
   void startLoadLocked(PendingLoad load, int buffer);
   // hands the buffer to the oldest waiting load, or back to the free list.
   void releaseBufferLocked(int buffer);
@@ -166,13 +165,12 @@ class DiskTier final : public LowerTier {
 
   mutable std::mutex mu_;
   std::vector<Slot> slots_;
-  absl::flat_hash_map<BlockHash, int> index_;  // ready and being-written blocks
-  BlockQueue lru_;                             // ready, unpinned slots, least recent first
-  BlockQueue free_slots_;
+  // indexes ready and being-written blocks; ready, unpinned slots are
+  // evictable. Free slots are released by scan().
+  SlotStore store_;
   std::vector<int> free_buffers_;
   std::deque<PendingLoad> waiting_loads_;  // loads waiting for a staging buffer
   HitCounter offers_;
-  KvEventListener* listener_ = nullptr;
   uint64_t next_sequence_ = 1;
   bool disabled_ = false;
   bool closing_ = false;

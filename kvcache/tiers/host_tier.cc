@@ -24,34 +24,28 @@ HostTier::HostTier(size_t block_bytes, int64_t capacity_blocks)
       arena_(capacity_ > 0 ? new std::byte[static_cast<size_t>(capacity_) * block_bytes]
                            : nullptr),
       slots_(capacity_),
-      free_(static_cast<int>(capacity_)),
-      lru_(static_cast<int>(capacity_)) {
+      store_(static_cast<int>(capacity_), KvTier::kHost) {
   TANDEM_CHECK(block_bytes > 0);
-  for (int s = 0; s < capacity_; ++s) free_.pushBack(s);
 }
 
 int64_t HostTier::numBlocks() const {
   std::lock_guard lock(mu_);
-  return lru_.size();
+  return store_.numEvictable();
 }
 
 bool HostTier::contains(BlockHash hash) const {
   std::lock_guard lock(mu_);
-  return by_hash_.contains(hash);
-}
-
-void HostTier::emitLocked(const KvEvent& event) {
-  if (listener_ != nullptr) listener_->onKvEvent(event);
+  return store_.holds(hash);
 }
 
 void HostTier::evictOneLocked() {
-  const std::optional<int> slot = lru_.popFront();
+  const std::optional<int> slot = store_.popLeastRecent();
   TANDEM_CHECK(slot.has_value());
   const Slot meta = slots_[*slot];
   if (sink_) sink_(meta.hash, meta.parent, std::span<const std::byte>(slotData(*slot), block_bytes_));
-  by_hash_.erase(meta.hash);
-  free_.pushBack(*slot);
-  emitLocked(BlockRemoved{meta.hash, KvTier::kHost});
+  store_.unindex(meta.hash);
+  store_.release(*slot);
+  store_.announceRemoved(meta.hash);
 }
 
 bool HostTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte> data,
@@ -59,18 +53,16 @@ bool HostTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte
   if (capacity_ == 0 || data.size() != block_bytes_) return false;
   {
     std::lock_guard lock(mu_);
-    auto it = by_hash_.find(hash);
-    if (it != by_hash_.end()) {
-      lru_.remove(it->second);
-      lru_.pushBack(it->second);
+    if (const std::optional<int> held = store_.find(hash)) {
+      store_.touch(*held);
     } else {
-      if (free_.empty()) evictOneLocked();
-      const int slot = *free_.popFront();
+      if (store_.numFree() == 0) evictOneLocked();
+      const int slot = *store_.takeFree();
       std::memcpy(slotData(slot), data.data(), block_bytes_);
       slots_[slot] = Slot{hash, parent};
-      by_hash_.emplace(hash, slot);
-      lru_.pushBack(slot);
-      emitLocked(BlockStored{hash, parent, KvTier::kHost});
+      store_.index(hash, slot);
+      store_.makeEvictable(slot);
+      store_.announceStored(hash, parent);
     }
   }
   if (done) done(absl::OkStatus());
@@ -84,13 +76,12 @@ void HostTier::load(BlockHash hash, std::span<std::byte> dst, TierDone done) {
         "host tier: a load needs %d bytes, got %d", block_bytes_, dst.size()));
   } else {
     std::lock_guard lock(mu_);
-    auto it = by_hash_.find(hash);
-    if (it == by_hash_.end()) {
+    const std::optional<int> slot = store_.find(hash);
+    if (!slot) {
       status = absl::NotFoundError(absl::StrFormat("host tier holds no block %016x", hash));
     } else {
-      std::memcpy(dst.data(), slotData(it->second), block_bytes_);
-      lru_.remove(it->second);
-      lru_.pushBack(it->second);
+      std::memcpy(dst.data(), slotData(*slot), block_bytes_);
+      store_.touch(*slot);
     }
   }
   if (done) done(status);
@@ -98,18 +89,17 @@ void HostTier::load(BlockHash hash, std::span<std::byte> dst, TierDone done) {
 
 void HostTier::remove(BlockHash hash) {
   std::lock_guard lock(mu_);
-  auto it = by_hash_.find(hash);
-  if (it == by_hash_.end()) return;
-  const int slot = it->second;
-  by_hash_.erase(it);
-  lru_.remove(slot);
-  free_.pushBack(slot);
-  emitLocked(BlockRemoved{hash, KvTier::kHost});
+  const std::optional<int> slot = store_.find(hash);
+  if (!slot) return;
+  store_.unindex(hash);
+  store_.pin(*slot);
+  store_.release(*slot);
+  store_.announceRemoved(hash);
 }
 
 void HostTier::setEventListener(KvEventListener* listener) {
   std::lock_guard lock(mu_);
-  listener_ = listener;
+  store_.setEventListener(listener);
 }
 
 void HostTier::setEvictionSink(EvictionSink sink) {
@@ -120,7 +110,7 @@ void HostTier::setEvictionSink(EvictionSink sink) {
 int64_t HostTier::evictDownTo(int64_t max_blocks) {
   std::lock_guard lock(mu_);
   int64_t evicted = 0;
-  while (lru_.size() > std::max<int64_t>(max_blocks, 0)) {
+  while (store_.numEvictable() > std::max<int64_t>(max_blocks, 0)) {
     evictOneLocked();
     ++evicted;
   }
@@ -130,7 +120,7 @@ int64_t HostTier::evictDownTo(int64_t max_blocks) {
 std::vector<BlockHash> HostTier::lruOrder() const {
   std::lock_guard lock(mu_);
   std::vector<BlockHash> out;
-  for (int slot : lru_.toVector()) out.push_back(slots_[slot].hash);
+  for (int slot : store_.lruOrder()) out.push_back(slots_[slot].hash);
   return out;
 }
 

@@ -23,8 +23,7 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "kvcache/block_queue.h"
+#include "kvcache/slot_store.h"
 #include "kvcache/tiers/lower_tier.h"
 
 namespace tandem::kvcache {
@@ -77,18 +76,15 @@ class HostTier final : public LowerTier {
   std::byte* slotData(int slot) const { return arena_.get() + static_cast<size_t>(slot) * block_bytes_; }
   // evicts the LRU head into the free list. requires the lock and a used slot.
   void evictOneLocked();
-  void emitLocked(const KvEvent& event);
 
   const size_t block_bytes_;
   const int64_t capacity_;
   std::unique_ptr<std::byte[]> arena_;
 
   mutable std::mutex mu_;
-  std::vector<Slot> slots_;                        // guarded by mu_
-  BlockQueue free_;                                // guarded by mu_
-  BlockQueue lru_;                                 // guarded by mu_; head = least recent
-  absl::flat_hash_map<BlockHash, int> by_hash_;    // guarded by mu_
-  KvEventListener* listener_ = nullptr;            // guarded by mu_
+  std::vector<Slot> slots_;  // guarded by mu_
+  // guarded by mu_; every held block is evictable.
+  SlotStore store_;
   EvictionSink sink_;                              // guarded by mu_
 };
 
