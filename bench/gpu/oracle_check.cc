@@ -85,7 +85,7 @@ absl::StatusOr<std::vector<OracleResult>> runOracle(kernels::hip::HipBackend& ba
       const std::vector<int32_t>& p = (*cases)[s].prompt;
       if (begin >= static_cast<int>(p.size())) continue;
       const int end = std::min<int>(p.size(), begin + options.chunk);
-      b.seqs.push_back({static_cast<engine::SeqId>(s),
+      b.seqs.push_back({static_cast<generation::SeqId>(s),
                         {p.begin() + begin, p.begin() + end},
                         begin,
                         blocksOf(s),
@@ -107,7 +107,7 @@ absl::StatusOr<std::vector<OracleResult>> runOracle(kernels::hip::HipBackend& ba
       const int pos = static_cast<int>((*cases)[s].prompt.size() + done) - 1;
       // teacher-forced under a tie gap: the oracle's token, not our own
       const int32_t fed = options.tie_gap > 0 ? results[s].want[done - 1] : results[s].got.back();
-      b.seqs.push_back({static_cast<engine::SeqId>(s), {fed}, pos, blocksOf(s), true});
+      b.seqs.push_back({static_cast<generation::SeqId>(s), {fed}, pos, blocksOf(s), true});
     }
     if (b.seqs.empty()) break;
     if (absl::Status st = (*runner)->forward(b, &logits); !st.ok()) return st;

@@ -59,7 +59,7 @@ absl::StatusOr<int> RunnerSteps::decode(int n, int steps) {
   for (int step = 0; step < steps; ++step) {
     engine::Batch b;
     for (int s = 0; s < n; ++s) {
-      b.seqs.push_back({static_cast<engine::SeqId>(s), {tokenAt(step + s)}, step, tables_[s], true});
+      b.seqs.push_back({static_cast<generation::SeqId>(s), {tokenAt(step + s)}, step, tables_[s], true});
     }
     RETURN_IF_ERROR(runner_->forward(b, &logits_));
   }

@@ -56,15 +56,15 @@ struct Timed {
 };
 
 // runs `prompt` for one token; its TTFT and cached tokens.
-Timed runOnce(EngineLoop& loop, SeqId id, const std::vector<int32_t>& prompt) {
-  SamplingParams p;
+Timed runOnce(EngineLoop& loop, generation::SeqId id, const std::vector<int32_t>& prompt) {
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = 1;
   p.ignore_eos = true;
   auto done = std::make_shared<std::promise<Timed>>();
   auto future = done->get_future();
   const auto start = Clock::now();
-  auto status = loop.submit(id, prompt, p, [done, start](const TokenOutput& out) {
+  auto status = loop.submit(id, prompt, p, [done, start](const generation::TokenOutput& out) {
     if (!out.finished()) return;
     done->set_value({std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
                      out.num_cached_tokens});
@@ -139,7 +139,7 @@ Result measure(const std::string& model, const std::string& disk_dir, int prefix
                  disk->disabled() ? disk->disabledReason().c_str() : "is not using O_DIRECT (tmpfs?)");
   }
   Result r;
-  SeqId id = 0;
+  generation::SeqId id = 0;
   // one warm-up request: first-touch costs land outside the timings.
   runOnce(loop, ++id, randomPrompt(999, prefix + 1, vocab));
   for (int i = 0; i < repeats; ++i) {

@@ -75,7 +75,7 @@ absl::StatusOr<generation::RequestId> RemoteGenerator::submit(std::vector<int32_
     return s;
   }
   const generation::RequestId id = next_id_.fetch_add(1);
-  auto request = std::make_shared<RemoteGenerateCall>(this, id, std::move(prompt), std::move(params),
+  auto request = std::make_shared<RemoteRequest>(this, id, std::move(prompt), std::move(params),
                                                  std::move(callback));
   request->wait_deadline = Clock::now() + options_.no_worker_timeout;
   {
@@ -91,7 +91,7 @@ absl::StatusOr<generation::RequestId> RemoteGenerator::submit(std::vector<int32_
   return id;
 }
 
-absl::Status RemoteGenerator::attempt(const RequestPtr& request, bool may_refuse) {
+absl::Status RemoteGenerator::attempt(const RemoteRequestPtr& request, bool may_refuse) {
   if (request->cancelled()) {
     request->finish(generation::FinishReason::kAbort);
     return absl::OkStatus();
@@ -154,7 +154,7 @@ void RemoteGenerator::routeEnded(uint64_t key, int64_t output_tokens) {
   planner_.finished(key, output_tokens, nowSeconds());
 }
 
-void RemoteGenerator::retryAfterBrokenCall(const RequestPtr& request, const grpc::Status& status,
+void RemoteGenerator::retryAfterBrokenCall(const RemoteRequestPtr& request, const grpc::Status& status,
                                          const std::string& address, bool delivered_any) {
   // a connection that fails says the worker is gone: stop routing to it
   // now rather than after the next failed polls.
@@ -166,7 +166,7 @@ void RemoteGenerator::retryAfterBrokenCall(const RequestPtr& request, const grpc
   schedule(request, Clock::now());
 }
 
-void RemoteGenerator::schedule(const RequestPtr& request, Clock::time_point when) {
+void RemoteGenerator::schedule(const RemoteRequestPtr& request, Clock::time_point when) {
   uint64_t key;
   {
     std::lock_guard lock(mu_);
@@ -175,7 +175,7 @@ void RemoteGenerator::schedule(const RequestPtr& request, Clock::time_point when
   }
   // refused once stop() stopped the timers; stop() then ends the request.
   timers_.runAt(when, [this, key] {
-    RequestPtr due;
+    RemoteRequestPtr due;
     {
       std::lock_guard lock(mu_);
       auto it = waiting_.find(key);
@@ -188,7 +188,7 @@ void RemoteGenerator::schedule(const RequestPtr& request, Clock::time_point when
 }
 
 void RemoteGenerator::abortWaiting() {
-  std::map<uint64_t, RequestPtr> waiting;
+  std::map<uint64_t, RemoteRequestPtr> waiting;
   {
     std::lock_guard lock(mu_);
     waiting.swap(waiting_);
@@ -198,7 +198,7 @@ void RemoteGenerator::abortWaiting() {
 }
 
 void RemoteGenerator::abandonUnhealthy() {
-  std::vector<RequestPtr> requests;
+  std::vector<RemoteRequestPtr> requests;
   {
     std::lock_guard lock(mu_);
     if (in_flight_.empty()) return;
@@ -207,7 +207,7 @@ void RemoteGenerator::abandonUnhealthy() {
   }
   std::map<std::string, bool> healthy;
   for (const WorkerState& w : pool_->snapshot()) healthy[w.address] = w.healthy;
-  for (const RequestPtr& r : requests) {
+  for (const RemoteRequestPtr& r : requests) {
     const std::string address = r->currentAddress();
     if (address.empty()) continue;
     auto it = healthy.find(address);
@@ -216,7 +216,7 @@ void RemoteGenerator::abandonUnhealthy() {
 }
 
 void RemoteGenerator::cancel(generation::RequestId id) {
-  RequestPtr request;
+  RemoteRequestPtr request;
   {
     std::lock_guard lock(mu_);
     auto it = requests_.find(id);
@@ -250,13 +250,13 @@ void RemoteGenerator::requestDone(generation::RequestId id) {
 }
 
 void RemoteGenerator::stop() {
-  std::vector<RequestPtr> requests;
+  std::vector<RemoteRequestPtr> requests;
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
     for (const auto& [id, r] : requests_) requests.push_back(r);
   }
-  for (const RequestPtr& r : requests) {
+  for (const RemoteRequestPtr& r : requests) {
     if (r->cancel()) schedule(r, Clock::now());
   }
   {

@@ -29,7 +29,7 @@
 #include "generation/generator.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
-#include "router/cluster/remote_generate_call.h"
+#include "router/cluster/remote_request.h"
 #include "router/cluster/route_planner.h"
 #include "router/cluster/worker_pool.h"
 
@@ -70,30 +70,29 @@ class RemoteGenerator : public generation::Generator {
   const std::string& wirePrefix() const { return wire_prefix_; }
 
  private:
-  friend class RemoteGenerateCall;
+  friend class RemoteRequest;
   using Clock = std::chrono::steady_clock;
-  using RequestPtr = std::shared_ptr<RemoteGenerateCall>;
 
   // plans and starts the request's next attempt, or schedules a retry, or
   // fails it (no call in flight). With `may_refuse` (the first attempt, in
   // submit) a request the planner sheds returns ResourceExhausted and is
   // left to the caller; later ones (migrations, retries: the request was
   // accepted) are planned past the TTFT SLO and never shed.
-  absl::Status attempt(const RequestPtr& request, bool may_refuse);
+  absl::Status attempt(const RemoteRequestPtr& request, bool may_refuse);
   // runs attempt(request) on the timer thread at `when`.
-  void schedule(const RequestPtr& request, Clock::time_point when);
+  void schedule(const RemoteRequestPtr& request, Clock::time_point when);
   // ends the requests still scheduled (kAbort); the timers are stopped.
   void abortWaiting();
   void abandonUnhealthy();
-  // from RemoteGenerateCall: a call started / ended on `address`.
+  // from RemoteRequest: a call started / ended on `address`.
   void callStarted(const std::string& address);
   void callEnded(const std::string& address);
-  // from RemoteGenerateCall: the attempt planned with `key` got its first
+  // from RemoteRequest: the attempt planned with `key` got its first
   // token / ended after `output_tokens` tokens.
   void routeFirstToken(uint64_t key);
   void routeEnded(uint64_t key, int64_t output_tokens);
-  // from RemoteGenerateCall: the call ended without a final message.
-  void retryAfterBrokenCall(const RequestPtr& request, const grpc::Status& status,
+  // from RemoteRequest: the call ended without a final message.
+  void retryAfterBrokenCall(const RemoteRequestPtr& request, const grpc::Status& status,
                             const std::string& address, bool delivered_any);
   void requestDone(generation::RequestId id);
 
@@ -106,14 +105,14 @@ class RemoteGenerator : public generation::Generator {
   std::atomic<uint64_t> next_route_key_{1};
 
   mutable std::mutex mu_;
-  std::unordered_map<generation::RequestId, RequestPtr> requests_;  // guarded by mu_
+  std::unordered_map<generation::RequestId, RemoteRequestPtr> requests_;  // guarded by mu_
   std::map<std::string, int> in_flight_;                 // calls per address; guarded by mu_
   int live_calls_ = 0;                                   // guarded by mu_
   bool stopping_ = false;                                // guarded by mu_
   std::condition_variable calls_cv_;
 
   // scheduled attempts not yet run, by schedule() order; guarded by mu_
-  std::map<uint64_t, RequestPtr> waiting_;
+  std::map<uint64_t, RemoteRequestPtr> waiting_;
   uint64_t next_wait_ = 0;  // guarded by mu_
   // last: its callbacks use the members above.
   TimerQueue timers_{"remote-gen"};

@@ -6,13 +6,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "server/engine/generation_types.h"
+#include "generation/sampling_params.h"
+#include "generation/token_output.h"
 
 namespace tandem::engine {
 
 
 struct SequenceChunk {
-  SeqId seq_id = 0;
+  generation::SeqId seq_id = 0;
   // tokens to compute this step: a prefill chunk, or the one token of a decode.
   std::vector<int32_t> tokens;
   // position of tokens[0]; positions [0, start_pos) are already in the cache.
@@ -24,7 +25,7 @@ struct SequenceChunk {
   // for a prefill chunk that does not reach the end of the prompt).
   bool needs_logits = true;
   // whether the runner must return logits for every token of the chunk (a
-  // request scoring its prompt: SamplingParams::prompt_logprobs); the last
+  // request scoring its prompt: generation::SamplingParams::prompt_logprobs); the last
   // of them is the row needs_logits samples.
   bool all_logits = false;
 

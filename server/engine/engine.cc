@@ -12,7 +12,7 @@ Engine::Engine(const EngineConfig& config, StepModel& model)
       kv_(config.num_blocks, config.block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, kv_) {}
 
-absl::Status Engine::checkGrammar(const SamplingParams& params) const {
+absl::Status Engine::checkGrammar(const generation::SamplingParams& params) const {
   if (params.grammar.empty()) return absl::OkStatus();
   if (grammars_ == nullptr) {
     return absl::InvalidArgumentError(
@@ -23,7 +23,7 @@ absl::Status Engine::checkGrammar(const SamplingParams& params) const {
 }
 
 absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> Engine::makeMatcher(
-    std::span<const int32_t> prompt, const SamplingParams& params) const {
+    std::span<const int32_t> prompt, const generation::SamplingParams& params) const {
   if (params.grammar.empty()) return nullptr;
   if (grammars_ == nullptr) return checkGrammar(params);
   ASSIGN_OR_RETURN(std::shared_ptr<grammar::GrammarAutomaton> automaton,
@@ -37,8 +37,8 @@ absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> Engine::makeMatcher(
   return matcher;
 }
 
-absl::Status Engine::addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                                KvConnector* kv_source) {
+absl::Status Engine::addRequest(generation::SeqId id, std::vector<int32_t> prompt,
+                                generation::SamplingParams params, KvConnector* kv_source) {
   ASSIGN_OR_RETURN(std::unique_ptr<grammar::TokenMatcher> matcher, makeMatcher(prompt, params));
   RETURN_IF_ERROR(scheduler_.addRequest(id, std::move(prompt), std::move(params), kv_source));
   scheduler_.findRequest(id)->grammar = std::move(matcher);
@@ -49,7 +49,7 @@ void Engine::setKvWakeup(const std::function<void()>& wakeup) {
   for (KvConnector* c : scheduler_.connectors()) c->setWakeup(wakeup);
 }
 
-bool Engine::takeFirstToken(Request& req, const TokenOutput& first) {
+bool Engine::takeFirstToken(Request& req, const generation::TokenOutput& first) {
   // the prefill worker sampled under the same grammar; a token it refuses
   // means the two disagree: the request prefills here instead.
   if (req.grammar != nullptr && !req.grammar->accept(first.token)) return false;
@@ -59,8 +59,8 @@ bool Engine::takeFirstToken(Request& req, const TokenOutput& first) {
   return true;
 }
 
-std::vector<TokenOutput> Engine::collectKv() {
-  std::vector<TokenOutput> outputs;
+std::vector<generation::TokenOutput> Engine::collectKv() {
+  std::vector<generation::TokenOutput> outputs;
   for (KvConnector* c : scheduler_.connectors()) {
     for (KvConnector::Landed& landed : c->takeLanded()) {
       Request* req = scheduler_.findRequest(landed.id);
@@ -80,7 +80,7 @@ std::vector<TokenOutput> Engine::collectKv() {
   return outputs;
 }
 
-absl::Status Engine::abort(SeqId id) { return scheduler_.abort(id); }
+absl::Status Engine::abort(generation::SeqId id) { return scheduler_.abort(id); }
 
 void Engine::setKvEventListener(kvcache::KvEventListener* listener) {
   kv_.setEventListener(listener);
@@ -92,15 +92,15 @@ void Engine::setKvTiers(kvcache::KvTierChain* tiers) {
   kv_.setEvictionListener(tiers_);
 }
 
-std::vector<TokenOutput> Engine::step() {
-  std::vector<TokenOutput> outputs = collectKv();
-  for (TokenOutput& out : runStep()) outputs.push_back(std::move(out));
+std::vector<generation::TokenOutput> Engine::step() {
+  std::vector<generation::TokenOutput> outputs = collectKv();
+  for (generation::TokenOutput& out : runStep()) outputs.push_back(std::move(out));
   // between steps: keep G2 under its watermark.
   if (tiers_ != nullptr) tiers_->maintain();
   return outputs;
 }
 
-std::vector<TokenOutput> Engine::runStep() {
+std::vector<generation::TokenOutput> Engine::runStep() {
   const int64_t preemptions_before = scheduler_.numPreemptions();
   const Batch batch = scheduler_.schedule();
   stalled_ = batch.seqs.empty() && scheduler_.numPreemptions() == preemptions_before;
@@ -120,7 +120,7 @@ std::vector<TokenOutput> Engine::runStep() {
   std::vector<SampleResult> samples;
   // a first output's prompt scores, by sample (the request may finish, and
   // go, in onStepResult).
-  std::vector<std::vector<PromptTokenLogprob>> scores;
+  std::vector<std::vector<generation::PromptTokenLogprob>> scores;
   tokens.reserve(rows);
   samples.reserve(rows);
   const size_t vocab = rows > 0 ? logits_.size() / rows : 0;
@@ -155,14 +155,14 @@ std::vector<TokenOutput> Engine::runStep() {
     tokens.push_back(samples.back().token);
     // the first token takes the prompt's scores with it.
     const bool first = req->params.prompt_logprobs.has_value() && req->numOutputTokens() == 0;
-    scores.push_back(first ? std::move(req->prompt_logprobs) : std::vector<PromptTokenLogprob>());
+    scores.push_back(first ? std::move(req->prompt_logprobs) : std::vector<generation::PromptTokenLogprob>());
   }
 
   const std::vector<RequestOutput> results = scheduler_.onStepResult(tokens);
   // no abort can happen between schedule and onStepResult here, so every
   // sampled row has its output, in the same order.
   TANDEM_CHECK(results.size() == samples.size());
-  std::vector<TokenOutput> outputs;
+  std::vector<generation::TokenOutput> outputs;
   outputs.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
     const RequestOutput& r = results[i];
@@ -187,14 +187,14 @@ void Engine::scorePrompt(Request& req, const SequenceChunk& chunk, const float* 
   }
 }
 
-std::vector<TokenOutput> Engine::failStep(const Batch& batch) {
-  std::vector<TokenOutput> outputs;
+std::vector<generation::TokenOutput> Engine::failStep(const Batch& batch) {
+  std::vector<generation::TokenOutput> outputs;
   for (const SequenceChunk& chunk : batch.seqs) {
     const Request* req = scheduler_.findRequest(chunk.seq_id);
-    TokenOutput out;
+    generation::TokenOutput out;
     out.id = chunk.seq_id;
     out.token = -1;
-    out.finish_reason = FinishReason::kError;
+    out.finish_reason = generation::FinishReason::kError;
     out.num_prompt_tokens = req->num_prompt_tokens;
     out.num_output_tokens = req->numOutputTokens();
     out.num_cached_tokens = std::max(req->num_cached_tokens, 0);

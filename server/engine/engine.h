@@ -12,9 +12,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "generation/sampling_params.h"
+#include "generation/token_output.h"
 #include "kvcache/kv_cache_manager.h"
 #include "kvcache/tiers/kv_tier_chain.h"
-#include "server/engine/generation_types.h"
 #include "server/engine/kv_connector.h"
 #include "server/engine/sampler.h"
 #include "server/engine/scheduler.h"
@@ -50,8 +51,8 @@ class Engine {
   // its text is a complete sentence nothing may extend. `kv_source` is one
   // of the connectors added (or null): where the request's prompt KV comes
   // from, or that its blocks outlive it (server/engine/kv_connector.h).
-  absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                          KvConnector* kv_source = nullptr);
+  absl::Status addRequest(generation::SeqId id, std::vector<int32_t> prompt,
+                          generation::SamplingParams params, KvConnector* kv_source = nullptr);
 
   // a connector requests may use (not owned, outlives the engine); before
   // the first request. Each step first takes what every connector landed
@@ -68,9 +69,9 @@ class Engine {
   // and so is a grammar when no grammar cache is set. The request limits
   // are checked before the engine (generation::checkRequest) and asserted
   // by the scheduler. thread-safe.
-  absl::Status checkGrammar(const SamplingParams& params) const;
+  absl::Status checkGrammar(const generation::SamplingParams& params) const;
   // see Scheduler::abort (a held request's blocks are freed too).
-  absl::Status abort(SeqId id);
+  absl::Status abort(generation::SeqId id);
   bool hasUnfinished() const { return scheduler_.hasUnfinished(); }
   // see Scheduler::hasSchedulable.
   bool hasSchedulable() const { return scheduler_.hasSchedulable(); }
@@ -83,7 +84,7 @@ class Engine {
   // order (empty when there was nothing to compute, or only prefill chunks).
   // when the model fails, every request of the step finishes with kError,
   // and one output with token -1 reports each of them.
-  std::vector<TokenOutput> step();
+  std::vector<generation::TokenOutput> step();
 
   const kvcache::KvCacheManager& kvCache() const { return kv_; }
   // receives the KV cache's events, the lower tiers' too (not owned, may be null).
@@ -97,18 +98,18 @@ class Engine {
   const Scheduler& scheduler() const { return scheduler_; }
 
  private:
-  std::vector<TokenOutput> runStep();
+  std::vector<generation::TokenOutput> runStep();
   // what the connectors landed and released since the last step: the
   // outputs of remote prefills that completed.
-  std::vector<TokenOutput> collectKv();
+  std::vector<generation::TokenOutput> collectKv();
   // a remote prefill's first token for `req`: false when its grammar
   // refuses it; else advances its generator as a local sample would.
-  bool takeFirstToken(Request& req, const TokenOutput& first);
+  bool takeFirstToken(Request& req, const generation::TokenOutput& first);
   // the matcher of a request with a grammar (null without one), advanced
   // over its replayed prompt tokens.
   absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> makeMatcher(
-      std::span<const int32_t> prompt, const SamplingParams& params) const;
-  std::vector<TokenOutput> failStep(const Batch& batch);
+      std::span<const int32_t> prompt, const generation::SamplingParams& params) const;
+  std::vector<generation::TokenOutput> failStep(const Batch& batch);
   // appends to req.prompt_logprobs the prompt tokens `chunk` (all_logits)
   // scores, from its rows of logits.
   static void scorePrompt(Request& req, const SequenceChunk& chunk, const float* logits,

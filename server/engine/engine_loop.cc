@@ -35,7 +35,7 @@ EngineLoop::~EngineLoop() {
 }
 
 absl::Status EngineLoop::checkSubmission(const std::vector<int32_t>& prompt,
-                                         const SamplingParams& params) const {
+                                         const generation::SamplingParams& params) const {
   // the front ends checked the limits (generation::checkRequest): a request
   // past them here is a caller's bug, not a client's mistake.
   TANDEM_CHECK(generation::checkRequest(limits_, prompt, params).ok());
@@ -53,8 +53,9 @@ absl::Status EngineLoop::post(Task task) {
   return absl::OkStatus();
 }
 
-absl::Status EngineLoop::submit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                                OutputCallback callback, KvConnector* kv_source) {
+absl::Status EngineLoop::submit(generation::SeqId id, std::vector<int32_t> prompt,
+                                generation::SamplingParams params, OutputCallback callback,
+                                KvConnector* kv_source) {
   absl::Status status = checkSubmission(prompt, params);
   if (!status.ok()) return status;
   return post([this, id, prompt = std::move(prompt), params = std::move(params),
@@ -63,7 +64,7 @@ absl::Status EngineLoop::submit(SeqId id, std::vector<int32_t> prompt, SamplingP
   });
 }
 
-void EngineLoop::cancel(SeqId id) {
+void EngineLoop::cancel(generation::SeqId id) {
   (void)post([this, id] { cancelNow(id); });
 }
 
@@ -105,19 +106,19 @@ void EngineLoop::run() {
     for (Task& task : tasks) task();
     tasks.clear();
     if (stopping) break;
-    const std::vector<TokenOutput> outputs = engine.step();
-    for (const TokenOutput& output : outputs) deliver(output);
+    const std::vector<generation::TokenOutput> outputs = engine.step();
+    for (const generation::TokenOutput& output : outputs) deliver(output);
     publishStats();
   }
   // end whatever is left.
-  std::vector<SeqId> left;
+  std::vector<generation::SeqId> left;
   for (const auto& [id, callback] : callbacks_) left.push_back(id);
-  for (SeqId id : left) cancelNow(id);
-  for (SeqId id : engine.scheduler().heldIds()) (void)engine.abort(id);
+  for (generation::SeqId id : left) cancelNow(id);
+  for (generation::SeqId id : engine.scheduler().heldIds()) (void)engine.abort(id);
   publishStats();
 }
 
-void EngineLoop::admit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+void EngineLoop::admit(generation::SeqId id, std::vector<int32_t> prompt, generation::SamplingParams params,
                        OutputCallback callback, KvConnector* kv_source) {
   absl::Status status =
       engine_->engine().addRequest(id, std::move(prompt), std::move(params), kv_source);
@@ -125,30 +126,30 @@ void EngineLoop::admit(SeqId id, std::vector<int32_t> prompt, SamplingParams par
     callbacks_.emplace(id, std::move(callback));
   } else {
     // checked before queuing; only a duplicate id gets here.
-    TokenOutput failed;
+    generation::TokenOutput failed;
     failed.id = id;
     failed.token = -1;
-    failed.finish_reason = FinishReason::kError;
+    failed.finish_reason = generation::FinishReason::kError;
     callback(failed);
   }
 }
 
-void EngineLoop::cancelNow(SeqId id) {
+void EngineLoop::cancelNow(generation::SeqId id) {
   // a live request stops; a held one's blocks are freed (it had its final
   // output already).
   (void)engine_->engine().abort(id);
-  if (callbacks_.contains(id)) finishWith(id, FinishReason::kAbort);
+  if (callbacks_.contains(id)) finishWith(id, generation::FinishReason::kAbort);
 }
 
-void EngineLoop::deliver(const TokenOutput& output) {
+void EngineLoop::deliver(const generation::TokenOutput& output) {
   auto it = callbacks_.find(output.id);
   if (it == callbacks_.end()) return;
   it->second(output);
   if (output.finished()) callbacks_.erase(it);
 }
 
-void EngineLoop::finishWith(SeqId id, FinishReason reason) {
-  TokenOutput last;
+void EngineLoop::finishWith(generation::SeqId id, generation::FinishReason reason) {
+  generation::TokenOutput last;
   last.id = id;
   last.token = -1;
   last.finish_reason = reason;

@@ -50,7 +50,7 @@ struct EngineLoopStats {
 class EngineLoop {
  public:
   // called on the loop thread; must not block (queue work elsewhere).
-  using OutputCallback = std::function<void(const TokenOutput&)>;
+  using OutputCallback = std::function<void(const generation::TokenOutput&)>;
 
   // takes the engine and starts the loop thread.
   explicit EngineLoop(EngineAssemblyPtr engine);
@@ -65,12 +65,13 @@ class EngineLoop {
   // once, queuing nothing and never calling `callback`, with
   // InvalidArgument for a grammar the engine cannot compile
   // (Engine::checkGrammar), FailedPrecondition after stop().
-  absl::Status submit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
-                      OutputCallback callback, KvConnector* kv_source = nullptr);
+  absl::Status submit(generation::SeqId id, std::vector<int32_t> prompt,
+                      generation::SamplingParams params, OutputCallback callback,
+                      KvConnector* kv_source = nullptr);
   // cancels a request: its callback then gets the kAbort final output
   // (unless it finished first); a finished request whose blocks are held
   // frees them. unknown ids are ignored.
-  void cancel(SeqId id);
+  void cancel(generation::SeqId id);
 
   // disaggregation, the decode worker's side: requests whose prompt KV a
   // prefill worker writes (server/engine/remote_prefill_connector.h).
@@ -100,18 +101,18 @@ class EngineLoop {
 
   // asserts the limits, then Engine::checkGrammar (see submit()).
   absl::Status checkSubmission(const std::vector<int32_t>& prompt,
-                               const SamplingParams& params) const;
+                               const generation::SamplingParams& params) const;
   // queues `task` for the loop thread, in call order with every other task.
   // FailedPrecondition after stop().
   absl::Status post(Task task);
 
   void run();
   // the tasks below run on the loop thread, between steps.
-  void admit(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+  void admit(generation::SeqId id, std::vector<int32_t> prompt, generation::SamplingParams params,
              OutputCallback callback, KvConnector* kv_source);
-  void cancelNow(SeqId id);
-  void deliver(const TokenOutput& output);
-  void finishWith(SeqId id, FinishReason reason);
+  void cancelNow(generation::SeqId id);
+  void deliver(const generation::TokenOutput& output);
+  void finishWith(generation::SeqId id, generation::FinishReason reason);
   void publishStats();
 
   EngineAssemblyPtr engine_;
@@ -129,7 +130,7 @@ class EngineLoop {
   kvcache::KvEventLog kv_events_;
 
   // owned by the loop thread.
-  std::unordered_map<SeqId, OutputCallback> callbacks_;
+  std::unordered_map<generation::SeqId, OutputCallback> callbacks_;
   std::thread thread_;
 };
 

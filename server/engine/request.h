@@ -12,8 +12,9 @@
 #include <span>
 #include <vector>
 
+#include "generation/sampling_params.h"
+#include "generation/token_output.h"
 #include "server/engine/batch.h"
-#include "server/engine/generation_types.h"
 #include "server/engine/kv_connector.h"
 #include "server/engine/sampler_rng.h"
 #include "text/grammar/token_matcher.h"
@@ -26,18 +27,19 @@ namespace tandem::engine {
 enum class RequestState { kWaiting, kRunning, kWaitingForKv, kFinished };
 
 struct Request {
-  Request(SeqId id_in, std::vector<int32_t> prompt, SamplingParams params_in, uint64_t seed)
+  Request(generation::SeqId id_in, std::vector<int32_t> prompt, generation::SamplingParams params_in,
+          uint64_t seed)
       : id(id_in),
         tokens(std::move(prompt)),
         num_prompt_tokens(static_cast<int>(tokens.size())),
         params(std::move(params_in)),
         rng(seed) {}
 
-  SeqId id;
+  generation::SeqId id;
   // prompt ‖ output.
   std::vector<int32_t> tokens;
   int num_prompt_tokens;
-  SamplingParams params;
+  generation::SamplingParams params;
   // the request's own generator, seeded from params.seed when set.
   SamplerRng rng;
   // structured output: where the output stands in params.grammar (null when
@@ -47,7 +49,7 @@ struct Request {
   std::unique_ptr<grammar::TokenMatcher> grammar;
 
   RequestState state = RequestState::kWaiting;
-  FinishReason finish_reason = FinishReason::kNone;
+  generation::FinishReason finish_reason = generation::FinishReason::kNone;
   // leading tokens whose KV is in the cache (computed or found cached).
   int num_computed_tokens = 0;
   // prompt tokens found in the prefix cache at first admission, for usage
@@ -65,7 +67,7 @@ struct Request {
   // with params.prompt_logprobs: the prompt tokens scored so far, from the
   // second on (entry i is prompt token i + 1). Kept across a preemption
   // (the recompute skips them) and handed out with the first output.
-  std::vector<PromptTokenLogprob> prompt_logprobs;
+  std::vector<generation::PromptTokenLogprob> prompt_logprobs;
 
   // the prompt still has tokens to score: every chunk over it needs all its
   // logits, and it is not served from the prefix cache. False once the

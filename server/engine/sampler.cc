@@ -28,7 +28,7 @@ double logSumExp(std::span<const float> logits) {
 
 }  // namespace
 
-SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
+SampleResult Sampler::sample(std::span<const float> logits, const generation::SamplingParams& params,
                              const TokenHistory& history, SamplerRng& rng,
                              const grammar::TokenMask* allowed) {
   TANDEM_CHECK(!logits.empty());
@@ -49,10 +49,10 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
   return result;
 }
 
-PromptTokenLogprob Sampler::score(std::span<const float> logits, int32_t token, int top_n) {
+generation::PromptTokenLogprob Sampler::score(std::span<const float> logits, int32_t token, int top_n) {
   TANDEM_CHECK(token >= 0 && static_cast<size_t>(token) < logits.size());
   const double lse = logSumExp(logits);
-  PromptTokenLogprob out;
+  generation::PromptTokenLogprob out;
   out.token = token;
   out.logprob = static_cast<float>(logits[token] - lse);
   out.rank = 1 + static_cast<int32_t>(std::count_if(
@@ -61,7 +61,7 @@ PromptTokenLogprob Sampler::score(std::span<const float> logits, int32_t token, 
   return out;
 }
 
-void Sampler::applyPenalties(std::span<float> logits, const SamplingParams& params,
+void Sampler::applyPenalties(std::span<float> logits, const generation::SamplingParams& params,
                              const TokenHistory& history) {
   const auto vocab = static_cast<int32_t>(logits.size());
   const bool repetition = params.repetition_penalty != 1.0f;
@@ -135,7 +135,7 @@ int32_t Sampler::argmax() const {
   return static_cast<int32_t>(std::max_element(work_.begin(), work_.end()) - work_.begin());
 }
 
-int32_t Sampler::draw(const SamplingParams& params, SamplerRng& rng) {
+int32_t Sampler::draw(const generation::SamplingParams& params, SamplerRng& rng) {
   const float inv_t = 1.0f / params.temperature;
   for (float& x : work_) x *= inv_t;
   const float max_logit = *std::max_element(work_.begin(), work_.end());
@@ -195,14 +195,14 @@ int32_t Sampler::draw(const SamplingParams& params, SamplerRng& rng) {
   return candidates_.back();  // rounding left u at the very top.
 }
 
-std::vector<TokenLogprob> Sampler::topLogprobs(std::span<const float> logits, int n,
+std::vector<generation::TokenLogprob> Sampler::topLogprobs(std::span<const float> logits, int n,
                                                double log_sum_exp) {
   const auto vocab = static_cast<int32_t>(logits.size());
   n = std::min(n, static_cast<int>(vocab));
   std::vector<int32_t> ids(vocab);
   for (int32_t t = 0; t < vocab; ++t) ids[t] = t;
   std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), ByLogitDesc{logits.data()});
-  std::vector<TokenLogprob> out;
+  std::vector<generation::TokenLogprob> out;
   out.reserve(n);
   for (int i = 0; i < n; ++i) {
     out.push_back({ids[i], static_cast<float>(logits[ids[i]] - log_sum_exp)});

@@ -1,4 +1,4 @@
-// Turns one row of logits into one token under a request's SamplingParams.
+// Turns one row of logits into one token under a request's generation::SamplingParams.
 //
 // Order of operations (as vLLM v1): repetition penalty (prompt + output),
 // presence/frequency penalties (output), logit_bias, the grammar's token mask
@@ -12,7 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "server/engine/generation_types.h"
+#include "generation/sampling_params.h"
+#include "generation/token_output.h"
 #include "server/engine/sampler_rng.h"
 #include "text/grammar/token_mask.h"
 
@@ -24,7 +25,7 @@ struct SampleResult {
   float logprob = 0.0f;
   // the params.logprobs most likely tokens, most likely first (lower id
   // first on ties); empty when logprobs were not asked for.
-  std::vector<TokenLogprob> top_logprobs;
+  std::vector<generation::TokenLogprob> top_logprobs;
 };
 
 // the tokens a request has seen, for the penalties. ids outside the vocab
@@ -37,12 +38,12 @@ struct TokenHistory {
 class Sampler {
  public:
   // samples one token from `logits` (one per vocab entry, not empty).
-  // `params` must be valid (SamplingParams::validate). a greedy request does
+  // `params` must be valid (generation::SamplingParams::validate). a greedy request does
   // not consume randomness; any other consumes exactly one draw of `rng`, so
   // a request's tokens depend only on its seed and its logits.
   // `allowed` (when not null) is the structured-output mask: only its
   // tokens can be sampled (ids past its size never); it must allow one.
-  SampleResult sample(std::span<const float> logits, const SamplingParams& params,
+  SampleResult sample(std::span<const float> logits, const generation::SamplingParams& params,
                       const TokenHistory& history, SamplerRng& rng,
                       const grammar::TokenMask* allowed = nullptr);
 
@@ -50,20 +51,20 @@ class Sampler {
   // its log-probability under the raw logits, its rank (1 + the tokens with
   // a higher logit) and the `top_n` most likely tokens, as sample() reports
   // them. O(vocab) plus the partial sort of top_n.
-  static PromptTokenLogprob score(std::span<const float> logits, int32_t token, int top_n);
+  static generation::PromptTokenLogprob score(std::span<const float> logits, int32_t token, int top_n);
 
   // sets every logit outside `allowed` to -inf, in place.
   static void applyMask(std::span<float> logits, const grammar::TokenMask& allowed);
 
   // applies the repetition, presence and frequency penalties of `params` to
   // `logits` in place (the first step of sample()).
-  void applyPenalties(std::span<float> logits, const SamplingParams& params,
+  void applyPenalties(std::span<float> logits, const generation::SamplingParams& params,
                       const TokenHistory& history);
 
  private:
   int32_t argmax() const;
-  int32_t draw(const SamplingParams& params, SamplerRng& rng);
-  static std::vector<TokenLogprob> topLogprobs(std::span<const float> logits, int n,
+  int32_t draw(const generation::SamplingParams& params, SamplerRng& rng);
+  static std::vector<generation::TokenLogprob> topLogprobs(std::span<const float> logits, int n,
                                                double log_sum_exp);
 
   // scratch reused across calls to avoid a vocab-sized allocation per token.

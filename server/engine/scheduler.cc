@@ -26,7 +26,7 @@ int64_t Scheduler::numPrefillTokensQueued() const {
   return total;
 }
 
-void Scheduler::assertFits(int64_t prompt_len, const SamplingParams& params) const {
+void Scheduler::assertFits(int64_t prompt_len, const generation::SamplingParams& params) const {
   // the front ends refused anything else (generation::checkRequest against
   // the limits the engine reports): breaking these is a caller's bug.
   TANDEM_CHECK(prompt_len > 0 && prompt_len < config_.max_model_len);
@@ -38,8 +38,8 @@ void Scheduler::assertFits(int64_t prompt_len, const SamplingParams& params) con
   TANDEM_CHECK(kv_.blocksForTokens(final_len - 1) <= kv_.numBlocks());
 }
 
-absl::Status Scheduler::addRequest(SeqId id, std::vector<int32_t> prompt,
-                                   SamplingParams params, KvConnector* kv_source) {
+absl::Status Scheduler::addRequest(generation::SeqId id, std::vector<int32_t> prompt,
+                                   generation::SamplingParams params, KvConnector* kv_source) {
   if (requests_.contains(id) || held_.contains(id)) {
     return absl::AlreadyExistsError(absl::StrFormat("request %d already exists", id));
   }
@@ -70,13 +70,13 @@ std::optional<RequestOutput> Scheduler::land(const KvConnector* from,
     kv_.commitFullBlocks(req->id, req->prompt());
     const int32_t token = landed.first->token;
     req->tokens.push_back(token);
-    const FinishReason reason = checkStop(*req, token);
+    const generation::FinishReason reason = checkStop(*req, token);
     const RequestOutput out{req->id, token, reason, req->num_prompt_tokens,
                             req->numOutputTokens(), std::max(req->num_cached_tokens, 0)};
     req->state = RequestState::kRunning;
     // joins as the newest running request, as if admitted now.
     running_.push_back(req);
-    if (reason != FinishReason::kNone) finish(*req, reason);
+    if (reason != generation::FinishReason::kNone) finish(*req, reason);
     return out;
   }
   // what landed goes to the prefix cache (a failed remote prefill lands
@@ -103,13 +103,13 @@ bool Scheduler::releaseHeld(const KvConnector::Landed& released) {
   return true;
 }
 
-std::vector<SeqId> Scheduler::heldIds() const {
-  std::vector<SeqId> ids;
+std::vector<generation::SeqId> Scheduler::heldIds() const {
+  std::vector<generation::SeqId> ids;
   for (const auto& [id, held] : held_) ids.push_back(id);
   return ids;
 }
 
-absl::Status Scheduler::abort(SeqId id) {
+absl::Status Scheduler::abort(generation::SeqId id) {
   if (releaseHeld({.id = id})) return absl::OkStatus();
   Request* req = findRequest(id);
   if (req == nullptr) {
@@ -119,16 +119,16 @@ absl::Status Scheduler::abort(SeqId id) {
   for (Scheduled& s : scheduled_) {
     if (s.id == id) s.dropped = true;
   }
-  finish(*req, FinishReason::kAbort);
+  finish(*req, generation::FinishReason::kAbort);
   return absl::OkStatus();
 }
 
-Request* Scheduler::findRequest(SeqId id) {
+Request* Scheduler::findRequest(generation::SeqId id) {
   auto it = requests_.find(id);
   return it == requests_.end() ? nullptr : it->second.get();
 }
 
-const Request* Scheduler::findRequest(SeqId id) const {
+const Request* Scheduler::findRequest(generation::SeqId id) const {
   auto it = requests_.find(id);
   return it == requests_.end() ? nullptr : it->second.get();
 }
@@ -336,30 +336,30 @@ std::vector<RequestOutput> Scheduler::onStepResult(std::span<const int32_t> samp
     if (req.holdsBlocks()) req.kv_source->progressed(req, kv_.blockTable(req.id));
     if (!has_row) continue;
     req.tokens.push_back(token);
-    const FinishReason reason = checkStop(req, token);
+    const generation::FinishReason reason = checkStop(req, token);
     outputs.push_back({req.id, token, reason, req.num_prompt_tokens, req.numOutputTokens(),
                        std::max(req.num_cached_tokens, 0)});
-    if (reason != FinishReason::kNone) finish(req, reason);
+    if (reason != generation::FinishReason::kNone) finish(req, reason);
   }
   TANDEM_CHECK(row == sampled.size());
   scheduled_.clear();
   return outputs;
 }
 
-FinishReason Scheduler::checkStop(const Request& req, int32_t token) const {
+generation::FinishReason Scheduler::checkStop(const Request& req, int32_t token) const {
   const auto contains = [token](const std::vector<int32_t>& ids) {
     return std::find(ids.begin(), ids.end(), token) != ids.end();
   };
-  if (!req.params.ignore_eos && contains(config_.eos_token_ids)) return FinishReason::kStop;
-  if (contains(req.params.stop_token_ids)) return FinishReason::kStop;
+  if (!req.params.ignore_eos && contains(config_.eos_token_ids)) return generation::FinishReason::kStop;
+  if (contains(req.params.stop_token_ids)) return generation::FinishReason::kStop;
   // the grammar's sentence is complete and nothing may follow it.
-  if (req.grammar != nullptr && req.grammar->isTerminated()) return FinishReason::kStop;
-  if (req.numOutputTokens() >= req.params.max_tokens) return FinishReason::kLength;
-  if (req.numTokens() >= config_.max_model_len) return FinishReason::kLength;
-  return FinishReason::kNone;
+  if (req.grammar != nullptr && req.grammar->isTerminated()) return generation::FinishReason::kStop;
+  if (req.numOutputTokens() >= req.params.max_tokens) return generation::FinishReason::kLength;
+  if (req.numTokens() >= config_.max_model_len) return generation::FinishReason::kLength;
+  return generation::FinishReason::kNone;
 }
 
-void Scheduler::finish(Request& req, FinishReason reason) {
+void Scheduler::finish(Request& req, generation::FinishReason reason) {
   // both hear of it: the request's own connector and the one it waits for;
   // either may keep its blocks (a hold, a load still writing into them).
   bool hold = req.kv_source != nullptr && req.kv_source->finished(req, reason);

@@ -69,7 +69,7 @@ struct SchedulerConfig {
   int max_model_len = 4096;
   // tokens that end generation unless a request sets ignore_eos.
   std::vector<int32_t> eos_token_ids;
-  // most prompt tokens scored in one step (SamplingParams::prompt_logprobs),
+  // most prompt tokens scored in one step (generation::SamplingParams::prompt_logprobs),
   // over every request scoring its prompt: each costs a vocab-sized row of
   // logits, so this bounds the step's logits (EngineAssembly sizes it from
   // the vocabulary). A scoring request's chunks are cut to what is left.
@@ -78,15 +78,15 @@ struct SchedulerConfig {
 
 // what one step did to one request.
 struct RequestOutput {
-  SeqId id = 0;
+  generation::SeqId id = 0;
   // the token sampled this step, now the request's last output token.
   int32_t token = 0;
-  FinishReason finish_reason = FinishReason::kNone;
+  generation::FinishReason finish_reason = generation::FinishReason::kNone;
   int num_prompt_tokens = 0;
   int num_output_tokens = 0;
   int num_cached_tokens = 0;
 
-  bool finished() const { return finish_reason != FinishReason::kNone; }
+  bool finished() const { return finish_reason != generation::FinishReason::kNone; }
 };
 
 class Scheduler {
@@ -107,7 +107,7 @@ class Scheduler {
   // the whole cache); the scheduler asserts that (TANDEM_CHECK).
   // `kv_source` (one of connectors(), or null) is the request's own
   // connector (see above).
-  absl::Status addRequest(SeqId id, std::vector<int32_t> prompt, SamplingParams params,
+  absl::Status addRequest(generation::SeqId id, std::vector<int32_t> prompt, generation::SamplingParams params,
                           KvConnector* kv_source = nullptr);
 
   // what a connector reported for a request waiting for it (`landed.id`
@@ -120,14 +120,14 @@ class Scheduler {
   // its tokens computed when it finished plus `released.num_tokens` more
   // that landed since. false (nothing done) when it is not held.
   bool releaseHeld(const KvConnector::Landed& released);
-  bool isHeld(SeqId id) const { return held_.contains(id); }
-  std::vector<SeqId> heldIds() const;
+  bool isHeld(generation::SeqId id) const { return held_.contains(id); }
+  std::vector<generation::SeqId> heldIds() const;
 
   // cancels a waiting, running or kWaitingForKv request and frees its
   // blocks (unless a connector holds them: see finished()), or frees a held
   // one's. when it is in the step in flight, onStepResult skips its row.
   // NotFound when unknown or already finished.
-  absl::Status abort(SeqId id);
+  absl::Status abort(generation::SeqId id);
 
   // the next step's batch (empty when nothing can run). the previous
   // batch's onStepResult must have been called.
@@ -141,8 +141,8 @@ class Scheduler {
 
   // the live request, or null. the engine reads its params, tokens and rng
   // to sample its logit row.
-  Request* findRequest(SeqId id);
-  const Request* findRequest(SeqId id) const;
+  Request* findRequest(generation::SeqId id);
+  const Request* findRequest(generation::SeqId id) const;
   // how many tokens `req` may still generate before checkStop ends it for
   // length (max_tokens or the context, whichever comes first), the next
   // one included.
@@ -167,7 +167,7 @@ class Scheduler {
 
  private:
   struct Scheduled {
-    SeqId id;
+    generation::SeqId id;
     int num_new_tokens;
     bool needs_logits;
     // every token's logits: the chunk scores prompt tokens.
@@ -178,7 +178,7 @@ class Scheduler {
 
   // aborts unless a request of `prompt_len` tokens with `params` is within
   // the limits (see addRequest).
-  void assertFits(int64_t prompt_len, const SamplingParams& params) const;
+  void assertFits(int64_t prompt_len, const generation::SamplingParams& params) const;
   // whether `req`'s chunk of n tokens from its num_computed_tokens scores
   // prompt tokens not scored yet.
   static bool chunkScoresPrompt(const Request& req, int n);
@@ -201,13 +201,13 @@ class Scheduler {
   // hits (the front of waiting_): the tokens whose KV it holds now, or
   // nullopt when it left the queue to wait for KV (kWaitingForKv).
   std::optional<int> matchExternal(Request& req, int computed);
-  void finish(Request& req, FinishReason reason);
-  FinishReason checkStop(const Request& req, int32_t token) const;
+  void finish(Request& req, generation::FinishReason reason);
+  generation::FinishReason checkStop(const Request& req, int32_t token) const;
   Batch buildBatch() const;
 
   const SchedulerConfig config_;
   kvcache::KvCacheManager& kv_;
-  absl::flat_hash_map<SeqId, std::unique_ptr<Request>> requests_;
+  absl::flat_hash_map<generation::SeqId, std::unique_ptr<Request>> requests_;
   std::deque<Request*> waiting_;
   // admission order: the back is the next preemption victim.
   std::vector<Request*> running_;
@@ -217,7 +217,7 @@ class Scheduler {
     std::vector<int32_t> tokens;
     int num_computed_tokens = 0;
   };
-  absl::flat_hash_map<SeqId, Held> held_;
+  absl::flat_hash_map<generation::SeqId, Held> held_;
   int num_waiting_for_kv_ = 0;
   std::vector<KvConnector*> connectors_;
   std::vector<Scheduled> scheduled_;

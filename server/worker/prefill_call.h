@@ -73,7 +73,7 @@ class PrefillCall : public std::enable_shared_from_this<PrefillCall> {
   grpc::ServerUnaryReactor* const reactor_;
 
   // the steps' own (they run one at a time).
-  engine::SeqId id_ = 0;
+  generation::SeqId id_ = 0;
   std::vector<kvcache::BlockHash> hashes_;
   // KV in device memory: the pinned slots the blocks are staged in, slot i
   // for transfer index i; declared before stream_, which reads them until

@@ -8,7 +8,7 @@
 
 namespace tandem::worker {
 
-RemotePrefill::RemotePrefill(WorkerContext& context, engine::SeqId id, ResolvedFn on_resolved)
+RemotePrefill::RemotePrefill(WorkerContext& context, generation::SeqId id, ResolvedFn on_resolved)
     : context_(context),
       id_(id),
       on_resolved_(std::move(on_resolved)),

@@ -33,7 +33,7 @@ class RemotePrefill : public std::enable_shared_from_this<RemotePrefill> {
   using ResolvedFn = std::function<void(tandem::v1::PrefillKind)>;
 
   struct Request {
-    engine::SeqId id = 0;
+    generation::SeqId id = 0;
     std::string request_id;
     std::vector<int32_t> prompt;
     tandem::v1::SamplingParams params;
@@ -53,7 +53,7 @@ class RemotePrefill : public std::enable_shared_from_this<RemotePrefill> {
   // engine request is cancelled by the caller).
   void cancel();
 
-  RemotePrefill(WorkerContext& context, engine::SeqId id, ResolvedFn on_resolved);
+  RemotePrefill(WorkerContext& context, generation::SeqId id, ResolvedFn on_resolved);
 
  private:
   void onTransferDone(const kv_transport::TransferResult& result);
@@ -69,7 +69,7 @@ class RemotePrefill : public std::enable_shared_from_this<RemotePrefill> {
   std::string failureReasonLocked() const;
 
   WorkerContext& context_;
-  const engine::SeqId id_;
+  const generation::SeqId id_;
   std::string transfer_id_;
   ResolvedFn on_resolved_;
   std::chrono::steady_clock::time_point start_;

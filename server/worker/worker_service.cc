@@ -1,7 +1,7 @@
 #include "server/worker/worker_service.h"
 
 #include "common/grpc/rejected_call.h"
-#include "server/worker/generate_call.h"
+#include "server/worker/worker_generate_call.h"
 #include "server/worker/kv_events_call.h"
 #include "server/worker/kv_snapshot_call.h"
 #include "server/worker/prefill_call.h"
@@ -13,7 +13,7 @@ grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* WorkerService::Gen
   if (grpc::Status s = context_.options.cluster_auth->check(*context); !s.ok()) {
     return grpc_util::rejectedWrite<tandem::v1::WorkerGenerateResponse>(s);
   }
-  return GenerateCall::start(context_, *request);
+  return WorkerGenerateCall::start(context_, *request);
 }
 
 grpc::ServerUnaryReactor* WorkerService::Prefill(grpc::CallbackServerContext* context,

@@ -63,7 +63,7 @@ class HipModelRunnerTest : public ::testing::Test {
         const std::vector<int32_t>& p = oracle[s].prompt_ids;
         if (begin >= static_cast<int>(p.size())) continue;
         const int end = std::min<int>(p.size(), begin + chunk);
-        b.seqs.push_back({static_cast<engine::SeqId>(s),
+        b.seqs.push_back({static_cast<generation::SeqId>(s),
                           {p.begin() + begin, p.begin() + end},
                           begin,
                           blocksOf(s),
@@ -82,7 +82,7 @@ class HipModelRunnerTest : public ::testing::Test {
       for (int s : seqs) {
         const int pos = static_cast<int>(oracle[s].prompt_ids.size() + generated[s].size()) - 1;
         b.seqs.push_back(
-            {static_cast<engine::SeqId>(s), {generated[s].back()}, pos, blocksOf(s), true});
+            {static_cast<generation::SeqId>(s), {generated[s].back()}, pos, blocksOf(s), true});
       }
       ASSERT_TRUE(runner_->forward(b, &logits).ok());
       for (size_t i = 0; i < seqs.size(); ++i) {

@@ -17,8 +17,8 @@ namespace {
 
 using testing::storiesOracle;
 
-SamplingParams greedy(int max_tokens) {
-  SamplingParams p;
+generation::SamplingParams greedy(int max_tokens) {
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = max_tokens;
   p.ignore_eos = true;
@@ -28,14 +28,14 @@ SamplingParams greedy(int max_tokens) {
 struct Result {
   std::vector<int32_t> tokens;
   int cached_tokens = 0;
-  FinishReason finish = FinishReason::kNone;
+  generation::FinishReason finish = generation::FinishReason::kNone;
 };
 
 // runs every request to completion and returns each one's output by id.
-std::map<SeqId, Result> runAll(Engine& eng) {
-  std::map<SeqId, Result> results;
+std::map<generation::SeqId, Result> runAll(Engine& eng) {
+  std::map<generation::SeqId, Result> results;
   for (int steps = 0; eng.hasUnfinished() && steps < 100000; ++steps) {
-    for (const TokenOutput& out : eng.step()) {
+    for (const generation::TokenOutput& out : eng.step()) {
       Result& r = results[out.id];
       r.tokens.push_back(out.token);
       r.cached_tokens = out.num_cached_tokens;
@@ -69,7 +69,7 @@ TEST_P(LocalEngineOracleTest, EightConcurrentPromptsMatchLlamaCppWithChunkedPref
   ASSERT_EQ(results.size(), oracle.size());
   for (size_t i = 0; i < oracle.size(); ++i) {
     EXPECT_EQ(results[i].tokens, oracle[i].completion_ids) << "prompt " << i;
-    EXPECT_EQ(results[i].finish, FinishReason::kLength);
+    EXPECT_EQ(results[i].finish, generation::FinishReason::kLength);
   }
 }
 
@@ -138,7 +138,7 @@ TEST_F(LocalEngineTest, ThirtyTwoPromptsUnderMemoryPressureMatchRunningAlone) {
   ASSERT_EQ(results.size(), prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(results[i].tokens, alone[i]) << "prompt " << i;
-    EXPECT_EQ(results[i].finish, FinishReason::kLength);
+    EXPECT_EQ(results[i].finish, generation::FinishReason::kLength);
   }
   EXPECT_GT(tight->engine().scheduler().numPreemptions(), 0);
 }
@@ -152,14 +152,14 @@ TEST_F(LocalEngineTest, ReportsTheLimitsTheRuleChecksRequestsAgainst) {
   EXPECT_EQ(limits.max_model_len, local->maxModelLen());
   EXPECT_EQ(limits.vocab_size, 512);
   EXPECT_EQ(limits.max_kv_tokens, int64_t{local->numBlocks()} * 16);
-  const auto refused = [&](std::vector<int32_t> prompt, const SamplingParams& params) {
+  const auto refused = [&](std::vector<int32_t> prompt, const generation::SamplingParams& params) {
     return generation::checkRequest(limits, prompt, params).code() ==
            absl::StatusCode::kInvalidArgument;
   };
   EXPECT_TRUE(refused({}, greedy(4)));
   EXPECT_TRUE(refused(std::vector<int32_t>(local->maxModelLen() + 1, 5), greedy(4)));
   EXPECT_TRUE(refused({1, 2}, greedy(0)));
-  SamplingParams hot = greedy(4);
+  generation::SamplingParams hot = greedy(4);
   hot.temperature = -1.0f;
   EXPECT_TRUE(refused({1, 2}, hot));
   hot.temperature = 1.0f;
@@ -172,7 +172,7 @@ TEST_F(LocalEngineTest, ReportsTheLimitsTheRuleChecksRequestsAgainst) {
   ASSERT_TRUE(generation::checkRequest(limits, std::vector<int32_t>{1, 403}, greedy(1 << 30)).ok());
   ASSERT_TRUE(eng.addRequest(6, {1, 403}, greedy(1 << 30)).ok());
   auto results = runAll(eng);
-  EXPECT_EQ(results[6].finish, FinishReason::kLength);
+  EXPECT_EQ(results[6].finish, generation::FinishReason::kLength);
   EXPECT_EQ(static_cast<int>(results[6].tokens.size()), local->maxModelLen() - 2);
   EXPECT_FALSE(eng.hasUnfinished());
 }

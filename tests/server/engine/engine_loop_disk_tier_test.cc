@@ -68,7 +68,7 @@ class EngineLoopDiskTierTest : public ::testing::Test {
   }
 
   // runs `c` alone to the end, checks the oracle; its cached tokens.
-  static int runCase(EngineLoop& loop, SeqId id, const Case& c) {
+  static int runCase(EngineLoop& loop, generation::SeqId id, const Case& c) {
     Collector col;
     EXPECT_TRUE(loop.submit(id, c.prompt, greedy(static_cast<int>(c.expected.size())),
                             col.callback()).ok());

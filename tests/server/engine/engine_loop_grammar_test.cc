@@ -47,8 +47,8 @@ class EngineLoopGrammarTest : public ::testing::Test {
     return out;
   }
 
-  SamplingParams sampled(const std::string& grammar, uint64_t seed) const {
-    SamplingParams p;
+  generation::SamplingParams sampled(const std::string& grammar, uint64_t seed) const {
+    generation::SamplingParams p;
     p.temperature = 1.0f;
     p.seed = seed;
     p.max_tokens = 400;
@@ -64,7 +64,7 @@ class EngineLoopGrammarTest : public ::testing::Test {
 TEST_F(EngineLoopGrammarTest, RandomSamplingFollowsEverySchema) {
   const std::vector<Json> all = schemas();
   ASSERT_GE(all.size(), 20u);
-  SeqId id = 0;
+  generation::SeqId id = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     absl::StatusOr<std::string> grammar = grammar::compileJsonSchema(all[i]);
     ASSERT_TRUE(grammar.ok()) << i << ": " << grammar.status();
@@ -78,7 +78,7 @@ TEST_F(EngineLoopGrammarTest, RandomSamplingFollowsEverySchema) {
     }
     for (auto& out : outs) {
       ASSERT_TRUE(out->wait());
-      EXPECT_EQ(out->finish, FinishReason::kStop) << "schema " << i << ": " << text(out->tokens);
+      EXPECT_EQ(out->finish, generation::FinishReason::kStop) << "schema " << i << ": " << text(out->tokens);
       const std::string s = text(out->tokens);
       Json value = Json::parse(s, nullptr, false);
       ASSERT_FALSE(value.is_discarded()) << "schema " << i << ": " << s;
@@ -91,7 +91,7 @@ TEST_F(EngineLoopGrammarTest, RandomSamplingFollowsEverySchema) {
 TEST_F(EngineLoopGrammarTest, EverySamplingOptionKeepsTheOutputValid) {
   // bounded strings: the storyteller model fills an unbounded one to max_tokens.
   const std::string grammar = *grammar::compileJsonSchema(schemas()[14]);
-  std::vector<SamplingParams> variants;
+  std::vector<generation::SamplingParams> variants;
   for (int v = 0; v < 6; ++v) variants.push_back(sampled(grammar, 1000 + v));
   variants[0].temperature = 0.0f;  // greedy
   variants[1].top_k = 5;
@@ -104,13 +104,13 @@ TEST_F(EngineLoopGrammarTest, EverySamplingOptionKeepsTheOutputValid) {
   variants[5].temperature = 1.5f;
   std::vector<Collector> outs(variants.size());
   for (size_t v = 0; v < variants.size(); ++v) {
-    ASSERT_TRUE(loop_->submit(static_cast<SeqId>(v + 1), prompt_, variants[v],
+    ASSERT_TRUE(loop_->submit(static_cast<generation::SeqId>(v + 1), prompt_, variants[v],
                               outs[v].callback()).ok());
   }
   for (size_t v = 0; v < variants.size(); ++v) {
     ASSERT_TRUE(outs[v].wait());
     const std::string s = text(outs[v].tokens);
-    EXPECT_EQ(outs[v].finish, FinishReason::kStop) << v << ": " << s;
+    EXPECT_EQ(outs[v].finish, generation::FinishReason::kStop) << v << ": " << s;
     Json value = Json::parse(s, nullptr, false);
     EXPECT_TRUE(value.is_object()) << v << ": " << s;
   }
@@ -125,10 +125,10 @@ TEST_F(EngineLoopGrammarTest, OutputCutAtMaxTokensOrTheContextIsAWholeDocument) 
   std::vector<int32_t> long_prompt = prompt_;
   while (long_prompt.size() < 503) long_prompt.push_back(prompt_.back());
   int at_limit = 0;
-  SeqId id = 100;
+  generation::SeqId id = 100;
   for (const bool context : {false, true}) {
     for (uint64_t seed = 0; seed < 10; ++seed) {
-      SamplingParams params = sampled(grammar, seed);
+      generation::SamplingParams params = sampled(grammar, seed);
       params.max_tokens = context ? 400 : 9;
       Collector out;
       ASSERT_TRUE(loop_->submit(++id, context ? long_prompt : prompt_, params, out.callback()).ok());
@@ -166,7 +166,7 @@ TEST_F(EngineLoopGrammarTest, AMigratedRequestReplaysItsDeliveredTokens) {
   for (size_t cut : {size_t{1}, size_t{5}, first.tokens.size() / 2}) {
     std::vector<int32_t> resumed = prompt_;
     resumed.insert(resumed.end(), first.tokens.begin(), first.tokens.begin() + cut);
-    SamplingParams params = sampled(grammar, 99 + cut);
+    generation::SamplingParams params = sampled(grammar, 99 + cut);
     params.max_tokens -= static_cast<int>(cut);
     params.grammar_replay_tokens = static_cast<int>(cut);
     Collector rest;
@@ -184,12 +184,12 @@ TEST_F(EngineLoopGrammarTest, AMigratedRequestReplaysItsDeliveredTokens) {
 TEST_F(EngineLoopGrammarTest, ReplayedTokensTheGrammarRefusesFailTheRequest) {
   std::vector<int32_t> resumed = prompt_;
   for (int32_t t : tokenizer_->encode("hello", false)) resumed.push_back(t);
-  SamplingParams params = sampled(grammar::jsonObjectGrammar(), 1);
+  generation::SamplingParams params = sampled(grammar::jsonObjectGrammar(), 1);
   params.grammar_replay_tokens = 2;
   Collector out;
   ASSERT_TRUE(loop_->submit(1, resumed, params, out.callback()).ok());
   ASSERT_TRUE(out.wait());
-  EXPECT_EQ(out.finish, FinishReason::kError);
+  EXPECT_EQ(out.finish, generation::FinishReason::kError);
   EXPECT_TRUE(out.tokens.empty());
   // more replayed tokens than the prompt has: the rule refuses it.
   params.grammar_replay_tokens = static_cast<int>(resumed.size()) + 1;
@@ -213,15 +213,16 @@ TEST_F(EngineLoopGrammarTest, ThePrefillWorkersFirstTokenFollowsTheGrammar) {
   const Json schema = schemas()[13];
   const std::string grammar = *grammar::compileJsonSchema(schema);
   for (uint64_t seed = 0; seed < 5; ++seed) {
-    const SamplingParams params = sampled(grammar, seed);
+    const generation::SamplingParams params = sampled(grammar, seed);
     Collector out;
-    const SeqId id = static_cast<SeqId>(seed + 1);
+    const generation::SeqId id = static_cast<generation::SeqId>(seed + 1);
     ASSERT_TRUE(testing_support::awaitKv(*decode, id, prompt_, params, out.callback()).ok());
-    std::promise<TokenOutput> done;
-    ASSERT_TRUE(testing_support::submitPrefill(*loop_, id, prompt_, params, nullptr,
-                                               [&done](const TokenOutput& o) { done.set_value(o); })
+    std::promise<generation::TokenOutput> done;
+    ASSERT_TRUE(testing_support::submitPrefill(
+                    *loop_, id, prompt_, params, nullptr,
+                    [&done](const generation::TokenOutput& o) { done.set_value(o); })
                     .ok());
-    const TokenOutput first = done.get_future().get();
+    const generation::TokenOutput first = done.get_future().get();
     loop_->heldPrefills().release(id);
     // (the KV blocks are not copied: D's decode reads garbage KV, which only
     // changes which valid tokens it picks.)
@@ -239,10 +240,10 @@ TEST_F(EngineLoopGrammarTest, ThePrefillWorkersFirstTokenFollowsTheGrammar) {
 
 TEST_F(EngineLoopGrammarTest, AFirstTokenTheGrammarRefusesIsPrefilledLocally) {
   const std::string grammar = *grammar::compileJsonSchema(schemas()[14]);
-  const SamplingParams params = sampled(grammar, 3);
+  const generation::SamplingParams params = sampled(grammar, 3);
   Collector out;
   ASSERT_TRUE(testing_support::awaitKv(*loop_, 1, prompt_, params, out.callback()).ok());
-  TokenOutput bad;
+  generation::TokenOutput bad;
   bad.id = 1;
   bad.token = tokenizer_->encode("hello", false).back();  // not "{"
   loop_->remotePrefill().complete(1, bad);

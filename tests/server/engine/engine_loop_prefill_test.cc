@@ -26,12 +26,12 @@ struct PrefillRecorder {
   std::condition_variable done_cv;
   std::vector<int> progress;
   std::vector<std::vector<int32_t>> tables;
-  std::vector<TokenOutput> done;
+  std::vector<generation::TokenOutput> done;
   int progress_after_done = 0;
 
   // submits a prefill of `prompt` under `id` with the held-prefill connector.
-  absl::Status submit(EngineLoop& loop, SeqId id, std::vector<int32_t> prompt,
-                      const SamplingParams& params,
+  absl::Status submit(EngineLoop& loop, generation::SeqId id, std::vector<int32_t> prompt,
+                      const generation::SamplingParams& params,
                       HeldPrefillConnector::ProgressFn also = nullptr) {
     loop.heldPrefills().watch(id, [this, also](int computed, std::span<const int32_t> table) {
       {
@@ -43,10 +43,10 @@ struct PrefillRecorder {
       if (also) also(computed, table);
     });
     // max_tokens 1, as the worker's prefill call asks.
-    SamplingParams one = params;
+    generation::SamplingParams one = params;
     one.max_tokens = 1;
     return loop.submit(id, std::move(prompt), one,
-                       [this](const TokenOutput& out) {
+                       [this](const generation::TokenOutput& out) {
                          std::lock_guard lock(mu);
                          done.push_back(out);
                          done_cv.notify_all();
@@ -93,9 +93,9 @@ TEST_F(EngineLoopPrefillTest, FirstTokenEqualsTheOraclesAndBlocksAreHeldUntilRel
   for (size_t i = 0; i < cases.size(); ++i) {
     ASSERT_TRUE(recorders[i].wait());
     ASSERT_EQ(recorders[i].done.size(), 1u);
-    const TokenOutput& out = recorders[i].done[0];
+    const generation::TokenOutput& out = recorders[i].done[0];
     EXPECT_EQ(out.token, cases[i].expected[0]) << i;
-    EXPECT_EQ(out.finish_reason, FinishReason::kLength);
+    EXPECT_EQ(out.finish_reason, generation::FinishReason::kLength);
     EXPECT_EQ(out.num_prompt_tokens, static_cast<int>(cases[i].prompt.size()));
     EXPECT_EQ(out.num_output_tokens, 1);
     ASSERT_FALSE(recorders[i].progress.empty());
@@ -184,7 +184,7 @@ TEST_F(EngineLoopPrefillTest, CancelOfAHeldPrefillFreesItsBlocksWithoutASecondOu
   PrefillRecorder again;
   ASSERT_TRUE(again.submit(*loop_, 3, {1, 2, 3}, greedy(1)).ok());
   ASSERT_TRUE(again.wait());
-  EXPECT_EQ(again.done[0].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(again.done[0].finish_reason, generation::FinishReason::kLength);
   loop_->stop();
   EXPECT_EQ(r.done.size(), 1u);
   EXPECT_EQ(again.done.size(), 1u);
@@ -200,7 +200,7 @@ TEST_F(EngineLoopPrefillTest, CancelBeforeDoneAbortsThePrefill) {
                          if (computed == 1) loop_->cancel(5);  // runs before the next step.
                        }).ok());
   ASSERT_TRUE(r.wait());
-  EXPECT_EQ(r.done[0].finish_reason, FinishReason::kAbort);
+  EXPECT_EQ(r.done[0].finish_reason, generation::FinishReason::kAbort);
   EXPECT_EQ(r.done[0].token, -1);
   EXPECT_EQ(r.progress, std::vector<int>{1});
   ASSERT_TRUE(eventually([&] { return loop_->stats().num_free_blocks == total; }));

@@ -48,26 +48,26 @@ class EngineLoopRemotePrefillTest : public ::testing::Test {
 
   // prefills `prompt` on P and returns its first output and block table;
   // the blocks stay held until P releases them.
-  TokenOutput prefillOnP(SeqId id, const std::vector<int32_t>& prompt,
-                          const SamplingParams& params, std::vector<int32_t>* table) {
-    std::promise<TokenOutput> done;
+  generation::TokenOutput prefillOnP(generation::SeqId id, const std::vector<int32_t>& prompt,
+                          const generation::SamplingParams& params, std::vector<int32_t>* table) {
+    std::promise<generation::TokenOutput> done;
     EXPECT_TRUE(testing_support::submitPrefill(
                     *prefill_, id, prompt, params,
                     [table](int, std::span<const int32_t> t) { table->assign(t.begin(), t.end()); },
-                    [&done](const TokenOutput& out) { done.set_value(out); })
+                    [&done](const generation::TokenOutput& out) { done.set_value(out); })
                     .ok());
     return done.get_future().get();
   }
 
   // the whole disaggregated flow for one request: D allocates, P prefills,
   // the blocks D lacks are copied, D completes. returns D's allocation.
-  RemotePrefillConnector::Allocation remotePrefill(SeqId id, const std::vector<int32_t>& prompt,
-                                                  const SamplingParams& params, Collector& out) {
+  RemotePrefillConnector::Allocation remotePrefill(generation::SeqId id, const std::vector<int32_t>& prompt,
+                                                  const generation::SamplingParams& params, Collector& out) {
     auto allocation = testing_support::awaitKv(*decode_, id, prompt, params, out.callback());
     EXPECT_TRUE(allocation.ok()) << allocation.status();
     if (!allocation.ok()) return {};
     std::vector<int32_t> p_table;
-    const TokenOutput first = prefillOnP(id, prompt, params, &p_table);
+    const generation::TokenOutput first = prefillOnP(id, prompt, params, &p_table);
     EXPECT_EQ(p_table.size(), allocation->block_ids.size());
     for (size_t b = allocation->num_cached_tokens / kBlockSize; b < p_table.size(); ++b) {
       std::memcpy(block(*decode_, allocation->block_ids[b]), block(*prefill_, p_table[b]),
@@ -98,9 +98,9 @@ TEST_F(EngineLoopRemotePrefillTest, ConcurrentRemotePrefillsMatchTheOracle) {
   for (size_t i = 0; i < cases.size(); ++i) {
     ASSERT_TRUE(outs[i].wait()) << i;
     EXPECT_EQ(outs[i].tokens, cases[i].expected) << i;
-    EXPECT_EQ(outs[i].finish, FinishReason::kLength);
+    EXPECT_EQ(outs[i].finish, generation::FinishReason::kLength);
     EXPECT_EQ(outs[i].calls_after_finish, 0);
-    const TokenOutput first = outs[i].first();
+    const generation::TokenOutput first = outs[i].first();
     EXPECT_EQ(first.num_output_tokens, 1);
     EXPECT_EQ(first.num_prompt_tokens, static_cast<int>(cases[i].prompt.size()));
   }
@@ -111,7 +111,7 @@ TEST_F(EngineLoopRemotePrefillTest, ConcurrentRemotePrefillsMatchTheOracle) {
 
 TEST_F(EngineLoopRemotePrefillTest, ASecondRequestHitsTheCacheAndNeedsOnlyTheRestOfTheBlocks) {
   const Case c = testing_support::oracleCases(20)[1];  // 32 tokens: 8 blocks
-  const SamplingParams params = greedy(static_cast<int>(c.expected.size()));
+  const generation::SamplingParams params = greedy(static_cast<int>(c.expected.size()));
   Collector first;
   const auto a1 = remotePrefill(1, c.prompt, params, first);
   ASSERT_TRUE(first.wait());
@@ -140,7 +140,7 @@ TEST_F(EngineLoopRemotePrefillTest, ASecondRequestHitsTheCacheAndNeedsOnlyTheRes
 
 TEST_F(EngineLoopRemotePrefillTest, FailedRemotePrefillRecomputesLocallyAndNeverCachesGarbage) {
   const Case c = testing_support::oracleCases(20)[4];
-  const SamplingParams params = greedy(static_cast<int>(c.expected.size()));
+  const generation::SamplingParams params = greedy(static_cast<int>(c.expected.size()));
   Collector out;
   auto allocation = testing_support::awaitKv(*decode_, 1, c.prompt, params, out.callback());
   ASSERT_TRUE(allocation.ok()) << allocation.status();
@@ -165,7 +165,7 @@ TEST_F(EngineLoopRemotePrefillTest, FailedRemotePrefillRecomputesLocallyAndNever
 
 TEST_F(EngineLoopRemotePrefillTest, AFailureAfterACacheHitKeepsTheHitAndDropsTheRest) {
   const Case c = testing_support::oracleCases(20)[6];
-  const SamplingParams params = greedy(static_cast<int>(c.expected.size()));
+  const generation::SamplingParams params = greedy(static_cast<int>(c.expected.size()));
   Collector warm;
   ASSERT_TRUE(decode_->submit(1, c.prompt, params, warm.callback()).ok());
   ASSERT_TRUE(warm.wait());
@@ -202,17 +202,17 @@ TEST_F(EngineLoopRemotePrefillTest, WhenTheBlocksAreNotFreeTheRequestPrefillsLoc
   Collector c;
   ASSERT_TRUE(decode_->submit(1, cases[0].prompt, greedy(4), c.callback()).ok());
   ASSERT_TRUE(c.wait());
-  EXPECT_EQ(c.finish, FinishReason::kError);
+  EXPECT_EQ(c.finish, generation::FinishReason::kError);
   EXPECT_EQ(generation::limitKind(
                 generation::checkRequest(decode_->limits(), cases[0].prompt, greedy(40))),
             generation::LimitKind::kCacheFit);
   EXPECT_EQ(b.numOutputs(), 0u);
   decode_->cancel(1);
   ASSERT_TRUE(a.wait());
-  EXPECT_EQ(a.finish, FinishReason::kAbort);
+  EXPECT_EQ(a.finish, generation::FinishReason::kAbort);
   EXPECT_EQ(a.numOutputs(), 1u);
   ASSERT_TRUE(b.wait());
-  EXPECT_EQ(b.finish, FinishReason::kLength);
+  EXPECT_EQ(b.finish, generation::FinishReason::kLength);
   EXPECT_EQ(b.tokens, std::vector<int32_t>(cases[3].expected.begin(), cases[3].expected.begin() + 8));
   ASSERT_TRUE(eventually([&] { return decode_->stats().num_free_blocks == 12; }));
 }
@@ -225,31 +225,31 @@ TEST_F(EngineLoopRemotePrefillTest, CancelWorksInEveryStateWithExactlyOneFinalOu
   ASSERT_TRUE(testing_support::awaitKv(*decode_, 1, cases[0].prompt, greedy(8), awaiting.callback()).ok());
   decode_->cancel(1);
   ASSERT_TRUE(awaiting.wait());
-  EXPECT_EQ(awaiting.finish, FinishReason::kAbort);
-  decode_->remotePrefill().complete(1, TokenOutput{1, cases[0].expected[0]});  // ignored.
+  EXPECT_EQ(awaiting.finish, generation::FinishReason::kAbort);
+  decode_->remotePrefill().complete(1, generation::TokenOutput{1, cases[0].expected[0]});  // ignored.
   // fell back to local prefill (waiting or running), with a long generation.
   Collector fallback;
-  SamplingParams long_run = greedy(400);
+  generation::SamplingParams long_run = greedy(400);
   ASSERT_TRUE(testing_support::awaitKv(*decode_, 2, cases[1].prompt, long_run, fallback.callback()).ok());
   decode_->remotePrefill().fail(2);
   ASSERT_TRUE(eventually([&] { return fallback.numOutputs() >= 3; }));
   decode_->cancel(2);
   ASSERT_TRUE(fallback.wait());
-  EXPECT_EQ(fallback.finish, FinishReason::kAbort);
+  EXPECT_EQ(fallback.finish, generation::FinishReason::kAbort);
   // completed remotely and decoding.
   Collector decoding;
   remotePrefill(3, cases[2].prompt, long_run, decoding);
   ASSERT_TRUE(eventually([&] { return decoding.numOutputs() >= 3; }));
   decode_->cancel(3);
   ASSERT_TRUE(decoding.wait());
-  EXPECT_EQ(decoding.finish, FinishReason::kAbort);
+  EXPECT_EQ(decoding.finish, generation::FinishReason::kAbort);
   ASSERT_TRUE(eventually([&] { return decode_->stats().num_free_blocks == total; }));
   // an awaiting request at stop() ends with kAbort.
   Collector at_stop;
   ASSERT_TRUE(testing_support::awaitKv(*decode_, 4, cases[3].prompt, greedy(8), at_stop.callback()).ok());
   decode_->stop();
   ASSERT_TRUE(at_stop.wait());
-  EXPECT_EQ(at_stop.finish, FinishReason::kAbort);
+  EXPECT_EQ(at_stop.finish, generation::FinishReason::kAbort);
   EXPECT_EQ(decode_->stats().num_free_blocks, total);
   for (Collector* c : {&awaiting, &fallback, &decoding, &at_stop}) {
     std::lock_guard lock(c->mu);
@@ -263,17 +263,17 @@ TEST_F(EngineLoopRemotePrefillTest, CancelWorksInEveryStateWithExactlyOneFinalOu
 TEST_F(EngineLoopRemotePrefillTest, AFirstTokenThatStopsFinishesAtOnceAndFreesTheBlocks) {
   const int total = decode_->stats().num_blocks;
   const Case c = testing_support::oracleCases(20)[5];
-  SamplingParams stop_on_first = greedy(30);
+  generation::SamplingParams stop_on_first = greedy(30);
   stop_on_first.stop_token_ids = {c.expected[0]};
   Collector stopped;
   remotePrefill(1, c.prompt, stop_on_first, stopped);
   ASSERT_TRUE(stopped.wait());
-  EXPECT_EQ(stopped.finish, FinishReason::kStop);
+  EXPECT_EQ(stopped.finish, generation::FinishReason::kStop);
   EXPECT_EQ(stopped.tokens, std::vector<int32_t>{c.expected[0]});
   Collector one;
   remotePrefill(2, c.prompt, greedy(1), one);
   ASSERT_TRUE(one.wait());
-  EXPECT_EQ(one.finish, FinishReason::kLength);
+  EXPECT_EQ(one.finish, generation::FinishReason::kLength);
   EXPECT_EQ(one.numOutputs(), 1u);
   ASSERT_TRUE(eventually([&] { return decode_->stats().num_free_blocks == total; }));
   EXPECT_EQ(decode_->stats().num_awaiting_kv, 0);
@@ -281,14 +281,14 @@ TEST_F(EngineLoopRemotePrefillTest, AFirstTokenThatStopsFinishesAtOnceAndFreesTh
   // an out-of-vocabulary first token is not trusted: D prefills locally.
   Collector bad;
   ASSERT_TRUE(testing_support::awaitKv(*decode_, 3, c.prompt, greedy(4), bad.callback()).ok());
-  decode_->remotePrefill().complete(3, TokenOutput{3, decode_->vocabSize()});
+  decode_->remotePrefill().complete(3, generation::TokenOutput{3, decode_->vocabSize()});
   ASSERT_TRUE(bad.wait());
   EXPECT_EQ(bad.tokens, std::vector<int32_t>(c.expected.begin(), c.expected.begin() + 4));
 }
 
 TEST_F(EngineLoopRemotePrefillTest, SeededSamplingContinuesAsAnAggregatedRun) {
   const Case c = testing_support::oracleCases(20)[7];
-  SamplingParams seeded;
+  generation::SamplingParams seeded;
   seeded.temperature = 1.0f;
   seeded.seed = 1234;
   seeded.max_tokens = 24;

@@ -47,7 +47,7 @@ TEST_F(EngineLoopTest, ConcurrentSubmissionsFromManyThreadsMatchTheOracle) {
   for (size_t i = 0; i < cases.size(); ++i) {
     ASSERT_TRUE(collectors[i].wait()) << i;
     EXPECT_EQ(collectors[i].tokens, cases[i].completion_ids) << cases[i].prompt;
-    EXPECT_EQ(collectors[i].finish, FinishReason::kLength);
+    EXPECT_EQ(collectors[i].finish, generation::FinishReason::kLength);
     EXPECT_EQ(collectors[i].calls_after_finish, 0);
   }
 }
@@ -55,13 +55,13 @@ TEST_F(EngineLoopTest, ConcurrentSubmissionsFromManyThreadsMatchTheOracle) {
 TEST_F(EngineLoopTest, CancelEndsARequestWithAbortAndFreesItsBlocks) {
   const int total_blocks = loop_->stats().num_blocks;
   Collector c;
-  SamplingParams p = greedy(2000);
+  generation::SamplingParams p = greedy(2000);
   p.ignore_eos = true;
   ASSERT_TRUE(loop_->submit(7, testing::storiesOracle()[0].prompt_ids, p, c.callback()).ok());
   while (c.numTokens() < 5) std::this_thread::yield();
   loop_->cancel(7);
   ASSERT_TRUE(c.wait());
-  EXPECT_EQ(c.finish, FinishReason::kAbort);
+  EXPECT_EQ(c.finish, generation::FinishReason::kAbort);
   EXPECT_LT(c.tokens.size(), 2000u);
   // the next step publishes the freed blocks: wait for the stats.
   for (int i = 0; i < 1000 && loop_->stats().num_running > 0; ++i) {
@@ -81,23 +81,24 @@ TEST_F(EngineLoopTest, ItsLimitsAreTheEnginesAndItAssertsThem) {
   const generation::RequestLimits limits = loop_->limits();
   EXPECT_EQ(limits.max_model_len, loop_->maxModelLen());
   EXPECT_EQ(limits.vocab_size, loop_->vocabSize());
-  SamplingParams biased = greedy(4);
+  generation::SamplingParams biased = greedy(4);
   biased.logit_bias = {{loop_->vocabSize(), 1.0f}};
   EXPECT_EQ(generation::checkRequest(limits, std::vector<int32_t>{1, 2}, biased).message(),
             "logit_bias token id 512 is outside the vocabulary [0, 512)");
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH((void)loop_->submit(1, {1, loop_->vocabSize()}, greedy(4), [](const TokenOutput&) {}),
-               "TANDEM_CHECK failed");
+  EXPECT_DEATH(
+      (void)loop_->submit(1, {1, loop_->vocabSize()}, greedy(4), [](const generation::TokenOutput&) {}),
+      "TANDEM_CHECK failed");
 }
 
 TEST_F(EngineLoopTest, StopEndsUnfinishedRequestsAndRefusesNewOnes) {
   Collector c;
-  SamplingParams p = greedy(400);
+  generation::SamplingParams p = greedy(400);
   p.ignore_eos = true;
   ASSERT_TRUE(loop_->submit(1, {1, 2, 3}, p, c.callback()).ok());
   loop_->stop();
   ASSERT_TRUE(c.wait(std::chrono::seconds(1)));
-  EXPECT_EQ(c.finish, FinishReason::kAbort);
+  EXPECT_EQ(c.finish, generation::FinishReason::kAbort);
   Collector d;
   EXPECT_EQ(loop_->submit(2, {1, 2}, greedy(2), d.callback()).code(),
             absl::StatusCode::kFailedPrecondition);

@@ -21,8 +21,8 @@
 
 namespace tandem::engine::testing_support {
 
-inline SamplingParams greedy(int max_tokens) {
-  SamplingParams p;
+inline generation::SamplingParams greedy(int max_tokens) {
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = max_tokens;
   p.ignore_eos = true;  // the oracle runs past EOS
@@ -33,15 +33,15 @@ inline SamplingParams greedy(int max_tokens) {
 struct Collector {
   std::mutex mu;
   std::condition_variable done_cv;
-  std::vector<TokenOutput> outputs;
+  std::vector<generation::TokenOutput> outputs;
   std::vector<int32_t> tokens;
-  FinishReason finish = FinishReason::kNone;
+  generation::FinishReason finish = generation::FinishReason::kNone;
   int calls_after_finish = 0;
 
   EngineLoop::OutputCallback callback() {
-    return [this](const TokenOutput& out) {
+    return [this](const generation::TokenOutput& out) {
       std::lock_guard lock(mu);
-      if (finish != FinishReason::kNone) ++calls_after_finish;
+      if (finish != generation::FinishReason::kNone) ++calls_after_finish;
       outputs.push_back(out);
       if (out.token >= 0) tokens.push_back(out.token);
       if (out.finished()) {
@@ -52,7 +52,7 @@ struct Collector {
   }
   bool wait(std::chrono::seconds timeout = std::chrono::seconds(30)) {
     std::unique_lock lock(mu);
-    return done_cv.wait_for(lock, timeout, [&] { return finish != FinishReason::kNone; });
+    return done_cv.wait_for(lock, timeout, [&] { return finish != generation::FinishReason::kNone; });
   }
   size_t numOutputs() {
     std::lock_guard lock(mu);
@@ -62,9 +62,9 @@ struct Collector {
     std::lock_guard lock(mu);
     return tokens.size();
   }
-  TokenOutput first() {
+  generation::TokenOutput first() {
     std::lock_guard lock(mu);
-    return outputs.empty() ? TokenOutput{} : outputs.front();
+    return outputs.empty() ? generation::TokenOutput{} : outputs.front();
   }
 };
 
@@ -110,8 +110,8 @@ inline std::unique_ptr<EngineLoop> makeLoop(const EngineAssemblyOptions& options
 // admitted it: the blocks to fill, or ResourceExhausted when the loop
 // declined (the request then prefills itself). Not from the loop's thread.
 inline absl::StatusOr<RemotePrefillConnector::Allocation> awaitKv(
-    EngineLoop& loop, SeqId id, std::vector<int32_t> prompt, const SamplingParams& params,
-    EngineLoop::OutputCallback callback) {
+    EngineLoop& loop, generation::SeqId id, std::vector<int32_t> prompt,
+    const generation::SamplingParams& params, EngineLoop::OutputCallback callback) {
   auto allocated =
       std::make_shared<std::promise<std::optional<RemotePrefillConnector::Allocation>>>();
   std::future<std::optional<RemotePrefillConnector::Allocation>> done = allocated->get_future();
@@ -133,8 +133,8 @@ inline absl::StatusOr<RemotePrefillConnector::Allocation> awaitKv(
 // the prefill worker's side: submits a prefill of `prompt` under `id` with
 // the loop's HeldPrefillConnector (max_tokens 1); its blocks stay held
 // after `on_done` until loop.heldPrefills().release(id).
-inline absl::Status submitPrefill(EngineLoop& loop, SeqId id, std::vector<int32_t> prompt,
-                                  SamplingParams params,
+inline absl::Status submitPrefill(EngineLoop& loop, generation::SeqId id, std::vector<int32_t> prompt,
+                                  generation::SamplingParams params,
                                   HeldPrefillConnector::ProgressFn on_progress,
                                   EngineLoop::OutputCallback on_done) {
   loop.heldPrefills().watch(id, std::move(on_progress));

@@ -39,7 +39,7 @@ EngineAssemblyOptions tieredOptions(uint64_t host_bytes) {
 
 // runs `c` alone to the end; returns its collector's first output's cached
 // token count and checks the oracle.
-int runCase(EngineLoop& loop, SeqId id, const Case& c) {
+int runCase(EngineLoop& loop, generation::SeqId id, const Case& c) {
   Collector col;
   EXPECT_TRUE(loop.submit(id, c.prompt, greedy(static_cast<int>(c.expected.size())),
                           col.callback()).ok());
@@ -206,7 +206,7 @@ TEST_F(SlowDiskTest, CancellingAnOnboardingRequestEndsItAndItsBlocksStillLand) {
   ASSERT_TRUE(disk_->waitForPendingLoads(maxHit(cases_[0]) / kBlockSize));
   loop_->cancel(4);
   ASSERT_TRUE(waiting.wait());
-  EXPECT_EQ(waiting.finish, FinishReason::kAbort);
+  EXPECT_EQ(waiting.finish, generation::FinishReason::kAbort);
   disk_->completePendingLoads();
   // the loads landed in G1: every block is free or cached again.
   ASSERT_TRUE(eventually([&] {

@@ -1,4 +1,4 @@
-// Prompt scoring (SamplingParams::prompt_logprobs) through the engine: every
+// Prompt scoring (generation::SamplingParams::prompt_logprobs) through the engine: every
 // prompt token after the first scored from the row of the position before
 // it, handed out with the first output, computed whole (never from the
 // prefix cache), at most max_prompt_logprob_rows rows a step, and not scored
@@ -34,26 +34,26 @@ std::vector<std::pair<float, int>> expectedScores(const std::vector<int32_t>& pr
 class EnginePromptLogprobsTest : public ::testing::Test {
  protected:
   static EngineConfig config() { return testing::smallEngineConfig(32); }
-  static SamplingParams scoring(int top_n, int max_tokens = 1) {
-    SamplingParams p;
+  static generation::SamplingParams scoring(int top_n, int max_tokens = 1) {
+    generation::SamplingParams p;
     p.temperature = 0.0f;
     p.max_tokens = max_tokens;
     p.prompt_logprobs = top_n;
     return p;
   }
   // every output of every request, by request, until all finished.
-  static std::map<SeqId, std::vector<TokenOutput>> run(Engine& engine) {
-    std::map<SeqId, std::vector<TokenOutput>> out;
+  static std::map<generation::SeqId, std::vector<generation::TokenOutput>> run(Engine& engine) {
+    std::map<generation::SeqId, std::vector<generation::TokenOutput>> out;
     for (int i = 0; i < 1000 && engine.hasUnfinished(); ++i) {
-      for (TokenOutput& o : engine.step()) out[o.id].push_back(std::move(o));
+      for (generation::TokenOutput& o : engine.step()) out[o.id].push_back(std::move(o));
     }
     return out;
   }
-  static void expectScores(const TokenOutput& first, const std::vector<int32_t>& prompt) {
+  static void expectScores(const generation::TokenOutput& first, const std::vector<int32_t>& prompt) {
     const auto expected = expectedScores(prompt);
     ASSERT_EQ(first.prompt_logprobs.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
-      const PromptTokenLogprob& got = first.prompt_logprobs[i];
+      const generation::PromptTokenLogprob& got = first.prompt_logprobs[i];
       EXPECT_EQ(got.token, prompt[i + 1]) << i;
       EXPECT_FLOAT_EQ(got.logprob, expected[i].first) << i;
       EXPECT_EQ(got.rank, expected[i].second) << i;
@@ -68,14 +68,14 @@ TEST_F(EnginePromptLogprobsTest, ScoresEveryPromptTokenAfterTheFirstWithTheFirst
   const std::vector<int32_t> prompt = {1, 2, 3, 5, 6, 7};
   ASSERT_TRUE(engine.addRequest(1, prompt, scoring(/*top_n=*/2, /*max_tokens=*/3)).ok());
   const auto out = run(engine);
-  const std::vector<TokenOutput>& outputs = out.at(1);
+  const std::vector<generation::TokenOutput>& outputs = out.at(1);
   ASSERT_EQ(outputs.size(), 3u);
   expectScores(outputs[0], prompt);
   // the top 2 at each position: the favored token, then the lowest other id.
-  const PromptTokenLogprob& third = outputs[0].prompt_logprobs[2];  // token 5 after 3
+  const generation::PromptTokenLogprob& third = outputs[0].prompt_logprobs[2];  // token 5 after 3
   ASSERT_EQ(third.top_logprobs.size(), 2u);
-  EXPECT_EQ(third.top_logprobs[0], (TokenLogprob{4, kFavored}));
-  EXPECT_EQ(third.top_logprobs[1], (TokenLogprob{0, kOther}));
+  EXPECT_EQ(third.top_logprobs[0], (generation::TokenLogprob{4, kFavored}));
+  EXPECT_EQ(third.top_logprobs[1], (generation::TokenLogprob{0, kOther}));
   EXPECT_TRUE(outputs[1].prompt_logprobs.empty());
   EXPECT_TRUE(outputs[2].prompt_logprobs.empty());
   // the prompt's chunks of 4 and 2 asked for every row; decodes for one.
@@ -94,7 +94,7 @@ TEST_F(EnginePromptLogprobsTest, AOneTokenPromptHasNothingToScore) {
 TEST_F(EnginePromptLogprobsTest, AScoringRequestComputesItsPromptWholeNotFromTheCache) {
   Engine engine(config(), model_);
   const std::vector<int32_t> prompt = {1, 2, 3, 4, 0, 1, 2, 3, 4, 5};
-  SamplingParams plain = scoring(0);
+  generation::SamplingParams plain = scoring(0);
   plain.prompt_logprobs.reset();
   ASSERT_TRUE(engine.addRequest(1, prompt, plain).ok());
   run(engine);
@@ -128,7 +128,7 @@ TEST_F(EnginePromptLogprobsTest, APreemptedScoringRequestScoresEachTokenOnce) {
   c.num_blocks = 5;
   c.scheduler.max_prompt_logprob_rows = 1;
   Engine engine(c, model_);
-  SamplingParams plain = scoring(0, /*max_tokens=*/14);
+  generation::SamplingParams plain = scoring(0, /*max_tokens=*/14);
   plain.prompt_logprobs.reset();
   plain.ignore_eos = true;
   ASSERT_TRUE(engine.addRequest(1, {1, 2}, plain).ok());

@@ -17,10 +17,10 @@ class EngineTest : public ::testing::Test {
  protected:
   static EngineConfig config() { return testing::smallEngineConfig(16); }
 
-  static std::map<SeqId, std::vector<int32_t>> run(Engine& engine) {
-    std::map<SeqId, std::vector<int32_t>> tokens;
+  static std::map<generation::SeqId, std::vector<int32_t>> run(Engine& engine) {
+    std::map<generation::SeqId, std::vector<int32_t>> tokens;
     for (int i = 0; i < 1000 && engine.hasUnfinished(); ++i) {
-      for (const TokenOutput& o : engine.step()) tokens[o.id].push_back(o.token);
+      for (const generation::TokenOutput& o : engine.step()) tokens[o.id].push_back(o.token);
     }
     return tokens;
   }
@@ -30,14 +30,14 @@ class EngineTest : public ::testing::Test {
 
 TEST_F(EngineTest, GreedyRequestFollowsTheModelAndReportsLogprobs) {
   Engine engine(config(), model_);
-  SamplingParams p;
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = 4;
   p.logprobs = 2;
   ASSERT_TRUE(engine.addRequest(1, {1, 2, 3, 5, 6}, p).ok());
   // chunk 4: the first step computes 4 prompt tokens and samples nothing.
   EXPECT_TRUE(engine.step().empty());
-  std::vector<TokenOutput> outputs;
+  std::vector<generation::TokenOutput> outputs;
   while (engine.hasUnfinished()) {
     for (auto& o : engine.step()) outputs.push_back(std::move(o));
   }
@@ -53,14 +53,14 @@ TEST_F(EngineTest, GreedyRequestFollowsTheModelAndReportsLogprobs) {
     EXPECT_EQ(outputs[i].top_logprobs[1].token, i == 1 ? 1 : 0);
     EXPECT_FLOAT_EQ(outputs[i].top_logprobs[1].logprob, other);
   }
-  EXPECT_EQ(outputs[3].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(outputs[3].finish_reason, generation::FinishReason::kLength);
   EXPECT_EQ(outputs[3].num_prompt_tokens, 5);
   EXPECT_EQ(outputs[3].num_output_tokens, 4);
   EXPECT_EQ(engine.kvCache().blockPool().numUsed(), 0);
 }
 
 TEST_F(EngineTest, SeededRequestsRepeatTheirOutputInAnyBatch) {
-  SamplingParams p;
+  generation::SamplingParams p;
   p.temperature = 3.0f;  // flat enough that draws vary.
   p.max_tokens = 12;
   p.seed = 1234;
@@ -70,7 +70,7 @@ TEST_F(EngineTest, SeededRequestsRepeatTheirOutputInAnyBatch) {
 
   CountingModel other_model;
   Engine batched(config(), other_model);
-  SamplingParams q = p;
+  generation::SamplingParams q = p;
   q.seed = 99;
   ASSERT_TRUE(batched.addRequest(7, {4, 4, 4, 4, 4, 4}, q).ok());
   ASSERT_TRUE(batched.addRequest(8, {1, 2, 3}, p).ok());
@@ -81,7 +81,7 @@ TEST_F(EngineTest, SeededRequestsRepeatTheirOutputInAnyBatch) {
 
 TEST_F(EngineTest, ModelFailureFinishesTheStepsRequestsWithError) {
   Engine engine(config(), model_);
-  SamplingParams p;
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = 8;
   ASSERT_TRUE(engine.addRequest(1, {1, 2}, p).ok());
@@ -90,8 +90,8 @@ TEST_F(EngineTest, ModelFailureFinishesTheStepsRequestsWithError) {
   model_.fail_on_call = 2;
   const auto outputs = engine.step();
   ASSERT_EQ(outputs.size(), 2u);
-  for (const TokenOutput& o : outputs) {
-    EXPECT_EQ(o.finish_reason, FinishReason::kError);
+  for (const generation::TokenOutput& o : outputs) {
+    EXPECT_EQ(o.finish_reason, generation::FinishReason::kError);
     EXPECT_EQ(o.token, -1);
     EXPECT_EQ(o.num_output_tokens, 1);
   }

@@ -65,7 +65,7 @@ class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
         if (start >= static_cast<int>(p.size())) continue;
         const int end = chunk_ == 0 ? static_cast<int>(p.size())
                                     : std::min<int>(p.size(), start + chunk_);
-        b.seqs.push_back({static_cast<SeqId>(s), {p.begin() + start, p.begin() + end}, start,
+        b.seqs.push_back({static_cast<generation::SeqId>(s), {p.begin() + start, p.begin() + end}, start,
                           blocksOf(s), end == static_cast<int>(p.size())});
       }
       if (b.seqs.empty()) break;
@@ -91,7 +91,7 @@ class ModelRunnerTest : public ::testing::TestWithParam<RunnerParam> {
       Batch b;
       for (int s : seqs) {
         const int pos = static_cast<int>(oracle_[s].prompt_ids.size() + generated[s].size()) - 1;
-        b.seqs.push_back({static_cast<SeqId>(s), {generated[s].back()}, pos, blocksOf(s), true});
+        b.seqs.push_back({static_cast<generation::SeqId>(s), {generated[s].back()}, pos, blocksOf(s), true});
       }
       ASSERT_TRUE(runner_->forward(b, &logits).ok());
       for (size_t i = 0; i < seqs.size(); ++i) {

@@ -54,7 +54,7 @@ std::vector<std::vector<int32_t>> greedyTokens(engine::ModelRunner& runner, cons
   for (int s : seqs) {
     engine::Batch b;
     const std::vector<int32_t>& p = oracle.cases[s].prompt_ids;
-    b.seqs.push_back({static_cast<engine::SeqId>(s), p, 0, blocksOf(s), true});
+    b.seqs.push_back({static_cast<generation::SeqId>(s), p, 0, blocksOf(s), true});
     EXPECT_TRUE(runner.forward(b, &logits).ok());
     generated[s].push_back(argmax(logits.data(), vocab));
   }
@@ -65,7 +65,7 @@ std::vector<std::vector<int32_t>> greedyTokens(engine::ModelRunner& runner, cons
       const size_t done = generated[s].size();
       const int32_t fed = forced ? oracle.cases[s].completion_ids[done - 1] : generated[s].back();
       const int pos = static_cast<int>(oracle.cases[s].prompt_ids.size() + done) - 1;
-      b.seqs.push_back({static_cast<engine::SeqId>(s), {fed}, pos, blocksOf(s), true});
+      b.seqs.push_back({static_cast<generation::SeqId>(s), {fed}, pos, blocksOf(s), true});
     }
     EXPECT_TRUE(runner.forward(b, &logits).ok());
     for (size_t i = 0; i < seqs.size(); ++i) generated[seqs[i]].push_back(argmax(&logits[i * vocab], vocab));

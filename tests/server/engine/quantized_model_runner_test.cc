@@ -40,13 +40,13 @@ std::vector<std::vector<float>> run(ModelRunner& runner, const std::vector<int32
   std::vector<std::vector<float>> out;
   std::vector<float> logits;
   Batch b;
-  b.seqs.push_back({SeqId{0}, prompt, 0, table, true});
+  b.seqs.push_back({generation::SeqId{0}, prompt, 0, table, true});
   EXPECT_TRUE(runner.forward(b, &logits).ok());
   out.push_back(logits);
   int pos = static_cast<int>(prompt.size());
   for (int32_t t : feed) {
     Batch d;
-    d.seqs.push_back({SeqId{0}, {t}, pos++, table, true});
+    d.seqs.push_back({generation::SeqId{0}, {t}, pos++, table, true});
     EXPECT_TRUE(runner.forward(d, &logits).ok());
     out.push_back(logits);
   }

@@ -111,7 +111,7 @@ class QuantizedOracleTest : public ::testing::TestWithParam<Q8Param> {
     for (int start = 0; start < n; start += step) {
       const int end = std::min(n, start + step);
       Batch b;
-      b.seqs.push_back({static_cast<SeqId>(s), {p.begin() + start, p.begin() + end}, start,
+      b.seqs.push_back({static_cast<generation::SeqId>(s), {p.begin() + start, p.begin() + end}, start,
                         blocksOf(s), end == n});
       batches.push_back(std::move(b));
     }
@@ -142,7 +142,7 @@ class QuantizedOracleTest : public ::testing::TestWithParam<Q8Param> {
         const size_t done = generated[s].size();
         const int32_t fed = forced ? oracle[s].completion_ids[done - 1] : generated[s].back();
         const int pos = static_cast<int>(oracle[s].prompt_ids.size() + done) - 1;
-        b.seqs.push_back({static_cast<SeqId>(s), {fed}, pos, blocksOf(s), true});
+        b.seqs.push_back({static_cast<generation::SeqId>(s), {fed}, pos, blocksOf(s), true});
       }
       EXPECT_TRUE(runner_->forward(b, &logits).ok());
       for (size_t i = 0; i < seqs.size(); ++i) {

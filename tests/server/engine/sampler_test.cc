@@ -12,7 +12,7 @@ namespace {
 
 class SamplerTest : public ::testing::Test {
  protected:
-  int32_t sampleOne(const std::vector<float>& logits, const SamplingParams& params,
+  int32_t sampleOne(const std::vector<float>& logits, const generation::SamplingParams& params,
                     SamplerRng& rng) {
     return sampler_.sample(logits, params, history_, rng).token;
   }
@@ -37,7 +37,7 @@ TEST_F(SamplerTest, RngIsSplitmix64) {
 }
 
 TEST_F(SamplerTest, GreedyPicksExactArgmaxAndLowestIdOnTies) {
-  SamplingParams p;
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   SamplerRng rng(1);
   EXPECT_EQ(sampleOne({0.5f, 2.0f, -1.0f, 1.9999f}, p, rng), 1);
@@ -46,7 +46,7 @@ TEST_F(SamplerTest, GreedyPicksExactArgmaxAndLowestIdOnTies) {
 }
 
 TEST_F(SamplerTest, GreedyConsumesNoRandomness) {
-  SamplingParams p;
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   SamplerRng rng(7);
   SamplerRng untouched(7);
@@ -59,9 +59,9 @@ TEST_F(SamplerTest, TopKOneEqualsGreedyAtAnyTemperature) {
   for (uint64_t seed = 0; seed < 50; ++seed) {
     std::vector<float> logits(100);
     for (float& x : logits) x = static_cast<float>(logit_rng.uniform() * 10.0);
-    SamplingParams greedy;
+    generation::SamplingParams greedy;
     greedy.temperature = 0.0f;
-    SamplingParams top1;
+    generation::SamplingParams top1;
     top1.temperature = 1.5f;
     top1.top_k = 1;
     SamplerRng rng(seed);
@@ -71,7 +71,7 @@ TEST_F(SamplerTest, TopKOneEqualsGreedyAtAnyTemperature) {
 
 TEST_F(SamplerTest, SameSeedGivesSameTokensAndOtherSeedsDiffer) {
   const std::vector<float> logits(64, 0.0f);  // uniform: every draw matters.
-  SamplingParams p;
+  generation::SamplingParams p;
   auto run = [&](uint64_t seed) {
     SamplerRng rng(seed);
     std::vector<int32_t> out;
@@ -85,7 +85,7 @@ TEST_F(SamplerTest, SameSeedGivesSameTokensAndOtherSeedsDiffer) {
 TEST_F(SamplerTest, DrawsFollowTheSoftmaxDistribution) {
   const std::vector<double> probs = {0.1, 0.2, 0.3, 0.4};
   const auto logits = logitsOf(probs);
-  SamplingParams p;
+  generation::SamplingParams p;
   SamplerRng rng(2024);
   constexpr int kDraws = 20000;
   std::array<int, 4> counts{};
@@ -103,7 +103,7 @@ TEST_F(SamplerTest, DrawsFollowTheSoftmaxDistribution) {
 TEST_F(SamplerTest, TemperatureFlattensTheDistribution) {
   // at temperature 2 the probabilities 0.2/0.8 become sqrt-proportional: 1/3, 2/3.
   const auto logits = logitsOf({0.2, 0.8});
-  SamplingParams p;
+  generation::SamplingParams p;
   p.temperature = 2.0f;
   SamplerRng rng(5);
   int zeros = 0;
@@ -113,7 +113,7 @@ TEST_F(SamplerTest, TemperatureFlattensTheDistribution) {
 
 TEST_F(SamplerTest, TopKKeepsOnlyTheKMostLikely) {
   const auto logits = logitsOf({0.3, 0.05, 0.25, 0.4});
-  SamplingParams p;
+  generation::SamplingParams p;
   p.top_k = 2;
   SamplerRng rng(9);
   std::array<int, 4> counts{};
@@ -127,7 +127,7 @@ TEST_F(SamplerTest, TopKKeepsOnlyTheKMostLikely) {
 TEST_F(SamplerTest, TopPKeepsTheSmallestSetReachingP) {
   // sorted: 0.5 (id 2), 0.3 (id 0), 0.15 (id 3), 0.05 (id 1). 0.75 needs ids 2 and 0.
   const auto logits = logitsOf({0.3, 0.05, 0.5, 0.15});
-  SamplingParams p;
+  generation::SamplingParams p;
   p.top_p = 0.75f;
   SamplerRng rng(11);
   std::array<int, 4> counts{};
@@ -144,7 +144,7 @@ TEST_F(SamplerTest, TopPKeepsTheSmallestSetReachingP) {
 TEST_F(SamplerTest, MinPDropsTokensBelowFractionOfTheTop) {
   // relative to the top (0.5): 0.3 -> 0.6, 0.15 -> 0.3, 0.05 -> 0.1.
   const auto logits = logitsOf({0.3, 0.05, 0.5, 0.15});
-  SamplingParams p;
+  generation::SamplingParams p;
   p.min_p = 0.25f;
   SamplerRng rng(13);
   std::array<int, 4> counts{};
@@ -159,7 +159,7 @@ TEST_F(SamplerTest, MinPDropsTokensBelowFractionOfTheTop) {
 
 TEST_F(SamplerTest, RepetitionPenaltyDividesPositiveAndMultipliesNegativeSeenLogits) {
   std::vector<float> logits = {2.0f, -2.0f, 4.0f, -1.0f, 3.0f};
-  SamplingParams p;
+  generation::SamplingParams p;
   p.repetition_penalty = 2.0f;
   const std::vector<int32_t> prompt = {0, 1, 0, 99};  // 99 is outside the vocab.
   const std::vector<int32_t> output = {3, 0};
@@ -169,7 +169,7 @@ TEST_F(SamplerTest, RepetitionPenaltyDividesPositiveAndMultipliesNegativeSeenLog
 
 TEST_F(SamplerTest, PresenceAndFrequencyPenaltiesApplyToOutputTokensOnly) {
   std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f};
-  SamplingParams p;
+  generation::SamplingParams p;
   p.presence_penalty = 0.5f;
   p.frequency_penalty = 0.25f;
   const std::vector<int32_t> prompt = {0, 0, 0};
@@ -184,7 +184,7 @@ TEST_F(SamplerTest, PresenceAndFrequencyPenaltiesApplyToOutputTokensOnly) {
 }
 
 TEST_F(SamplerTest, PenaltiesSteerGreedyChoice) {
-  SamplingParams p;
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.repetition_penalty = 1.5f;
   const std::vector<int32_t> output = {0};
@@ -194,7 +194,7 @@ TEST_F(SamplerTest, PenaltiesSteerGreedyChoice) {
 
 TEST_F(SamplerTest, LogprobsComeFromRawLogitsSortedMostLikelyFirst) {
   const std::vector<float> logits = {1.0f, 3.0f, 3.0f, 0.0f, 2.0f};
-  SamplingParams p;
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.repetition_penalty = 2.0f;  // must not change the reported logprobs.
   p.logprobs = 5;
@@ -219,7 +219,7 @@ TEST_F(SamplerTest, LogprobsComeFromRawLogitsSortedMostLikelyFirst) {
 }
 
 TEST_F(SamplerTest, NoLogprobsRequestedMeansNoTopList) {
-  SamplingParams p;
+  generation::SamplingParams p;
   SamplerRng rng(0);
   EXPECT_TRUE(sampler_.sample(std::vector<float>{1.0f, 2.0f}, p, {}, rng).top_logprobs.empty());
   p.logprobs = 0;
@@ -227,7 +227,7 @@ TEST_F(SamplerTest, NoLogprobsRequestedMeansNoTopList) {
 }
 
 TEST_F(SamplerTest, LogitBiasIsAddedBeforeGreedyAndSampledDraws) {
-  SamplingParams greedy;
+  generation::SamplingParams greedy;
   greedy.temperature = 0.0f;
   SamplerRng rng(5);
   const std::vector<float> logits = {3.0f, 1.0f, 2.0f, 0.5f};
@@ -238,7 +238,7 @@ TEST_F(SamplerTest, LogitBiasIsAddedBeforeGreedyAndSampledDraws) {
   greedy.logit_bias = {{0, -100.0f}};
   EXPECT_EQ(sampleOne(logits, greedy, rng), 2);
   // sampled: +100 leaves the other tokens e^-97 of the mass.
-  SamplingParams sampled;
+  generation::SamplingParams sampled;
   sampled.logit_bias = {{1, 100.0f}};
   for (uint64_t seed = 0; seed < 20; ++seed) {
     SamplerRng r(seed);
@@ -263,7 +263,7 @@ TEST(SamplerMaskTest, OnlyAllowedTokensAreSampledAtAnyTemperature) {
   grammar::TokenMask mask(150);  // ids 150..199 lie past the mask: never allowed
   for (int id : {3, 64, 65, 127, 149}) mask.set(id);
   SamplerRng rng(1);
-  SamplingParams params;
+  generation::SamplingParams params;
   for (float t : {0.0f, 0.7f, 1.0f, 2.0f}) {
     params.temperature = t;
     for (int i = 0; i < 200; ++i) {
@@ -292,7 +292,7 @@ TEST(SamplerScoreTest, ScoresATokenWithItsLogSoftmaxRankAndTheTopTokens) {
   double sum = 0;
   for (float x : logits) sum += std::exp(static_cast<double>(x));
   const double lse = std::log(sum);
-  const PromptTokenLogprob scored = Sampler::score(logits, 2, /*top_n=*/3);
+  const generation::PromptTokenLogprob scored = Sampler::score(logits, 2, /*top_n=*/3);
   EXPECT_EQ(scored.token, 2);
   EXPECT_FLOAT_EQ(scored.logprob, static_cast<float>(2.0 - lse));
   EXPECT_EQ(scored.rank, 3);  // two tokens (1 and 3) are more likely
@@ -301,7 +301,7 @@ TEST(SamplerScoreTest, ScoresATokenWithItsLogSoftmaxRankAndTheTopTokens) {
   EXPECT_EQ(scored.top_logprobs[1].token, 3);
   EXPECT_EQ(scored.top_logprobs[2].token, 2);
   // a tie for the top shares rank 1; no top tokens asked, none given
-  const PromptTokenLogprob tied = Sampler::score(logits, 3, 0);
+  const generation::PromptTokenLogprob tied = Sampler::score(logits, 3, 0);
   EXPECT_EQ(tied.rank, 1);
   EXPECT_TRUE(tied.top_logprobs.empty());
 }

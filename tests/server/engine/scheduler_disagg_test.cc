@@ -25,8 +25,8 @@ std::vector<int32_t> tokenRange(int n, int32_t first = 1) {
   return v;
 }
 
-SamplingParams disaggMaxTokens(int n) {
-  SamplingParams p;
+generation::SamplingParams disaggMaxTokens(int n) {
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = n;
   return p;
@@ -65,8 +65,8 @@ class SchedulerDisaggTest : public ::testing::Test {
     return batch;
   }
   // submits `id` for a remote prefill; its allocation once admitted (step()).
-  std::optional<RemotePrefillConnector::Allocation>* awaitRemote(SeqId id, std::vector<int32_t> prompt,
-                                                                 int max_tokens) {
+  std::optional<RemotePrefillConnector::Allocation>* awaitRemote(generation::SeqId id,
+                                                                 std::vector<int32_t> prompt, int max_tokens) {
     auto& slot = allocations_[id];
     remote_.expect(id, [&slot](std::optional<RemotePrefillConnector::Allocation> a) {
       slot = std::move(a);
@@ -82,7 +82,7 @@ class SchedulerDisaggTest : public ::testing::Test {
 
   RemotePrefillConnector remote_{512};
   HeldPrefillConnector held_;
-  std::map<SeqId, std::optional<RemotePrefillConnector::Allocation>> allocations_;
+  std::map<generation::SeqId, std::optional<RemotePrefillConnector::Allocation>> allocations_;
   std::unique_ptr<kvcache::KvCacheManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
 };
@@ -166,7 +166,7 @@ TEST_F(SchedulerDisaggTest, ARemoteRequestIsScheduledOnlyAfterItsKvLands) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].token, 42);
   EXPECT_EQ(out[0].num_output_tokens, 1);
-  EXPECT_EQ(out[0].finish_reason, FinishReason::kNone);
+  EXPECT_EQ(out[0].finish_reason, generation::FinishReason::kNone);
   EXPECT_EQ(scheduler_->numWaitingForKv(), 0);
   EXPECT_EQ(remote_.numAwaiting(), 0);
   EXPECT_EQ(scheduler_->numRunning(), 1);

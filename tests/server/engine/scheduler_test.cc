@@ -53,8 +53,8 @@ class FakeModel {
   std::vector<int32_t> slots_;
 };
 
-SamplingParams maxTokens(int n) {
-  SamplingParams p;
+generation::SamplingParams maxTokens(int n) {
+  generation::SamplingParams p;
   p.temperature = 0.0f;
   p.max_tokens = n;
   return p;
@@ -97,7 +97,7 @@ class SchedulerTest : public ::testing::Test {
 
   // (start_pos, token count, needs_logits) of each chunk of a batch.
   struct Shape {
-    SeqId id;
+    generation::SeqId id;
     int start;
     int n;
     bool logits;
@@ -115,8 +115,8 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<FakeModel> model_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<RequestOutput> last_outputs_;
-  std::map<SeqId, std::vector<int32_t>> tokens_;
-  std::map<SeqId, RequestOutput> finished_;
+  std::map<generation::SeqId, std::vector<int32_t>> tokens_;
+  std::map<generation::SeqId, RequestOutput> finished_;
 };
 
 TEST_F(SchedulerTest, SplitsLongPromptIntoChunksOfSeven) {
@@ -138,7 +138,7 @@ TEST_F(SchedulerTest, SplitsLongPromptIntoChunksOfSeven) {
   Batch b4 = step();
   EXPECT_EQ(shape(b4), (std::vector<Shape>{{1, 20, 1, true}}));
   EXPECT_EQ(b4.seqs[0].tokens, (std::vector<int32_t>{tokens_[1][0]}));
-  EXPECT_EQ(finished_[1].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(finished_[1].finish_reason, generation::FinishReason::kLength);
   EXPECT_EQ(kv_->numFreeBlocks(), 16);
 }
 
@@ -156,7 +156,7 @@ TEST_F(SchedulerTest, DecodesGoFirstAndPrefillsShareTheRestOfTheBudget) {
 
 TEST_F(SchedulerTest, AdmitsWaitingRequestsFirstComeFirstServed) {
   init(32, config(100, 64, /*max_seqs=*/2));
-  for (SeqId id : {5, 3, 9}) {
+  for (generation::SeqId id : {5, 3, 9}) {
     ASSERT_TRUE(scheduler_->addRequest(id, iota(4, static_cast<int32_t>(id)), maxTokens(2)).ok());
   }
   EXPECT_EQ(shape(step()), (std::vector<Shape>{{5, 0, 4, true}, {3, 0, 4, true}}));
@@ -221,7 +221,7 @@ TEST_F(SchedulerTest, EveryRequestCompletesUnderCachePressureAsIfAlone) {
     max_tokens.push_back(4 + (i * 5) % 11);
   }
   // reference: each request alone in a roomy cache.
-  std::map<SeqId, std::vector<int32_t>> alone;
+  std::map<generation::SeqId, std::vector<int32_t>> alone;
   for (int i = 0; i < kRequests; ++i) {
     init(64, config(64, 16));
     ASSERT_TRUE(scheduler_->addRequest(i, prompts[i], maxTokens(max_tokens[i])).ok());
@@ -242,7 +242,7 @@ TEST_F(SchedulerTest, EveryRequestCompletesUnderCachePressureAsIfAlone) {
   ASSERT_EQ(finished_.size(), static_cast<size_t>(kRequests));
   for (int i = 0; i < kRequests; ++i) {
     EXPECT_EQ(tokens_[i], alone[i]) << "request " << i;
-    EXPECT_EQ(finished_[i].finish_reason, FinishReason::kLength);
+    EXPECT_EQ(finished_[i].finish_reason, generation::FinishReason::kLength);
   }
   EXPECT_EQ(kv_->numFreeBlocks(), 12);
   EXPECT_EQ(kv_->blockPool().numUsed(), 0);
@@ -283,18 +283,18 @@ TEST_F(SchedulerTest, StopsOnStopTokenEosAndContextLength) {
   step();
   const int32_t first = tokens_[1][0];
 
-  SamplingParams stop = maxTokens(50);
+  generation::SamplingParams stop = maxTokens(50);
   stop.stop_token_ids = {first};
   ASSERT_TRUE(scheduler_->addRequest(2, iota(4), stop).ok());
   step();
-  EXPECT_EQ(finished_[2].finish_reason, FinishReason::kStop);
+  EXPECT_EQ(finished_[2].finish_reason, generation::FinishReason::kStop);
   EXPECT_EQ(finished_[2].token, first);
 
-  SamplingParams long_run = maxTokens(50);
+  generation::SamplingParams long_run = maxTokens(50);
   long_run.ignore_eos = true;
   ASSERT_TRUE(scheduler_->addRequest(3, iota(4, 20), long_run).ok());
   runToCompletion();
-  EXPECT_EQ(finished_[3].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(finished_[3].finish_reason, generation::FinishReason::kLength);
   EXPECT_EQ(finished_[3].num_output_tokens, 8);  // 4 prompt + 8 = max_model_len.
 }
 
@@ -306,13 +306,13 @@ TEST_F(SchedulerTest, EosEndsGenerationUnlessIgnored) {
   c.eos_token_ids = {tokens_[1][0]};
   init(16, c);
   ASSERT_TRUE(scheduler_->addRequest(2, iota(4), maxTokens(5)).ok());
-  SamplingParams ignore = maxTokens(5);
+  generation::SamplingParams ignore = maxTokens(5);
   ignore.ignore_eos = true;
   ASSERT_TRUE(scheduler_->addRequest(3, iota(4), ignore).ok());
   runToCompletion();
-  EXPECT_EQ(finished_[2].finish_reason, FinishReason::kStop);
+  EXPECT_EQ(finished_[2].finish_reason, generation::FinishReason::kStop);
   EXPECT_EQ(finished_[2].num_output_tokens, 1);
-  EXPECT_EQ(finished_[3].finish_reason, FinishReason::kLength);
+  EXPECT_EQ(finished_[3].finish_reason, generation::FinishReason::kLength);
   EXPECT_EQ(finished_[3].num_output_tokens, 5);
 }
 

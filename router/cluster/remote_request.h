@@ -1,7 +1,7 @@
 // One request the RemoteGenerator generates on decode workers, in flight:
 // the original prompt and parameters, the tokens delivered to the client so
-// far, and the Worker.Generate attempt in flight (a gRPC callback reactor). When that call
-// ends before its final message the request goes back to the generator,
+// far, and its GenerateAttempt in flight (one Worker.Generate call, a gRPC
+// callback reactor). When that call ends before its final message the request goes back to the generator,
 // which resubmits prompt ‖ delivered tokens for the remaining max_tokens to
 // another decode worker (migration): the client sees each token once.
 #pragma once
@@ -22,11 +22,11 @@ namespace tandem::router::cluster {
 class RemoteGenerator;
 class GenerateAttempt;
 
-class RemoteGenerateCall : public std::enable_shared_from_this<RemoteGenerateCall> {
+class RemoteRequest : public std::enable_shared_from_this<RemoteRequest> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  RemoteGenerateCall(RemoteGenerator* generator, generation::RequestId id, std::vector<int32_t> prompt,
+  RemoteRequest(RemoteGenerator* generator, generation::RequestId id, std::vector<int32_t> prompt,
                 generation::SamplingParams params, generation::Generator::OutputCallback callback);
 
   generation::RequestId id() const { return id_; }
@@ -96,5 +96,7 @@ class RemoteGenerateCall : public std::enable_shared_from_this<RemoteGenerateCal
   // the worker sent "abort"/"error" we did not ask for: migrate.
   bool worker_gave_up_ = false;
 };
+
+using RemoteRequestPtr = std::shared_ptr<RemoteRequest>;
 
 }  // namespace tandem::router::cluster

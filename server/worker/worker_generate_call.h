@@ -28,8 +28,8 @@
 
 namespace tandem::worker {
 
-class GenerateCall final : public grpc_util::StreamObserver,
-                           public std::enable_shared_from_this<GenerateCall> {
+class WorkerGenerateCall final : public grpc_util::StreamObserver,
+                                 public std::enable_shared_from_this<WorkerGenerateCall> {
  public:
   using Writer = grpc_util::ServerStreamWriter<tandem::v1::WorkerGenerateResponse>;
 
@@ -37,7 +37,7 @@ class GenerateCall final : public grpc_util::StreamObserver,
   static grpc::ServerWriteReactor<tandem::v1::WorkerGenerateResponse>* start(
       WorkerContext& context, const tandem::v1::WorkerGenerateRequest& request);
 
-  GenerateCall(WorkerContext& context, std::shared_ptr<Writer> writer);
+  WorkerGenerateCall(WorkerContext& context, std::shared_ptr<Writer> writer);
 
   // grpc_util::StreamObserver: the client left or the stream broke.
   void onStreamBroken() override;
@@ -53,7 +53,7 @@ class GenerateCall final : public grpc_util::StreamObserver,
 
   WorkerContext& context_;
   const std::shared_ptr<Writer> writer_;
-  engine::SeqId id_ = 0;
+  generation::SeqId id_ = 0;
   bool logprobs_ = false;
   // how the prompt is prefilled; set before the first output.
   std::atomic<tandem::v1::PrefillKind> prefill_{tandem::v1::PREFILL_KIND_LOCAL};

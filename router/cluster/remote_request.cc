@@ -1,4 +1,4 @@
-#include "router/cluster/remote_generate_call.h"
+#include "router/cluster/remote_request.h"
 
 #include <algorithm>
 
@@ -12,7 +12,7 @@ namespace tandem::router::cluster {
 // one attempt: Worker.Generate on one decode worker; deletes itself when done.
 class GenerateAttempt : public grpc::ClientReadReactor<tandem::v1::WorkerGenerateResponse> {
  public:
-  GenerateAttempt(std::shared_ptr<RemoteGenerateCall> request, tandem::v1::WorkerGenerateRequest wire)
+  GenerateAttempt(std::shared_ptr<RemoteRequest> request, tandem::v1::WorkerGenerateRequest wire)
       : request_(std::move(request)), wire_(std::move(wire)) {}
 
   void start(tandem::v1::Worker::Stub* stub) {
@@ -36,14 +36,14 @@ class GenerateAttempt : public grpc::ClientReadReactor<tandem::v1::WorkerGenerat
   }
 
  private:
-  std::shared_ptr<RemoteGenerateCall> request_;
+  std::shared_ptr<RemoteRequest> request_;
   tandem::v1::WorkerGenerateRequest wire_;
   tandem::v1::WorkerGenerateResponse response_;
   grpc::ClientContext context_;
   bool first_ = true;
 };
 
-RemoteGenerateCall::RemoteGenerateCall(RemoteGenerator* generator, generation::RequestId id, std::vector<int32_t> prompt,
+RemoteRequest::RemoteRequest(RemoteGenerator* generator, generation::RequestId id, std::vector<int32_t> prompt,
                              generation::SamplingParams params, generation::Generator::OutputCallback callback)
     : generator_(generator),
       id_(id),
@@ -51,7 +51,7 @@ RemoteGenerateCall::RemoteGenerateCall(RemoteGenerator* generator, generation::R
       params_(std::move(params)),
       callback_(std::move(callback)) {}
 
-std::vector<int32_t> RemoteGenerateCall::nextPrompt() const {
+std::vector<int32_t> RemoteRequest::nextPrompt() const {
   std::vector<int32_t> tokens;
   tokens.reserve(prompt_.size() + delivered_.size());
   tokens.insert(tokens.end(), prompt_.begin(), prompt_.end());
@@ -59,11 +59,11 @@ std::vector<int32_t> RemoteGenerateCall::nextPrompt() const {
   return tokens;
 }
 
-int RemoteGenerateCall::remainingTokens() const {
+int RemoteRequest::remainingTokens() const {
   return params_.max_tokens - static_cast<int>(delivered_.size());
 }
 
-bool RemoteGenerateCall::startCall(tandem::v1::Worker::Stub* stub, const std::string& address,
+bool RemoteRequest::startCall(tandem::v1::Worker::Stub* stub, const std::string& address,
                               const std::string& prefill_address, const std::string& wire_id) {
   tandem::v1::WorkerGenerateRequest wire;
   wire.set_request_id(wire_id);
@@ -100,7 +100,7 @@ bool RemoteGenerateCall::startCall(tandem::v1::Worker::Stub* stub, const std::st
   return true;
 }
 
-bool RemoteGenerateCall::cancel() {
+bool RemoteRequest::cancel() {
   std::lock_guard lock(mu_);
   if (final_delivered_ || cancelled_) return false;
   cancelled_ = true;
@@ -111,24 +111,24 @@ bool RemoteGenerateCall::cancel() {
   return true;
 }
 
-void RemoteGenerateCall::abandonIfOn(const std::string& address) {
+void RemoteRequest::abandonIfOn(const std::string& address) {
   std::lock_guard lock(mu_);
   if (call_ == nullptr || address_ != address || final_delivered_) return;
   abandoned_ = true;
   call_->tryCancel();
 }
 
-std::string RemoteGenerateCall::currentAddress() const {
+std::string RemoteRequest::currentAddress() const {
   std::lock_guard lock(mu_);
   return call_ == nullptr ? std::string() : address_;
 }
 
-bool RemoteGenerateCall::cancelled() const {
+bool RemoteRequest::cancelled() const {
   std::lock_guard lock(mu_);
   return cancelled_;
 }
 
-void RemoteGenerateCall::finish(generation::FinishReason reason) {
+void RemoteRequest::finish(generation::FinishReason reason) {
   {
     std::lock_guard lock(mu_);
     if (final_delivered_) return;
@@ -146,7 +146,7 @@ void RemoteGenerateCall::finish(generation::FinishReason reason) {
   generator_->requestDone(id_);
 }
 
-void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first) {
+void RemoteRequest::onMessage(const tandem::v1::WorkerGenerateResponse& msg, bool first) {
   if (first && generator_->metrics_ != nullptr) generator_->metrics_->countPrefill(msg.prefill());
   if (first) generator_->routeFirstToken(route_key);
   generation::FinishReason reason = rpc::fromProto(msg.finish_reason());
@@ -191,7 +191,7 @@ void RemoteGenerateCall::onMessage(const tandem::v1::WorkerGenerateResponse& msg
   if (reason != generation::FinishReason::kNone) callback_ = nullptr;
 }
 
-void RemoteGenerateCall::onCallDone(const grpc::Status& status) {
+void RemoteRequest::onCallDone(const grpc::Status& status) {
   std::string address;
   bool final_delivered = false;
   bool cancelled = false;

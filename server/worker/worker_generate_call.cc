@@ -1,4 +1,4 @@
-#include "server/worker/generate_call.h"
+#include "server/worker/worker_generate_call.h"
 
 #include "common/grpc/status_mapping.h"
 #include "generation/request_limits.h"
@@ -11,19 +11,19 @@ namespace tandem::worker {
 
 using tandem::v1::WorkerGenerateResponse;
 
-grpc::ServerWriteReactor<WorkerGenerateResponse>* GenerateCall::start(
+grpc::ServerWriteReactor<WorkerGenerateResponse>* WorkerGenerateCall::start(
     WorkerContext& context, const tandem::v1::WorkerGenerateRequest& request) {
   auto* reactor = new grpc_util::ServerStreamReactor<WorkerGenerateResponse>();
-  auto call = std::make_shared<GenerateCall>(context, reactor->writer());
+  auto call = std::make_shared<WorkerGenerateCall>(context, reactor->writer());
   reactor->observe(call);
   call->submit(request);
   return reactor;
 }
 
-GenerateCall::GenerateCall(WorkerContext& context, std::shared_ptr<Writer> writer)
+WorkerGenerateCall::WorkerGenerateCall(WorkerContext& context, std::shared_ptr<Writer> writer)
     : context_(context), writer_(std::move(writer)) {}
 
-void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
+void WorkerGenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
   in_flight_ = crash::InFlightIds::global().hold(request.request_id());
   std::unique_lock lock(mu_);
   if (!servesGenerate(context_.options.role)) {
@@ -68,7 +68,7 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
     r.grammar_replay_tokens = request.grammar_replay_tokens();
     r.prefill_address = request.prefill_address();
     // weak: the call owns its RemotePrefill, which must not own the call back.
-    std::weak_ptr<GenerateCall> weak = self;
+    std::weak_ptr<WorkerGenerateCall> weak = self;
     remote->expect(id_, [weak, r = std::move(r)](
                             std::optional<engine::RemotePrefillConnector::Allocation> allocation) mutable {
       if (auto call = weak.lock()) call->startRemote(std::move(r), std::move(allocation));
@@ -85,15 +85,15 @@ void GenerateCall::submit(const tandem::v1::WorkerGenerateRequest& request) {
   if (remote == nullptr) context_.metrics->countPrefill(tandem::v1::PREFILL_KIND_LOCAL);
 }
 
-void GenerateCall::startRemote(RemotePrefill::Request request,
-                               std::optional<engine::RemotePrefillConnector::Allocation> allocation) {
+void WorkerGenerateCall::startRemote(RemotePrefill::Request request,
+                                     std::optional<engine::RemotePrefillConnector::Allocation> allocation) {
   if (!allocation) {
     // D had no free blocks for the whole prompt: it prefills it here.
     context_.metrics->countPrefill(tandem::v1::PREFILL_KIND_LOCAL);
     return;
   }
   request.allocation = std::move(*allocation);
-  std::weak_ptr<GenerateCall> weak = shared_from_this();
+  std::weak_ptr<WorkerGenerateCall> weak = shared_from_this();
   // it may resolve (and the engine deliver outputs) before start() returns.
   std::shared_ptr<RemotePrefill> remote =
       RemotePrefill::start(context_, std::move(request), [weak](tandem::v1::PrefillKind kind) {
@@ -109,7 +109,7 @@ void GenerateCall::startRemote(RemotePrefill::Request request,
   if (gone) remote->cancel();
 }
 
-void GenerateCall::onOutput(const generation::TokenOutput& output) {
+void WorkerGenerateCall::onOutput(const generation::TokenOutput& output) {
   std::lock_guard lock(mu_);
   if (generation_done_) return;
   if (output.token < 0) {
@@ -152,7 +152,7 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
   writer_->writeLast(std::move(msg));
 }
 
-void GenerateCall::onStreamBroken() {
+void WorkerGenerateCall::onStreamBroken() {
   bool cancel = false;
   std::shared_ptr<RemotePrefill> remote;
   {
