@@ -5,7 +5,7 @@
 // admission's request (router/grpc/generate_request.h: model, prompt,
 // sampling params, response_format or grammar compiled), and prepared by the
 // real Admission over the embedded model (model, size and length checks,
-// the prompt tokenized): everything GenerateCall does before it submits to
+// the prompt tokenized): everything InferenceGenerateCall does before it submits to
 // the generator, which is not here. What the admission accepts must fit the
 // context. Structure-aware (fuzz/proto_mutator.h): most mutants parse and
 // reach the code behind the parser.

@@ -5,9 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
 #include "router/generate/call_answer.h"
-#include "router/generate/client_gone.h"
 #include "router/generate/prompt_scores.h"
-#include "router/generate/recorded_response_writer.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
@@ -26,27 +24,12 @@ std::string sseEvent(const std::string& json) { return "data: " + json + "\n\n";
 
 }  // namespace
 
-void CompletionCall::start(const Admission& admission, AdmissionSlot slot,
-                           openai::GenerationRequest request, std::vector<TokenizedPrompt> prompts,
-                           http::ResponseWriterPtr writer, Clock::time_point arrival) {
-  std::shared_ptr<CompletionCall> call(new CompletionCall(admission.context(), std::move(slot),
-                                                          std::move(request), std::move(prompts),
-                                                          writer, arrival));
-  // a client that goes away cancels every choice.
-  callOnClientGone(*writer, call, &CompletionCall::clientGone);
-  call->submitAll(admission);
-}
-
 CompletionCall::CompletionCall(const CallContext& context, AdmissionSlot slot,
                                openai::GenerationRequest request,
                                std::vector<TokenizedPrompt> prompts,
                                http::ResponseWriterPtr writer, Clock::time_point arrival)
-    : context_(context),
-      slot_(std::move(slot)),
-      request_(std::move(request)),
-      prompts_(std::move(prompts)),
-      writer_(std::move(writer)),
-      metrics_(context.metrics, arrival, requestRecordOf(*writer_)) {
+    : OpenAiCall(context, std::move(slot), std::move(request), std::move(prompts), std::move(writer),
+                 arrival) {
   meta_.id = newRequestId(request_.endpoint);
   meta_.created = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();
@@ -54,7 +37,7 @@ CompletionCall::CompletionCall(const CallContext& context, AdmissionSlot slot,
   meta_.endpoint = request_.endpoint;
 }
 
-void CompletionCall::submitAll(const Admission& admission) {
+void CompletionCall::submit(const Admission& admission) {
   std::lock_guard lock(mu_);
   if (answered_) return;  // the client left before anything started
   for (size_t p = 0; p < prompts_.size(); ++p) {
@@ -81,14 +64,11 @@ void CompletionCall::submitAll(const Admission& admission) {
     // choices of one seeded request differ from each other, yet repeat.
     if (params.seed) *params.seed += static_cast<uint64_t>(choice->index);
     const int c = choice->index;
-    absl::StatusOr<generation::RequestId> id = context_.generator->submit(
+    absl::StatusOr<generation::RequestId> id = submitSequence(
         prompts_[choice->prompt_index].tokens, std::move(params),
         [self, c](const generation::TokenOutput& out) { self->onOutput(c, out); });
     if (!id.ok()) {
-      for (auto& other : choices_) {
-        if (other.get() == choice.get()) break;
-        context_.generator->cancel(other->generator_id);
-      }
+      cancelAll();
       refuse(toApiError(admission.submitRefused(id.status())));
       return;
     }
@@ -97,28 +77,13 @@ void CompletionCall::submitAll(const Admission& admission) {
   if (request_.stream) writer_->startStream(200, sseHeaders());
 }
 
-void CompletionCall::refuse(const openai::ApiError& error) {
-  answered_ = true;
-  metrics_.end(openai::endpointLabel(request_.endpoint), error.status);
-  respondError(*writer_, error);
-}
-
 void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
   std::lock_guard lock(mu_);
   Choice& choice = *choices_[c];
   if (answered_ || choice.done) return;
   if (output.finish_reason == generation::FinishReason::kError) {
-    answered_ = true;
-    cancelAll();
-    metrics_.end(openai::endpointLabel(request_.endpoint), 500);
-    const openai::ApiError error = openai::errorFor(500, "the model failed while generating");
-    if (request_.stream) {
-      writer_->write(sseEvent(openai::errorBody(error)));
-      writer_->write("data: [DONE]\n\n");
-      writer_->finish();
-    } else {
-      writer_->respond(500, jsonHeaders(), openai::errorBody(error));
-    }
+    failGeneration(request_.stream,
+                   sseEvent(openai::errorBody(openai::errorFor(500, kModelFailed))) + "data: [DONE]\n\n");
     return;
   }
   std::string delta;
@@ -161,7 +126,7 @@ void CompletionCall::onOutput(int c, const generation::TokenOutput& output) {
     if (!delta.empty() || !logprobs.empty() || !finish.empty() || !calls.empty()) {
       sendDelta(choice, std::move(delta), std::move(logprobs), finish, std::move(calls));
     }
-    if (cutOffSlowClient()) return;
+    if (cutOffSlowClient(meta_.id)) return;
   } else {
     choice.result.text += delta;
     openai::accumulateToolCalls(calls, choice.result.tool_calls);
@@ -260,7 +225,7 @@ void CompletionCall::complete() {
   const std::vector<CallMetrics::PromptTokens> prompts = promptTokens();
   const openai::Usage u = usage(prompts);
   metrics_.completed(prompts);
-  metrics_.end(openai::endpointLabel(request_.endpoint), 200);
+  metrics_.end(endpoint_, 200);
   if (request_.stream) {
     if (request_.include_usage) writer_->write(sseEvent(openai::renderUsageChunk(meta_, u)));
     writer_->write("data: [DONE]\n\n");
@@ -271,33 +236,6 @@ void CompletionCall::complete() {
   results.reserve(choices_.size());
   for (auto& choice : choices_) results.push_back(std::move(choice->result));
   writer_->respond(200, jsonHeaders(), openai::renderResponse(meta_, request_, results, u));
-}
-
-void CompletionCall::clientGone() {
-  std::lock_guard lock(mu_);
-  if (answered_) return;
-  answered_ = true;
-  cancelAll();
-  // 499: nginx's "client closed request".
-  metrics_.end(openai::endpointLabel(request_.endpoint), 499);
-}
-
-bool CompletionCall::cutOffSlowClient() {
-  if (!router::cutOffSlowClient(context_, *writer_, metrics_,
-                                openai::endpointLabel(request_.endpoint), meta_.id,
-                                [this] { cancelAll(); })) {
-    return false;
-  }
-  answered_ = true;
-  return true;
-}
-
-void CompletionCall::cancelAll() {
-  // cancel() only queues work: the outputs it causes arrive later, on the
-  // generator's thread, and wait for mu_.
-  for (auto& choice : choices_) {
-    if (!choice->done) context_.generator->cancel(choice->generator_id);
-  }
 }
 
 }  // namespace tandem::router

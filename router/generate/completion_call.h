@@ -13,30 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "common/http/http_server.h"
-#include "generation/generator.h"
-#include "router/generate/admission.h"
-#include "router/generate/call_context.h"
-#include "router/generate/call_metrics.h"
 #include "router/generate/choice_text_stream.h"
+#include "router/generate/generation_call.h"
 #include "router/openai/openai_response.h"
 
 namespace tandem::router {
 
-class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
- public:
-  using Clock = CallMetrics::Clock;
-
-  // submits every choice to admission.context().generator and answers
-  // through `writer` (at once with an error when a choice is refused,
-  // classified by admission.submitRefused). `slot` is held until the call
-  // is destroyed; `prompts` are `request`'s, prepared by the admission.
-  // `arrival` is when the request came in.
-  static void start(const Admission& admission, AdmissionSlot slot,
-                    openai::GenerationRequest request, std::vector<TokenizedPrompt> prompts,
-                    http::ResponseWriterPtr writer, Clock::time_point arrival);
-
+// start(): OpenAiCall's; n choices per prompt, all refused when one is.
+class CompletionCall final : public OpenAiCall<CompletionCall, openai::GenerationRequest> {
  private:
+  friend OpenAiCall;
+
   struct Choice {
     Choice(const ServedModel& model, const openai::GenerationRequest& r)
         : text(model.tokenizer(), r.stop, r.include_stop_str_in_output, r.skip_special_tokens,
@@ -65,9 +52,11 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
                  openai::GenerationRequest request, std::vector<TokenizedPrompt> prompts,
                  http::ResponseWriterPtr writer, Clock::time_point arrival);
 
-  void submitAll(const Admission& admission);
-  // answers `error` at once (mu_ held, nothing sent yet).
-  void refuse(const openai::ApiError& error);
+  static std::string endpointOf(const openai::GenerationRequest& request) {
+    return openai::endpointLabel(request.endpoint);
+  }
+  // submits every choice (a choice refused refuses the call).
+  void submit(const Admission& admission);
   // generator thread: one output of choice `c`.
   void onOutput(int c, const generation::TokenOutput& output);
   void appendToken(Choice& choice, const generation::TokenOutput& output, std::string& delta,
@@ -80,30 +69,14 @@ class CompletionCall : public std::enable_shared_from_this<CompletionCall> {
                  std::vector<openai::TokenLogprobEntry> logprobs, const std::string& finish,
                  std::vector<openai::ToolCallDelta> calls);
   void complete();
-  // the client went away: cancel everything, answer nothing.
-  void clientGone();
-  // streaming, mu_ held: true when the client left more than
-  // max_stream_backlog_bytes unread, after cancelling every choice and
-  // closing its connection (it stopped reading: what is queued would only grow).
-  bool cutOffSlowClient();
-  // cancels the unfinished choices; mu_ held.
-  void cancelAll();
   // per prompt, its tokens (mu_ held, every choice done).
   std::vector<CallMetrics::PromptTokens> promptTokens() const;
   static openai::Usage usage(const std::vector<CallMetrics::PromptTokens>& prompts);
 
-  const CallContext context_;
-  const AdmissionSlot slot_;
-  const openai::GenerationRequest request_;
-  const std::vector<TokenizedPrompt> prompts_;
-  const http::ResponseWriterPtr writer_;
   openai::ResponseMeta meta_;
 
-  std::mutex mu_;
-  CallMetrics metrics_;                           // guarded by mu_
   std::vector<std::unique_ptr<Choice>> choices_;  // guarded by mu_
   int num_done_ = 0;                              // guarded by mu_
-  bool answered_ = false;                         // guarded by mu_
 };
 
 }  // namespace tandem::router

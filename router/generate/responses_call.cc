@@ -5,14 +5,10 @@
 #include "absl/strings/str_format.h"
 #include "router/generate/admission_api_error.h"
 #include "router/generate/call_answer.h"
-#include "router/generate/recorded_response_writer.h"
-#include "router/generate/client_gone.h"
 #include "router/openai/api_error.h"
 
 namespace tandem::router {
 namespace {
-
-constexpr char kEndpoint[] = "responses";
 
 std::string newResponseId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -27,25 +23,11 @@ int64_t nowSeconds() {
 
 }  // namespace
 
-void ResponsesCall::start(const Admission& admission, AdmissionSlot slot,
-                          openai::ResponsesRequest request, std::vector<TokenizedPrompt> prompts,
-                          http::ResponseWriterPtr writer, Clock::time_point arrival) {
-  std::shared_ptr<ResponsesCall> call(new ResponsesCall(admission.context(), std::move(slot),
-                                                        std::move(request), std::move(prompts),
-                                                        writer, arrival));
-  callOnClientGone(*writer, call, &ResponsesCall::clientGone);
-  call->submit(admission);
-}
-
 ResponsesCall::ResponsesCall(const CallContext& context, AdmissionSlot slot,
                              openai::ResponsesRequest request, std::vector<TokenizedPrompt> prompts,
                              http::ResponseWriterPtr writer, Clock::time_point arrival)
-    : context_(context),
-      slot_(std::move(slot)),
-      request_(std::move(request)),
-      prompts_(std::move(prompts)),
-      writer_(std::move(writer)),
-      metrics_(context.metrics, arrival, requestRecordOf(*writer_)),
+    : OpenAiCall(context, std::move(slot), std::move(request), std::move(prompts), std::move(writer),
+                 arrival),
       timing_(metrics_.startChoice()),
       text_(context.model->tokenizer(), request_.chat.stop, request_.chat.include_stop_str_in_output,
             request_.chat.skip_special_tokens,
@@ -61,18 +43,13 @@ void ResponsesCall::submit(const Admission& admission) {
   std::lock_guard lock(mu_);
   if (answered_) return;  // the client left before anything started
   auto self = shared_from_this();
-  absl::StatusOr<generation::RequestId> id = context_.generator->submit(
+  absl::StatusOr<generation::RequestId> id = submitSequence(
       prompts_[0].tokens, request_.chat.sampling,
       [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
-    answered_ = true;
-    const openai::ApiError error =
-        toApiError(admission.submitRefused(id.status()));
-    metrics_.end(kEndpoint, error.status);
-    respondError(*writer_, error);
+    refuse(toApiError(admission.submitRefused(id.status())));
     return;
   }
-  generator_id_ = *id;
   if (request_.chat.stream) {
     writer_->startStream(200, sseHeaders());
     send(output_.start());
@@ -83,16 +60,7 @@ void ResponsesCall::onOutput(const generation::TokenOutput& output) {
   std::lock_guard lock(mu_);
   if (answered_) return;
   if (output.finish_reason == generation::FinishReason::kError) {
-    answered_ = true;
-    context_.generator->cancel(generator_id_);
-    metrics_.end(kEndpoint, 500);
-    const std::string message = "the model failed while generating";
-    if (request_.chat.stream) {
-      writer_->write(output_.fail(message));
-      writer_->finish();
-    } else {
-      writer_->respond(500, jsonHeaders(), openai::errorBody(openai::errorFor(500, message)));
-    }
+    failGeneration(request_.chat.stream, output_.fail(kModelFailed));
     return;
   }
   std::string delta;
@@ -105,7 +73,7 @@ void ResponsesCall::onOutput(const generation::TokenOutput& output) {
   bool length = false;
   if (text_.stopped()) {
     // a stop string ended it: the engine may still be generating.
-    context_.generator->cancel(generator_id_);
+    cancelAll();
     finished = true;
   } else if (output.finished()) {
     finished = true;
@@ -130,31 +98,17 @@ void ResponsesCall::onOutput(const generation::TokenOutput& output) {
   events += output_.finish(length, {prompt_tokens, timing_.tokens, cached_tokens_});
   if (request_.chat.stream) {
     if (send(events)) return;
-    metrics_.end(kEndpoint, 200);
+    metrics_.end(endpoint_, 200);
     writer_->finish();
   } else {
-    metrics_.end(kEndpoint, 200);
+    metrics_.end(endpoint_, 200);
     writer_->respond(200, jsonHeaders(), output_.body());
   }
 }
 
 bool ResponsesCall::send(const std::string& events) {
   writer_->write(events);
-  if (!cutOffSlowClient(context_, *writer_, metrics_, kEndpoint, "responses call",
-                        [this] { context_.generator->cancel(generator_id_); })) {
-    return false;
-  }
-  answered_ = true;
-  return true;
-}
-
-void ResponsesCall::clientGone() {
-  std::lock_guard lock(mu_);
-  if (answered_) return;
-  answered_ = true;
-  context_.generator->cancel(generator_id_);
-  // 499: nginx's "client closed request".
-  metrics_.end(kEndpoint, 499);
+  return cutOffSlowClient("responses call");
 }
 
 }  // namespace tandem::router

@@ -13,56 +13,37 @@
 #include <string>
 #include <vector>
 
-#include "common/http/http_server.h"
-#include "generation/generator.h"
-#include "router/generate/admission.h"
-#include "router/generate/call_context.h"
-#include "router/generate/call_metrics.h"
 #include "router/generate/choice_text_stream.h"
+#include "router/generate/generation_call.h"
 #include "router/openai/responses_output.h"
 #include "router/openai/responses_request.h"
 #include "router/openai/tool_call_parser.h"
 
 namespace tandem::router {
 
-class ResponsesCall : public std::enable_shared_from_this<ResponsesCall> {
- public:
-  using Clock = CallMetrics::Clock;
-
-  // submits the request's one prompt (prepared by the admission from
-  // request.chat) and answers through `writer`; `slot` is held until the
-  // call is destroyed. `arrival` is when the request came in.
-  static void start(const Admission& admission, AdmissionSlot slot,
-                    openai::ResponsesRequest request, std::vector<TokenizedPrompt> prompts,
-                    http::ResponseWriterPtr writer, Clock::time_point arrival);
-
+// start(): OpenAiCall's; the request's one prompt is prepared by the
+// admission from request.chat.
+class ResponsesCall final : public OpenAiCall<ResponsesCall, openai::ResponsesRequest> {
  private:
+  friend OpenAiCall;
+
   ResponsesCall(const CallContext& context, AdmissionSlot slot, openai::ResponsesRequest request,
                 std::vector<TokenizedPrompt> prompts, http::ResponseWriterPtr writer,
                 Clock::time_point arrival);
 
+  static std::string endpointOf(const openai::ResponsesRequest&) { return "responses"; }
   void submit(const Admission& admission);
   // generator thread: one output.
   void onOutput(const generation::TokenOutput& output);
   // streaming, mu_ held: writes `events`; true when the client was cut off.
   bool send(const std::string& events);
-  void clientGone();
 
-  const CallContext context_;
-  const AdmissionSlot slot_;
-  const openai::ResponsesRequest request_;
-  const std::vector<TokenizedPrompt> prompts_;
-  const http::ResponseWriterPtr writer_;
 
-  std::mutex mu_;
-  CallMetrics metrics_;                 // guarded by mu_
   CallMetrics::ChoiceTiming timing_;    // guarded by mu_
   ChoiceTextStream text_;               // guarded by mu_
   openai::ToolCallParserPtr tools_;     // guarded by mu_; null without tools
   openai::ResponsesOutput output_;      // guarded by mu_
-  generation::RequestId generator_id_ = 0;
   int cached_tokens_ = 0;               // guarded by mu_
-  bool answered_ = false;               // guarded by mu_
 };
 
 }  // namespace tandem::router

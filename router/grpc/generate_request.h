@@ -1,5 +1,5 @@
 // What a tandem.v1.Inference/Generate request asks, in the admission's
-// terms: the code GenerateCall runs on a request once it parsed (and the
+// terms: the code InferenceGenerateCall runs on a request once it parsed (and the
 // gRPC fuzz target drives, fuzz/grpc_generate_request_fuzzer.cc).
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "router/grpc/generate_call.h"
+#include "router/grpc/inference_generate_call.h"
 
 #include <variant>
 
@@ -12,10 +12,9 @@ namespace tandem::router {
 
 using tandem::v1::GenerateResponse;
 
-grpc::ServerWriteReactor<grpc::ByteBuffer>* GenerateCall::start(Admission& admission,
-                                                                const grpc::ByteBuffer& body,
-                                                                grpc::CallbackServerContext* context,
-                                                                std::string_view authorization) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceGenerateCall::start(
+    Admission& admission, const grpc::ByteBuffer& body, grpc::CallbackServerContext* context,
+    std::string_view authorization) {
   auto* reactor = new grpc_util::ServerStreamReactor<grpc::ByteBuffer>();
   // the access-log id: the client's request_id where the body is small
   // enough to read here (microseconds); a large body is parsed on the large
@@ -35,8 +34,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GenerateCall::start(Admission& admis
     reactor->writer()->finish(status);
     return reactor;
   }
-  auto call = std::make_shared<GenerateCall>(admission.context(), reactor->writer(),
-                                             std::move(std::get<AdmissionSlot>(slot)), record);
+  auto call = std::make_shared<InferenceGenerateCall>(admission.context(), reactor->writer(),
+                                                      std::move(std::get<AdmissionSlot>(slot)), record);
   reactor->observe(call);
   // gRPC frees `body` when the call ends, which may be before the
   // preparing thread gets to it: the task owns a copy (of the slices'
@@ -56,18 +55,16 @@ RequestRecordPtr grpcRecord(const CallContext& served, const grpc::CallbackServe
   return record;
 }
 
-GenerateCall::GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer,
-                           AdmissionSlot slot, RequestRecordPtr record)
-    : context_(context),
+InferenceGenerateCall::InferenceGenerateCall(const CallContext& context, std::shared_ptr<Writer> writer,
+                                             AdmissionSlot slot, RequestRecordPtr record)
+    : GenerationCall(context, std::move(slot), Clock::now(), record),
       writer_(std::move(writer)),
-      slot_(std::move(slot)),
-      record_(std::move(record)),
-      metrics_(context.metrics, CallMetrics::Clock::now(), record_) {}
+      record_(std::move(record)) {}
 
-void GenerateCall::submit(Admission& admission, const grpc::ByteBuffer& body) {
+void InferenceGenerateCall::submit(Admission& admission, const grpc::ByteBuffer& body) {
   std::lock_guard lock(mu_);
   // the client left (or the server stopped the call) while it waited.
-  if (generation_done_ || writer_->closed()) return;
+  if (answered_ || writer_->closed()) return;
   tandem::v1::GenerateRequest request;
   if (grpc::Status parsed = grpc_util::fromByteBuffer(body, &request); !parsed.ok()) {
     writer_->finish(parsed);
@@ -96,17 +93,15 @@ void GenerateCall::submit(Admission& admission, const grpc::ByteBuffer& body) {
   prompt_first_token_ = tokens.front();
   timing_ = metrics_.startChoice();
   auto self = shared_from_this();
-  absl::StatusOr<generation::RequestId> id = context_.generator->submit(
+  absl::StatusOr<generation::RequestId> id = submitSequence(
       std::move(tokens), std::move(parsed.sampling),
       [self](const generation::TokenOutput& out) { self->onOutput(out); });
   if (!id.ok()) {
     writer_->finish(toGrpcStatus(admission.submitRefused(id.status())));
-    return;
   }
-  generator_id_ = *id;
 }
 
-void GenerateCall::writePromptLogprobs(const generation::TokenOutput& output) {
+void InferenceGenerateCall::writePromptLogprobs(const generation::TokenOutput& output) {
   // the first prompt token has no context: its entry has no logprob.
   std::vector<generation::PromptTokenLogprob> scores;
   scores.reserve(output.prompt_logprobs.size() + 1);
@@ -120,8 +115,8 @@ void GenerateCall::writePromptLogprobs(const generation::TokenOutput& output) {
   });
 }
 
-GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output,
-                                          generation::FinishReason* finish) {
+GenerateResponse InferenceGenerateCall::responseFor(const generation::TokenOutput& output,
+                                                   generation::FinishReason* finish) {
   GenerateResponse msg;
   if (!prompt_logprobs_sent_ && parsed_prompt_logprobs_ && output.token >= 0) {
     prompt_logprobs_sent_ = true;
@@ -129,7 +124,7 @@ GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output
   }
   if (score_only_ && output.token >= 0) {
     // the prompt is scored: the token asked for is not the client's.
-    context_.generator->cancel(*generator_id_);
+    cancelAll();
     *finish = generation::FinishReason::kLength;
     return msg;
   }
@@ -150,7 +145,7 @@ GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output
     }
   }
   if (text_->stopped()) {
-    context_.generator->cancel(*generator_id_);
+    cancelAll();
     *finish = generation::FinishReason::kStop;
     msg.set_stop_reason(text_->matchedStop());
   } else if (output.finished()) {
@@ -161,11 +156,11 @@ GenerateResponse GenerateCall::responseFor(const generation::TokenOutput& output
   return msg;
 }
 
-void GenerateCall::onOutput(const generation::TokenOutput& output) {
+void InferenceGenerateCall::onOutput(const generation::TokenOutput& output) {
   std::lock_guard lock(mu_);
-  if (generation_done_) return;
+  if (answered_) return;
   if (output.finish_reason == generation::FinishReason::kError) {
-    generation_done_ = true;
+    answered_ = true;
     writer_->finish(grpc::Status(grpc::StatusCode::INTERNAL, "the model failed while generating"));
     return;
   }
@@ -175,7 +170,7 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
     writer_->write(grpc_util::toByteBuffer(msg));
     return;
   }
-  generation_done_ = true;
+  answered_ = true;
   msg.set_finish(rpc::toProto(finish));
   msg.set_finish_reason(std::string(generation::finishReasonName(finish)));
   auto* usage = msg.mutable_usage();
@@ -186,13 +181,13 @@ void GenerateCall::onOutput(const generation::TokenOutput& output) {
   writer_->writeLast(grpc_util::toByteBuffer(msg));
 }
 
-void GenerateCall::onStreamBroken() {
+void InferenceGenerateCall::onStreamBroken() {
   std::lock_guard lock(mu_);
-  if (generator_id_ && !generation_done_) context_.generator->cancel(*generator_id_);
-  generation_done_ = true;
+  if (!answered_) cancelAll();
+  answered_ = true;
 }
 
-void GenerateCall::onStreamDone(const std::optional<grpc::Status>& status) {
+void InferenceGenerateCall::onStreamDone(const std::optional<grpc::Status>& status) {
   std::lock_guard lock(mu_);
   const int code = status ? status->error_code() : grpc::StatusCode::CANCELLED;
   metrics_.end("grpc_generate", code);

@@ -20,6 +20,7 @@
 #include "router/generate/admission.h"
 #include "router/generate/call_metrics.h"
 #include "router/generate/choice_text_stream.h"
+#include "router/generate/generation_call.h"
 #include "router/generate/request_record.h"
 #include "tandem/v1/inference.pb.h"
 
@@ -31,8 +32,9 @@ namespace tandem::router {
 RequestRecordPtr grpcRecord(const CallContext& served, const grpc::CallbackServerContext& context,
                             std::string method, std::string_view client_id);
 
-class GenerateCall final : public grpc_util::StreamObserver,
-                           public std::enable_shared_from_this<GenerateCall> {
+class InferenceGenerateCall final : public GenerationCall,
+                                    public grpc_util::StreamObserver,
+                                    public std::enable_shared_from_this<InferenceGenerateCall> {
  public:
   // GenerateResponse messages, serialized.
   using Writer = grpc_util::ServerStreamWriter<grpc::ByteBuffer>;
@@ -53,8 +55,8 @@ class GenerateCall final : public grpc_util::StreamObserver,
                                                           grpc::CallbackServerContext* context,
                                                           std::string_view authorization);
 
-  GenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot,
-               RequestRecordPtr record);
+  InferenceGenerateCall(const CallContext& context, std::shared_ptr<Writer> writer, AdmissionSlot slot,
+                        RequestRecordPtr record);
 
   // grpc_util::StreamObserver
   void onStreamBroken() override;
@@ -74,14 +76,9 @@ class GenerateCall final : public grpc_util::StreamObserver,
   // token in front, in messages of their own.
   void writePromptLogprobs(const generation::TokenOutput& output);
 
-  const CallContext context_;
   const std::shared_ptr<Writer> writer_;
-  std::mutex mu_;
-  AdmissionSlot slot_;                                // guarded by mu_
   const RequestRecordPtr record_;
   std::optional<ChoiceTextStream> text_;              // guarded by mu_
-  std::optional<generation::RequestId> generator_id_;   // guarded by mu_
-  bool generation_done_ = false;                      // guarded by mu_
   int prompt_tokens_ = 0;
   int32_t prompt_first_token_ = 0;
   // params.prompt_logprobs was set; with max_tokens 0 (score_only_) the
@@ -89,7 +86,6 @@ class GenerateCall final : public grpc_util::StreamObserver,
   bool parsed_prompt_logprobs_ = false;
   bool score_only_ = false;
   bool prompt_logprobs_sent_ = false;                 // guarded by mu_
-  CallMetrics metrics_;
   CallMetrics::ChoiceTiming timing_;                  // and the completion tokens; guarded by mu_
 };
 

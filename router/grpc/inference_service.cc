@@ -4,7 +4,7 @@
 
 #include "common/grpc/byte_buffer_message.h"
 #include "router/grpc/admission_grpc_status.h"
-#include "router/grpc/generate_call.h"
+#include "router/grpc/inference_generate_call.h"
 
 namespace tandem::router {
 
@@ -53,7 +53,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* InferenceService::Generate(
     }
     return new FinishedWriter(status);
   }
-  return GenerateCall::start(*admission_, *request, context, authorization(*context));
+  return InferenceGenerateCall::start(*admission_, *request, context, authorization(*context));
 }
 
 grpc::ServerUnaryReactor* InferenceService::ListModels(grpc::CallbackServerContext* context,
