@@ -49,7 +49,7 @@ void SimDecodeWorker::planStep(double now) {
     const SimRequest& r = *requests_[waiting_.front()];
     const int64_t final_len = r.prompt_tokens + r.output_tokens;
     if (!running_.empty() && reserved_tokens_ + final_len > capacity_tokens_) break;
-    running_.push_back({waiting_.front(), r.output_tokens - 1, r.prompt_tokens + 1, final_len});
+    running_.push_back({{waiting_.front(), r.output_tokens - 1}, r.prompt_tokens + 1, final_len});
     reserved_tokens_ += final_len;
     used_tokens_ += r.prompt_tokens + 1;
     waiting_.pop_front();
@@ -96,7 +96,7 @@ void SimDecodeWorker::completeStep(std::vector<SimDecodeOutcome>& out) {
     }
   }
   if (chunk_ > 0) {
-    Local& l = local_.front();
+    SimSequence& l = local_.front();
     l.remaining -= chunk_;
     if (l.remaining <= 0) {
       const int id = l.id;
@@ -127,7 +127,7 @@ tandem::v1::WorkerStats SimDecodeWorker::stats() const {
   const int64_t blocks = capacity_tokens_ / block_size_;
   const int64_t active = (reserved_tokens_ + block_size_ - 1) / block_size_;
   int64_t local_tokens = 0;
-  for (const Local& l : local_) local_tokens += l.remaining;
+  for (const SimSequence& l : local_) local_tokens += l.remaining;
   s.set_worker_id(address_);
   s.set_num_running(static_cast<int32_t>(running_.size()));
   s.set_num_waiting(waiting());

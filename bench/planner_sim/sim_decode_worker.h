@@ -61,13 +61,8 @@ class SimDecodeWorker {
   tandem::v1::WorkerStats stats() const;
 
  private:
-  struct Local {
-    int id;
-    int64_t remaining;  // tokens to prefill
-  };
-  struct Running {
-    int id;
-    int64_t remaining;  // tokens to decode
+  // decoding: `remaining` tokens to decode.
+  struct Running : SimSequence {
     int64_t context;    // tokens in its KV now
     int64_t reserved;   // its final length
   };
@@ -81,7 +76,7 @@ class SimDecodeWorker {
   const int block_size_;
   const int64_t capacity_tokens_;
   std::vector<const SimRequest*> requests_;  // by id, those seen
-  std::deque<Local> local_;
+  std::deque<SimSequence> local_;  // to prefill here
   std::deque<int> waiting_;
   std::vector<Running> running_;
   int64_t used_tokens_ = 0, reserved_tokens_ = 0;

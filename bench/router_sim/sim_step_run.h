@@ -10,6 +10,13 @@
 
 namespace tandem::bench {
 
+// a request at a simulated worker and the tokens it has left, to prefill
+// (queued) or to decode (running).
+struct SimSequence {
+  int id;
+  int64_t remaining;
+};
+
 struct SimStepRun {
   static constexpr double kNever = std::numeric_limits<double>::infinity();
 

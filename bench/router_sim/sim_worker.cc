@@ -19,7 +19,7 @@ int64_t SimWorker::enqueue(int id, const SimRequest& request, double now) {
     planStep(now);
   } else if (const int64_t done = step_.splitAt(now); done > 0) {
     // the run of decode steps ends at the step in progress.
-    for (Running& r : running_) r.remaining -= done;
+    for (SimSequence& r : running_) r.remaining -= done;
     busy_s_ += static_cast<double>(done) * step_.duration;
   }
   return cached;
@@ -35,7 +35,7 @@ void SimWorker::planStep(double now) {
   step_.start = now;
   int64_t budget = config_.chunk_tokens;
   int64_t chunk_tokens = 0;
-  for (const Queued& q : queue_) {
+  for (const SimSequence& q : queue_) {
     if (budget <= 0) break;
     const int64_t take = std::min(budget, q.remaining);
     chunk_.emplace_back(q.id, take);
@@ -48,7 +48,7 @@ void SimWorker::planStep(double now) {
   step_.count = 1;
   if (chunk_.empty()) {
     int64_t k = running_.front().remaining;
-    for (const Running& r : running_) k = std::min(k, r.remaining);
+    for (const SimSequence& r : running_) k = std::min(k, r.remaining);
     step_.count = std::max<int64_t>(1, k);
   }
 }
@@ -82,7 +82,7 @@ void SimWorker::completeStep(std::vector<SimOutcome>& out) {
   }
   // prefill: the chunk advanced the queue's first requests.
   for (const auto& [id, tokens] : chunk_) {
-    Queued& q = queue_.front();
+    SimSequence& q = queue_.front();
     q.remaining -= tokens;
     queued_tokens_ -= tokens;
     if (q.remaining <= 0) {

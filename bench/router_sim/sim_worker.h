@@ -60,15 +60,6 @@ class SimWorker {
   static constexpr double kNever = SimStepRun::kNever;
 
  private:
-  struct Queued {
-    int id;
-    int64_t remaining;  // tokens to prefill
-  };
-  struct Running {
-    int id;
-    int64_t remaining;  // tokens to decode
-  };
-
   void planStep(double now);
   void completeStep(std::vector<SimOutcome>& out);
   void prefillDone(int id, double now, std::vector<SimOutcome>& out);
@@ -76,9 +67,9 @@ class SimWorker {
   const std::string address_;
   const SimWorkerConfig config_;
   std::vector<const SimRequest*> requests_;  // by id, those seen
-  std::deque<Queued> queue_;
+  std::deque<SimSequence> queue_;  // to prefill
   int64_t queued_tokens_ = 0;
-  std::vector<Running> running_;
+  std::vector<SimSequence> running_;  // decoding
   int64_t running_blocks_ = 0;
   SimStepRun step_;
   std::vector<std::pair<int, int64_t>> chunk_;  // (queue position's id, tokens)
