@@ -1,13 +1,9 @@
 // StreamClient over the OpenAI HTTP API: POST /v1/completions or
 // /v1/chat/completions with "stream": true, read as server-sent events.
 //
-// Boost.Beast over one Asio io_context on one thread: every connection is a
-// state machine of async operations, so thousands of concurrent streams
-// cost sockets and buffers, not threads. One thread is enough (a token
-// event costs microseconds) and keeps the timestamps honest: no lock or
-// thread hand-off sits between the socket read and its timestamp.
-// Finished connections are kept alive and reused; a reused connection the
-// server has meanwhile closed is retried once on a fresh one.
+// The exchanges run on common/http/async_http_client.h: keep-alive
+// connections on one I/O thread (a token event costs microseconds), each
+// body's bytes timestamped when read, before the SSE parser sees them.
 #pragma once
 
 #include <chrono>
@@ -17,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "bench/loadgen/http_fetch.h"
 #include "bench/loadgen/stream_client.h"
+#include "common/http/async_http_client.h"
 
 namespace tandem::bench {
 
@@ -49,11 +46,13 @@ class HttpStreamClient : public StreamClient {
   // TCP connections opened so far (keep-alive reuse keeps this low).
   int connectionsOpened() const;
 
-  class Impl;
-
  private:
-  explicit HttpStreamClient(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  HttpStreamClient(HttpEndpoint endpoint, HttpClientOptions options,
+                   std::unique_ptr<http::AsyncHttpClient> client);
+
+  const HttpEndpoint endpoint_;
+  const HttpClientOptions options_;
+  const std::unique_ptr<http::AsyncHttpClient> client_;
 };
 
 }  // namespace tandem::bench
