@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -29,6 +30,15 @@ bool parseValue(absl::string_view text, double* value) {
   return absl::SimpleAtod(text, value);
 }
 
+// the exposition format's names: a metric's [a-zA-Z_:][a-zA-Z0-9_:]*, a
+// label's the same without ':'.
+bool validName(absl::string_view name, bool metric) {
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [metric](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || (metric && c == ':');
+  });
+}
+
 // `{a="x",b="y"}` (the braces stripped) into labels; false when malformed.
 bool parseLabels(absl::string_view text, MetricLabels* labels) {
   size_t i = 0;
@@ -38,6 +48,7 @@ bool parseLabels(absl::string_view text, MetricLabels* labels) {
     const size_t eq = text.find('=', i);
     if (eq == absl::string_view::npos || eq + 1 >= text.size() || text[eq + 1] != '"') return false;
     std::string name(absl::StripAsciiWhitespace(text.substr(i, eq - i)));
+    if (!validName(name, /*metric=*/false)) return false;
     std::string value;
     size_t j = eq + 2;
     for (; j < text.size() && text[j] != '"'; ++j) {
@@ -113,7 +124,7 @@ absl::StatusOr<MetricsSnapshot> MetricsSnapshot::parse(absl::string_view text) {
     rest = absl::StripAsciiWhitespace(rest);
     // the value, then an optional timestamp.
     absl::string_view value_text = rest.substr(0, rest.find(' '));
-    if (sample.name.empty() || !parseValue(value_text, &sample.value)) {
+    if (!validName(sample.name, /*metric=*/true) || !parseValue(value_text, &sample.value)) {
       return absl::InvalidArgumentError(absl::StrCat("metrics line ", line_no, ": bad sample: ", line));
     }
     snapshot.samples_.push_back(std::move(sample));

@@ -40,7 +40,9 @@ struct HistogramBuckets {
 class MetricsSnapshot {
  public:
   // parses a whole /metrics body. InvalidArgument (naming the line) for a
-  // line that is not a comment, blank or `name{labels} value [timestamp]`.
+  // line that is not a comment, blank or `name{labels} value [timestamp]`,
+  // or whose metric or label names are not the format's
+  // ([a-zA-Z_:][a-zA-Z0-9_:]*, labels without ':').
   static absl::StatusOr<MetricsSnapshot> parse(absl::string_view text);
 
   const std::vector<MetricSample>& samples() const { return samples_; }

@@ -469,10 +469,24 @@ def grpc_generate_request_seeds():
         write("grpc_generate_request", name, data)
 
 
+# ---- prometheus_text: a /metrics body ----
+def prometheus_text_seeds():
+    write("prometheus_text", "router_metrics",
+          '# HELP tandem:requests_total finished requests\n# TYPE tandem:requests_total counter\n'
+          'tandem:requests_total{endpoint="chat",status="200"} 7\n'
+          'tandem:requests_in_flight 4 1700000000000\n'
+          'tandem:time_to_first_token_seconds_bucket{le="0.1"} 2\n'
+          'tandem:time_to_first_token_seconds_bucket{le="+Inf"} 8\n'
+          'tandem:time_to_first_token_seconds_sum 3.5\n'
+          'tandem:time_to_first_token_seconds_count 8\n'
+          'tandem:weird{path="a\\"b\\\\c\\n"} NaN\n')
+
+
 if __name__ == "__main__":
     for fn in [http_seeds, openai_seeds, tokenizer_seeds, gguf_seeds, safetensors_seeds, chat_seeds,
                kv_chunk_seeds, kv_events_seeds, worker_report_seeds, disk_record_seeds,
                grammar_seeds, json_schema_seeds,
-               tool_definitions_seeds, responses_request_seeds, grpc_generate_request_seeds]:
+               tool_definitions_seeds, responses_request_seeds, grpc_generate_request_seeds,
+               prometheus_text_seeds]:
         fn()
     print("seeds written to", CORPUS, file=sys.stderr)

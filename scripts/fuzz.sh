@@ -20,7 +20,7 @@ shift || true
 build=${TANDEM_FUZZ_BUILD:-$root/build-fuzz}
 all=(http_request openai_request tokenizer_json gguf safetensors chat_template
      kv_chunk kv_events worker_report disk_record grammar json_schema
-     tool_definitions responses_request grpc_generate_request)
+     tool_definitions responses_request grpc_generate_request prometheus_text)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 

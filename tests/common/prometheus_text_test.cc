@@ -54,6 +54,11 @@ TEST(MetricsSnapshotTest, RefusesAMalformedLineNamingIt) {
   EXPECT_NE(m.status().message().find("line 2"), std::string::npos) << m.status();
   EXPECT_FALSE(MetricsSnapshot::parse("novalue\n").ok());
   EXPECT_FALSE(MetricsSnapshot::parse("name abc\n").ok());
+  // names outside the format's alphabet.
+  EXPECT_FALSE(MetricsSnapshot::parse("9lives 1\n").ok());
+  EXPECT_FALSE(MetricsSnapshot::parse("a-b 1\n").ok());
+  EXPECT_FALSE(MetricsSnapshot::parse("m{\t,x=\"1\"} 1\n").ok());
+  EXPECT_FALSE(MetricsSnapshot::parse("m{a:b=\"1\"} 1\n").ok());
 }
 
 TEST(MetricsSnapshotTest, WritesASeriesBackAsItIsWrittenOnTheWire) {
