@@ -118,6 +118,9 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
                    ModelRunner::create(*le->weights_, *le->backend_, le->num_blocks_,
                                        options.block_size, std::move(kv_storage), options.kv_dtype));
   le->runner_->enableStepGraphs(!options.enforce_eager);
+  // a device backend's greedy rows are picked on the device: a step
+  // downloads its tokens, not [rows, vocab] logits
+  le->runner_->setGreedyWhereTheLogitsAre(!le->kv_in_host_memory_);
   EngineConfig ec;
   ec.num_blocks = le->num_blocks_;
   ec.block_size = options.block_size;

@@ -1,7 +1,9 @@
-// KV tiers under the hip backend (over the host emulator): G1 lives in
-// "device" memory, so a block the pool evicts reaches the host tier, and
-// comes back when a prompt onboards it, through the tier copies' transfer
-// stream, never the compute stream; the greedy tokens stay llama.cpp's.
+// The engine on the hip backend (over the host emulator), where G1 KV and
+// the logits live in "device" memory: greedy steps pick their tokens on the
+// device and download only those, with llama.cpp's tokens and the host
+// sampler's log-probabilities; a block the pool evicts reaches the host
+// tier, and comes back when a prompt onboards it, through the tier copies'
+// transfer stream, never the compute stream.
 #include <memory>
 #include <vector>
 
@@ -27,12 +29,13 @@ constexpr size_t kBlockBytes = 5 * 2 * 4 * 8 * 4 * kBlockSize;
 constexpr int kOutputTokens = 6;
 constexpr int kG1Blocks = 11;
 
-std::unique_ptr<EngineLoop> hipLoop() {
+// `host_bytes`: the host tier's size (0: none).
+std::unique_ptr<EngineLoop> hipLoop(uint64_t host_bytes) {
   EngineAssemblyOptions o = testing_support::smallOptions(kBlockSize, 16);
   o.backend = kernels::BackendKind::kHip;
   o.kv_budget_bytes = kG1Blocks * kBlockBytes;
   o.max_model_len = 128;
-  o.tiers.host_bytes = 4 << 20;
+  o.tiers.host_bytes = host_bytes;
   o.create_backend =
       [](const kernels::BackendOptions& b) -> absl::StatusOr<std::unique_ptr<kernels::Backend>> {
     auto hip = kernels::hip::HipBackend::create(b.device);
@@ -53,8 +56,43 @@ int runCase(EngineLoop& loop, SeqId id, const Case& c) {
   return col.first().num_cached_tokens;
 }
 
-TEST(EngineLoopTiersHipTest, EvictionAndOnboardingRunOnTheTransferStreamWithTheOraclesTokens) {
-  auto loop = hipLoop();
+// the log-probability of each output token, in order.
+std::vector<float> logprobs(Collector& col) {
+  std::lock_guard lock(col.mu);
+  std::vector<float> out;
+  for (const TokenOutput& o : col.outputs) {
+    if (o.token >= 0) out.push_back(o.logprob);
+  }
+  return out;
+}
+
+TEST(EngineLoopHipTest, GreedyStepsPickTheirTokensOnTheDeviceAsTheHostSamplerWould) {
+  auto loop = hipLoop(0);
+  ASSERT_NE(loop, nullptr);
+  const Case c = oracleCases(24)[0];
+  const std::vector<int32_t> want(c.expected.begin(), c.expected.begin() + kOutputTokens);
+  // picked on the device
+  Collector device;
+  ASSERT_TRUE(loop->submit(1, c.prompt, greedy(kOutputTokens), device.callback()).ok());
+  ASSERT_TRUE(device.wait(std::chrono::seconds(300)));
+  EXPECT_EQ(device.tokens, want);
+  const int64_t picked = loop->localEngine().runner().greedyPickedSteps();
+  EXPECT_EQ(picked, kOutputTokens);
+  // asking for top logprobs takes the logits to the host sampler
+  SamplingParams with_logprobs = greedy(kOutputTokens);
+  with_logprobs.logprobs = 0;
+  Collector host;
+  ASSERT_TRUE(loop->submit(2, c.prompt, with_logprobs, host.callback()).ok());
+  ASSERT_TRUE(host.wait(std::chrono::seconds(300)));
+  EXPECT_EQ(host.tokens, want);
+  EXPECT_EQ(loop->localEngine().runner().greedyPickedSteps(), picked);
+  const std::vector<float> d = logprobs(device), h = logprobs(host);
+  ASSERT_EQ(d.size(), h.size());
+  for (size_t i = 0; i < d.size(); ++i) EXPECT_NEAR(d[i], h[i], 1e-4f) << "token " << i;
+}
+
+TEST(EngineLoopHipTest, EvictionAndOnboardingRunOnTheTransferStreamWithTheOraclesTokens) {
+  auto loop = hipLoop(4 << 20);
   ASSERT_NE(loop, nullptr);
   ASSERT_EQ(loop->stats().num_blocks, kG1Blocks);
   const std::vector<Case> cases = oracleCases(24);
