@@ -37,7 +37,8 @@ void registerPlannerSimulateCommand(CLI::App* planner);
 void registerPlannerRunCommand(CLI::App* planner);
 // `customize`, when set, edits the worker's options after its flags were
 // read: the seam through which a test-only binary injects faults
-// (tests/integration/fault_worker_main.cc, DESIGN.md §6). `tandem` passes none.
+// (tests/integration/fault_worker_main.cc, docs/design/testing.md). `tandem`
+// passes none.
 // `tandem worker drain` (under the worker's command): a worker pod's preStop.
 void registerWorkerDrainCommand(CLI::App* worker);
 void registerWorkerCommand(CLI::App& app,

@@ -1,5 +1,7 @@
 #include "kernels/backend.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -42,6 +44,19 @@ void Backend::ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v,
   rope(q, positions, params);
   rope(k, positions, params);
   writeKv(k, v, slots, cache, layer);
+}
+
+void Backend::greedyTokens(const Tensor& logits, const Tensor& ids, const Tensor& logprobs) {
+  for (int64_t r = 0; r < logits.rows; ++r) {
+    const float* row = logits.as<float>() + r * logits.cols;
+    const float* best = std::max_element(row, row + logits.cols);
+    double sum = 0.0;
+    for (int64_t j = 0; j < logits.cols; ++j) sum += std::exp(static_cast<double>(row[j]) - *best);
+    // as the Sampler rounds it: the logit minus max + log(sum)
+    const double lse = *best + std::log(sum);
+    ids.as<int32_t>()[r] = static_cast<int32_t>(best - row);
+    logprobs.as<float>()[r] = static_cast<float>(*best - lse);
+  }
 }
 
 void Backend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) {

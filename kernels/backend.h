@@ -227,6 +227,17 @@ class Backend {
   virtual void moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
                           const Tensor& weights, const Tensor& out) = 0;
 
+  // --- sampling where the logits are ---
+  // greedy decoding's pick of each row of logits [R, V] F32: the first
+  // maximum (a NaN never wins except in column 0, as std::max_element over
+  // the row) into ids [R, 1] I32, and its log-probability under the row
+  // (logit - log-sum-exp) into logprobs [R, 1] F32, so a decode step
+  // downloads 8 bytes a row instead of V * 4. The default runs on the host
+  // over the tensors' memory (host backends; sums in double, as the
+  // engine's Sampler); a device backend overrides it (float sums: the
+  // log-probability may differ in its last bits, the id never).
+  virtual void greedyTokens(const Tensor& logits, const Tensor& ids, const Tensor& logprobs);
+
   // out[i, :] = x[rows[i], :]. x [T, D] F32, rows [n, 1] I32, out [n, D] F32.
   virtual void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
 

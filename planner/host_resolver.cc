@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/io_context.hpp"
@@ -13,17 +15,74 @@
 namespace tandem::planner {
 namespace {
 
-// lookups given up on and still running, over all calls.
+// lookups given up on and still to run or running, over all calls.
 std::atomic<int> g_abandoned{0};
 
-// what the lookup thread and the waiting caller share; whoever leaves last
-// frees it.
+// one lookup, shared by the waiting caller and the pool thread that runs it.
 struct Pending {
+  HostLookup lookup;
+  std::string host;
+  int port = 0;
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;        // guarded by mu
   bool abandoned = false;   // guarded by mu: the caller stopped waiting
   absl::StatusOr<Endpoints> result = absl::UnknownError("not resolved");  // guarded by mu
+
+  void run() {
+    absl::StatusOr<Endpoints> answer = lookup(host, port);
+    std::lock_guard lock(mu);
+    result = std::move(answer);
+    done = true;
+    if (abandoned) g_abandoned.fetch_sub(1, std::memory_order_acq_rel);
+    cv.notify_all();
+  }
+};
+
+// the threads lookups run on: started as lookups wait for one, at most
+// kLookupThreads, then kept. A lookup given up on still runs (a thread
+// may be taking it as its caller leaves); its answer is dropped. Never
+// destroyed: at exit a thread may be stuck in getaddrinfo, which no join
+// could wait out; exiting ends it.
+class LookupPool {
+ public:
+  static constexpr size_t kLookupThreads = kMaxAbandonedLookups;
+
+  static LookupPool& get() {
+    static LookupPool* const pool = new LookupPool();
+    return *pool;
+  }
+
+  void submit(std::shared_ptr<Pending> pending) {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(pending));
+    if (queue_.size() > idle_ && threads_.size() < kLookupThreads) {
+      threads_.emplace_back([this] { run(); });
+    } else {
+      cv_.notify_one();
+    }
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      ++idle_;
+      cv_.wait(lock, [this] { return !queue_.empty(); });
+      --idle_;
+      std::shared_ptr<Pending> pending = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      pending->run();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Pending>> queue_;  // guarded by mu_
+  std::vector<std::thread> threads_;            // guarded by mu_
+  size_t idle_ = 0;  // threads waiting for a lookup; guarded by mu_
 };
 
 }  // namespace
@@ -50,15 +109,10 @@ absl::StatusOr<Endpoints> resolveHost(const std::string& host, int port,
         " earlier name lookups timed out and are still running (is the DNS server answering?)"));
   }
   auto pending = std::make_shared<Pending>();
-  // detached: it may outlive this call (that is the point); it holds what it touches.
-  std::thread([pending, lookup, host, port] {
-    absl::StatusOr<Endpoints> result = lookup(host, port);
-    std::lock_guard lock(pending->mu);
-    pending->result = std::move(result);
-    pending->done = true;
-    if (pending->abandoned) g_abandoned.fetch_sub(1, std::memory_order_acq_rel);
-    pending->cv.notify_all();
-  }).detach();
+  pending->lookup = lookup;
+  pending->host = host;
+  pending->port = port;
+  LookupPool::get().submit(pending);
   std::unique_lock lock(pending->mu);
   if (!pending->cv.wait_for(lock, timeout, [&] { return pending->done; })) {
     pending->abandoned = true;

@@ -3,10 +3,12 @@
 // timeout of its own: a DNS server that does not answer holds it for
 // resolv.conf's timeout × attempts × servers (tens of seconds by default),
 // a broken NSS module for ever, and the planner's loop with it. Here the
-// lookup runs on a thread of its own and the caller waits at most its
-// timeout; a lookup given up on finishes (and frees its thread) whenever
-// getaddrinfo returns, and at most kMaxAbandonedLookups of them may be
-// pending at once, so a resolver that hangs cannot pile up threads.
+// lookup runs on a small pool of threads of its own (at most
+// kMaxAbandonedLookups, started as needed, kept for the process) and the
+// caller waits at most its timeout; a lookup given up on finishes (and
+// frees its thread) whenever getaddrinfo returns, and at most
+// kMaxAbandonedLookups of them may be pending at once, so a resolver that
+// hangs cannot pile up threads or lookups.
 #pragma once
 
 #include <chrono>
@@ -25,7 +27,8 @@ using Endpoints = std::vector<boost::asio::ip::tcp::endpoint>;
 using HostLookup = std::function<absl::StatusOr<Endpoints>(const std::string& host, int port)>;
 
 // lookups given up on that may still be running before new ones are
-// refused at once.
+// refused at once; also the most lookups that run at once (the others
+// wait for a thread, within their timeout).
 inline constexpr int kMaxAbandonedLookups = 4;
 
 // lookups given up on (timed out) that are still running now.

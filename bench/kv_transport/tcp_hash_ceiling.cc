@@ -2,7 +2,7 @@
 // machine at most: a raw 64 MiB send/recv between two threads (wall time
 // and the process's CPU time, i.e. how many cores a raw transfer keeps
 // busy) and XXH3 over the same bytes (what each side's checksum costs).
-// Prints one line a round; bench/RESULTS.md (issue 17, session 28) uses it.
+// Prints one line a round; bench/RESULTS.md "what bounds UCX over TCP" uses it.
 //   tcp_hash_ceiling [rounds]
 #include <arpa/inet.h>
 #include <netinet/in.h>

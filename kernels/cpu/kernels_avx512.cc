@@ -88,10 +88,10 @@ struct Avx512Vec {
   }
 };
 
-// 16-bit weights widened by one 512-bit conversion: on an Intel Xeon the
-// joined halves' three port-5 shuffles and conversions a vector bound
-// decode's gemv, which this form runs 18% (bf16) to 23% (f16) faster
-// (bench/RESULTS.md, session 32).
+// 16-bit weights widened by one 512-bit conversion: on an Intel Xeon the joined
+// halves' three port-5 shuffles and conversions a vector bound decode's gemv,
+// which this form runs 18% (bf16) to 23% (f16) faster (model_runner_bench
+// --threads 2: bench/RESULTS.md "the whole table on the Intel Xeon with AMX").
 struct Avx512WideVec : Avx512Vec {
   static F loadF16(const uint16_t* p) { return _mm512_cvtph_ps(load16(p)); }
   static F loadBf16(const uint16_t* p) { return bf16x16(load16(p)); }

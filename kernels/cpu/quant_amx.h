@@ -1,7 +1,8 @@
 // AMX-INT8 for the batch dots of Q4_K, Q6_K and Q8_0 weights (batched
 // decode, up to kQuantDotMaxRows rows of x): the VPDPBUSD dots run at that
-// instruction's throughput (bench/RESULTS.md, session 32), a tile product
-// is 16 x 16 x 32 multiply-adds at once. The weight is the A operand (16
+// instruction's throughput (quant_dot_bench's roof line beside its dots;
+// bench/RESULTS.md "the whole table on the Intel Xeon with AMX"), a tile
+// product is 16 x 16 x 32 multiply-adds at once. The weight is the A operand (16
 // weight rows of a 32- or 16-value (sub-)block: Q4_K's nibbles unpacked to
 // bytes, Q6_K's values less 32 as signed bytes, Q8_0's blocks loaded in
 // place, the rows a weight row's bytes apart), x the B one (its rows
@@ -9,11 +10,11 @@
 // VNNI order), so each (sub-)block's int32 tile row belongs to one weight
 // row and takes that row's scale as one broadcast. Integer sums as the
 // dots'; the float steps in another order (not bit for bit the dots').
-// The float scaling of each (sub-)block's tile, not the tile products,
-// bounds the kernels. 16-row batches on an Intel Xeon, weights past L2
-// (quant_dot_bench --k 2048 --weights 2048): Q4_K 2.8x the dots, Q6_K
-// 2.2x, Q8_0 2.3x (bench/RESULTS.md, session 35). Q4_0 weights stay on the
-// dots.
+// The float scaling of each (sub-)block's tile, not the tile products, bounds
+// the kernels. 16-row batches on an Intel Xeon, weights past L2
+// (quant_dot_bench --k 2048 --weights 2048): Q4_K 2.8x the dots, Q6_K 2.2x,
+// Q8_0 2.3x (bench/RESULTS.md "rows of y stored whole; AMX-INT8 for Q6_K").
+// Q4_0 weights stay on the dots.
 // quant_amx_kernel.cc is the one file compiled with -mamx-int8.
 #pragma once
 
@@ -25,11 +26,13 @@
 
 namespace tandem::kernels::cpu {
 
-// the fewest rows of x a batch takes the tiles with (below, the dots):
-// measured on an Intel Xeon against the dots (quant_dot_bench, one thread;
-// bench/RESULTS.md, session 35). Q4_K: 6 rows +13%, 8 +35%. Q6_K: 6 rows
-// -8%, 8 +8%. Q8_0: 4 rows -10%, 6 +4%, 7 +11% (session 34, the model's
-// batch aggregate): no unpacking, its tiles load the blocks in place.
+// the fewest rows of x a batch takes the tiles with (below, the dots): measured
+// on an Intel Xeon against the dots (quant_dot_bench --rows R, one thread;
+// bench/RESULTS.md "rows of y stored whole; AMX-INT8 for Q6_K"). Q4_K: 6 rows
+// +13%, 8 +35%. Q6_K: 6 rows -8%, 8 +8%. Q8_0: 4 rows -10%, 6 +4%, 7 +11% (the
+// model's batch aggregate, model_runner_bench --tests batch; bench/RESULTS.md
+// "AMX-INT8 for Q8_0 batches"): no unpacking, its tiles load the blocks in
+// place.
 inline constexpr int64_t kAmxInt8Q4KMinRows = 6;
 inline constexpr int64_t kAmxInt8Q8_0MinRows = 6;
 inline constexpr int64_t kAmxInt8Q6KMinRows = 8;

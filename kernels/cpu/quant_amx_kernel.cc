@@ -60,11 +60,11 @@ void configureTiles(int rows, int block_bytes = 32) {
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
-// the next group's rows (one contiguous run of bytes, [next, end)) into
-// L2 at the pace of this group: `step` bytes (whole lines) a call, call
-// `i` of the group. 16 rows are 16 streams, more than the hardware
-// prefetchers follow: without this Q4_K 16-sequence decode ran 15-20%
-// slower (session 35).
+// the next group's rows (one contiguous run of bytes, [next, end)) into L2 at
+// the pace of this group: `step` bytes (whole lines) a call, call `i` of the
+// group. 16 rows are 16 streams, more than the hardware prefetchers follow:
+// without this Q4_K 16-sequence decode ran 15-20% slower (model_runner_bench
+// --tests batch, bench/RESULTS.md "rows of y stored whole; AMX-INT8 for Q6_K").
 void prefetchAhead(const char* next, const char* end, int64_t step, int64_t i) {
   const char* from = next + i * step;
   for (int64_t o = 0; o < step && from + o < end; o += 64) _mm_prefetch(from + o, _MM_HINT_T1);
@@ -74,10 +74,11 @@ void prefetchAhead(const char* next, const char* end, int64_t step, int64_t i) {
 constexpr int64_t groupStep(int64_t block_bytes) { return (kRows * block_bytes + 63) / 64 * 64; }
 
 // y[r][c0 + cc] = t[cc] lane r (+ bias[c0 + cc]) for r < m, cc < rows: t
-// transposed in registers and stored a row of y at a time. (A scalar
-// store per value put a group's 16 rows of y, n floats apart, into one L1
-// set when n is a multiple of 1024: Q4_K 16-row batches ran 30% slower on
-// 2048-row weights than on 512-row ones, bench/RESULTS.md session 35.)
+// transposed in registers and stored a row of y at a time. (A scalar store per
+// value put a group's 16 rows of y, n floats apart, into one L1 set when n is a
+// multiple of 1024: Q4_K 16-row batches ran 30% slower on 2048-row weights than
+// on 512-row ones: quant_dot_bench --k 2048 --weights 2048 --rows 16,
+// bench/RESULTS.md "rows of y stored whole; AMX-INT8 for Q6_K".)
 void storeTransposed(__m512 t[kRows], int rows, const MatmulArgs& a, int m, int64_t c0) {
   __m512 u[kRows], v[kRows];
   for (int i = 0; i < kRows; i += 2) {

@@ -38,12 +38,13 @@ struct alignas(32) ActBlock256 {
 
 // the most activation rows one dot call of any table handles: every weight
 // block is loaded and unpacked once and multiplied with up to the table's
-// `rows` rows (register blocking: the weight bandwidth and unpacking of a
-// batch are shared). 16 rows in every x86 table: with AVX2's 16 registers
-// (the maddubs and the AVX-VNNI tables) the rows' sums spill to L1, which
-// costs less than unpacking and transposing each block twice (measured 8 ->
-// 16 rows on an Intel Xeon: maddubs q4_k 68 -> 75 GMAC/s, AVX-VNNI 84 -> 97;
-// bench/RESULTS.md, session 33).
+// `rows` rows (register blocking: the weight bandwidth and unpacking of a batch
+// are shared). 16 rows in every x86 table: with AVX2's 16 registers (the
+// maddubs and the AVX-VNNI tables) the rows' sums spill to L1, which costs less
+// than unpacking and transposing each block twice (measured 8 -> 16 rows on an
+// Intel Xeon: maddubs q4_k 68 -> 75 GMAC/s, AVX-VNNI 84 -> 97; quant_dot_bench
+// --simd avx2 --rows 16, bench/RESULTS.md "the AVX2 level's quantized dots
+// (AVX-VNNI and maddubs)").
 inline constexpr int kDotRows = 16;
 
 // out[r] = dot of one weight row of n values (its blocks at w) with the

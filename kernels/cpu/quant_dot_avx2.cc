@@ -24,7 +24,8 @@ __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
 constexpr bool kUnsignedAct32 = false;
 constexpr bool kGroupedAct32 = true;
 constexpr bool kTile32 = false;
-// its q4_k tile ran 15% slower than these dots (bench/RESULTS.md, session 37)
+// its q4_k tile ran 15% slower than these dots (quant_dot_bench --simd avx2 --k
+// 768 --rows 16, bench/RESULTS.md "Q4_K tiles on the VNNI tables")
 constexpr bool kTile256 = false;
 // maddubs q8_0/q4_0 dots are no faster than the F32 gemm; the k-quants are
 constexpr bool kPrefill32 = false;

@@ -19,12 +19,13 @@ using namespace tandem::quant;
 
 __m256i dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
 
-// the AVX512-VNNI table's layouts, tiles and prefill on 256 bits, 16 rows a
-// dot call (kDotRows). Measured on an Intel Xeon with avxvnni
-// (bench/RESULTS.md, session 33) against this table's first form (4 rows,
-// ungrouped, no tiles, prefill on dequantized panels and the dense gemm):
-// 16-row dots q8_0 44 -> 82-87 GMAC/s (88 as tiles), q4_k 49 -> 97, q6_k 47
-// -> 82; pp512 q8_0 860 -> 1490, q4_k_m 856 -> 1282 tok/s.
+// the AVX512-VNNI table's layouts, tiles and prefill on 256 bits, 16 rows a dot
+// call (kDotRows). Measured on an Intel Xeon with avxvnni (quant_dot_bench
+// --rows 16 and engine_vs_llamacpp.sh, bench/RESULTS.md "the AVX2 level's
+// quantized dots (AVX-VNNI and maddubs)") against this table's first form (4
+// rows, ungrouped, no tiles, prefill on dequantized panels and the dense gemm):
+// 16-row dots q8_0 44 -> 82-87 GMAC/s (88 as tiles), q4_k 49 -> 97, q6_k 47 ->
+// 82; pp512 q8_0 860 -> 1490, q4_k_m 856 -> 1282 tok/s.
 constexpr bool kUnsignedAct32 = true;
 constexpr bool kGroupedAct32 = true;
 constexpr bool kTile32 = true;

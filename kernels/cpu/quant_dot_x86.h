@@ -45,14 +45,14 @@
 
 float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
-// A dot streams its weight row from memory (decode reads each weight once
-// a step): each block loop step asks for the bytes kWeightPrefetchBytes
-// ahead of it into L2, so enough lines are in flight for the row's stream
-// and the step into the next rows (the hardware prefetchers alone left a
-// batch-1 q8_0 decode at ~60% of the read bandwidth on an Intel Xeon whose
-// weights sit in a large L3: bench/RESULTS.md, session 32). `bytes` is the
-// step's size; its lines are asked for once each (a step that is no
-// multiple of 64 bytes may ask for one twice).
+// A dot streams its weight row from memory (decode reads each weight once a
+// step): each block loop step asks for the bytes kWeightPrefetchBytes ahead of
+// it into L2, so enough lines are in flight for the row's stream and the step
+// into the next rows (the hardware prefetchers alone left a batch-1 q8_0 decode
+// at ~60% of the read bandwidth on an Intel Xeon whose weights sit in a large
+// L3: model_runner_bench --threads 2, bench/RESULTS.md "the whole table on the
+// Intel Xeon with AMX"). `bytes` is the step's size; its lines are asked for
+// once each (a step that is no multiple of 64 bytes may ask for one twice).
 constexpr int64_t kWeightPrefetchBytes = 8192;
 
 template <int Bytes>

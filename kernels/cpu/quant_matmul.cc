@@ -47,12 +47,13 @@ std::vector<float>& panelScratch() {
 }
 
 // weight rows whose outputs one dot or tile call leaves together (the dots
-// leave a weight row's outputs for consecutive rows of x together, y wants
-// a row of x's outputs for consecutive weight rows), and how many of those
-// are collected before they are written to y: a row of y then takes 16
-// floats at once. (4 at a time put a batch's 16 rows of y, n floats apart,
-// into one L1 set when n is a multiple of 1024, each line missed 4 times:
-// the AMX kernels' scalar stores cost them 20%, session 35.)
+// leave a weight row's outputs for consecutive rows of x together, y wants a
+// row of x's outputs for consecutive weight rows), and how many of those are
+// collected before they are written to y: a row of y then takes 16 floats at
+// once. (4 at a time put a batch's 16 rows of y, n floats apart, into one L1
+// set when n is a multiple of 1024, each line missed 4 times: the AMX kernels'
+// scalar stores cost them 20%: quant_dot_bench --k 2048 --weights 2048,
+// bench/RESULTS.md "rows of y stored whole; AMX-INT8 for Q6_K".)
 constexpr int64_t kOutTileCols = 4;
 constexpr int64_t kStoreCols = 16;
 

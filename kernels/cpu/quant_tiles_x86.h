@@ -29,9 +29,10 @@ constexpr int64_t kTileChunkRuns = 8;
 
 template <typename Block>
 void packRun32(const Block* b, Run32* out) {
-  // transposed in place: from a local array GCC 12 stored the result's
-  // halves through general registers (twice the instructions; +5% in a
-  // 16-sequence q8_0 decode, bench/RESULTS.md session 36)
+  // transposed in place: from a local array GCC 12 stored the result's halves
+  // through general registers (twice the instructions; +5% in a 16-sequence
+  // q8_0 decode, model_runner_bench --tests tg,batch --simd avx2,
+  // bench/RESULTS.md "the int8 roof measured")
   for (int j = 0; j < 8; ++j) out->v[j] = signedBytes(b[j]);
   transpose8x32(out->v);
   __m256i corr = _mm256_setzero_si256(), corr2 = _mm256_setzero_si256();
@@ -159,10 +160,10 @@ void tileWeightRows(const void* const* w, const typename K::Act* x, int64_t x_st
     for (int v = 0; v < WN; ++v) {
       for (int64_t g = 0; g < chunk; ++g) K::pack(w[v], g0 + g, &pack[v * kTileChunkRuns + g]);
     }
-    // the weights kWeightPrefetchBytes ahead of the chunk's, a slice
-    // before each tile, so the reads overlap the tiles' arithmetic (asked
-    // for all at once in the packing, they stalled it: bench/RESULTS.md
-    // session 36)
+    // the weights kWeightPrefetchBytes ahead of the chunk's, a slice before
+    // each tile, so the reads overlap the tiles' arithmetic (asked for all at
+    // once in the packing, they stalled it: quant_dot_bench --simd avx2 --k 768
+    // --rows 16, bench/RESULTS.md "the int8 roof measured")
     AheadSlices ahead{w, WN, g0 * K::kRunBytes, chunk * K::kRunBytes, tileCalls(rows, XN)};
     // the chunk's packed weights meet every row of x, kTileRows at a time
     for (int q0 = 0; q0 < rows; q0 += kTileRows) {

@@ -1,9 +1,10 @@
-// Host memory for a model's weights on transparent huge pages. Decode
-// streams every weight once a step; from 4 KiB pages of the mapped file
-// each page is a TLB miss and a page walk under the stream (bench/RESULTS.md,
-// session 32: batch-1 decode 5-15% faster from 2 MiB pages on an Intel Xeon).
-// The cpu backend copies imported weights here where the kernel hands out
-// huge pages (CpuBackendOptions::weights).
+// Host memory for a model's weights on transparent huge pages. Decode streams
+// every weight once a step; from 4 KiB pages of the mapped file each page is a
+// TLB miss and a page walk under the stream (batch-1 decode 5-15% faster from 2
+// MiB pages on an Intel Xeon: model_runner_bench --threads 2 against
+// TANDEM_CPU_WEIGHTS=mapped, bench/RESULTS.md "the whole table on the Intel
+// Xeon with AMX"). The cpu backend copies imported weights here where the
+// kernel hands out huge pages (CpuBackendOptions::weights).
 #pragma once
 
 #include <cstddef>

@@ -25,6 +25,7 @@
 #include "kernels/hip/residual_add.h"
 #include "kernels/hip/rms_norm.h"
 #include "kernels/hip/rope.h"
+#include "kernels/hip/sampling.h"
 #include "kernels/hip/silu_mul.h"
 #include "kernels/rope_frequencies.h"
 
@@ -551,6 +552,14 @@ void HipBackend::ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v,
                           slots.as<int32_t>(), cache.data, shapeOf(cache), layer,
                           asStream(stream_)),
         "ropeWriteKv");
+}
+
+void HipBackend::greedyTokens(const Tensor& logits, const Tensor& ids, const Tensor& logprobs) {
+  bind();
+  TANDEM_CHECK(ids.dtype == DType::kI32 && ids.rows == logits.rows && logprobs.rows == logits.rows);
+  check(launchGreedy(logits.as<float>(), logits.rows, logits.cols, ids.as<int32_t>(),
+                     logprobs.as<float>(), asStream(stream_)),
+        "greedyTokens");
 }
 
 void HipBackend::gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) {

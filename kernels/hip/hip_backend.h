@@ -113,6 +113,7 @@ class HipBackend : public Backend {
                 const Tensor& weights) override;
   void moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
                   const Tensor& weights, const Tensor& out) override;
+  void greedyTokens(const Tensor& logits, const Tensor& ids, const Tensor& logprobs) override;
   void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
   void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
                   std::span<const int32_t> dst_ids) override;

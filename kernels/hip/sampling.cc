@@ -24,6 +24,53 @@ static __global__ void softmaxKernel(const float* x, int64_t cols, float inv_tem
   }
 }
 
+// the first maximum of a row, NaN skipped: `a` (the lower columns) keeps
+// its place unless b is strictly larger.
+__device__ __forceinline__ void firstMax(float& av, int& ai, float bv, int bi) {
+  if (bi < 0) return;
+  if (ai < 0 || bv > av || (bv == av && bi < ai)) {
+    av = bv;
+    ai = bi;
+  }
+}
+
+static __global__ void greedyKernel(const float* x, int64_t cols, int32_t* ids, float* logprobs) {
+  TANDEM_SHARED(float, best_v, [gpu::kMaxWarps]);
+  TANDEM_SHARED(int, best_i, [gpu::kMaxWarps]);
+  TANDEM_SHARED(float, scratch, [gpu::kMaxWarps]);
+  const float* xr = x + blockIdx.x * cols;
+  float bv = -INFINITY;
+  int bi = -1;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    if (xr[j] == xr[j]) firstMax(bv, bi, xr[j], static_cast<int>(j));  // NaN != NaN
+  }
+  for (int offset = warpSize / 2; offset > 0; offset >>= 1) {
+    const float ov = TANDEM_SHFL_XOR(bv, offset);
+    const int oi = TANDEM_SHFL_XOR(bi, offset);
+    firstMax(bv, bi, ov, oi);
+  }
+  if (threadIdx.x % warpSize == 0) {
+    best_v[threadIdx.x / warpSize] = bv;
+    best_i[threadIdx.x / warpSize] = bi;
+  }
+  __syncthreads();
+  bv = best_v[0];
+  bi = best_i[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x / warpSize); ++w) firstMax(bv, bi, best_v[w], best_i[w]);
+  // std::max_element keeps column 0 when it is NaN (nothing compares above it)
+  if (!(xr[0] == xr[0]) || bi < 0) {
+    bi = 0;
+    bv = xr[0];
+  }
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += expf(xr[j] - bv);
+  sum = gpu::blockSum(sum, scratch);
+  if (threadIdx.x == 0) {
+    ids[blockIdx.x] = bi;
+    logprobs[blockIdx.x] = -logf(sum);
+  }
+}
+
 // a before b in top-k order: larger value first, then lower id.
 __device__ __forceinline__ bool before(float av, int ai, float bv, int bi) {
   return av > bv || (av == bv && ai < bi);
@@ -96,6 +143,14 @@ static __global__ void topPKernel(const float* sorted_probs, int64_t rows, int k
 }
 
 }  // namespace
+
+hipError_t launchGreedy(const float* x, int64_t rows, int64_t cols, int32_t* ids, float* logprobs,
+                        hipStream_t stream) {
+  if (cols < 1) return hipErrorInvalidValue;
+  if (rows == 0) return hipSuccess;
+  return gpu::launch("greedy", greedyKernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads),
+                     stream, x, cols, ids, logprobs);
+}
 
 hipError_t launchSoftmax(const float* x, int64_t rows, int64_t cols, float temperature, float* out,
                          hipStream_t stream) {

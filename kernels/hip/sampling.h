@@ -1,5 +1,6 @@
-// Logit helpers for sampling on the device, so only k candidates per row
-// travel to the host: softmax with temperature, top-k (values and ids, best
+// Logit helpers for sampling on the device, so only a token (greedy) or k
+// candidates per row travel to the host: the greedy pick with its
+// log-probability, softmax with temperature, top-k (values and ids, best
 // first, ties to the lower id), and the top-p cut over sorted probabilities.
 #pragma once
 
@@ -8,6 +9,13 @@
 #include "kernels/hip/gpu_vendor.h"
 
 namespace tandem::kernels::hip {
+
+// ids[r] = the first maximum of row r of x [rows, cols] F32 (a NaN never
+// wins except in column 0, as std::max_element), logprobs[r] = its
+// log-probability under the row (x - max - log(sum exp(x - max)), float
+// sums).
+hipError_t launchGreedy(const float* x, int64_t rows, int64_t cols, int32_t* ids, float* logprobs,
+                        hipStream_t stream);
 
 // out[r, :] = softmax(x[r, :] / temperature); x, out [rows, cols] F32 (may
 // alias); temperature > 0.

@@ -5,7 +5,7 @@
 // from the records on disk; a record that fails its checksum is never served.
 //
 // Record format, write protocol and why stale records are safe:
-// kvcache/tiers/disk_record.h and docs/DESIGN.md §3.
+// kvcache/tiers/disk_record.h and docs/design/kv-tiers.md.
 //
 // Fallbacks, each one log line on stderr and a flag in stats():
 //   io_uring cannot be set up (old kernel, io_uring_disabled, seccomp) -> threads;

@@ -20,8 +20,13 @@ class KvBlockIo {
   virtual std::span<std::byte> hostBlock(BlockId id) = 0;
   // copies the block to host memory `dst` (blockBytes() bytes).
   virtual void read(BlockId id, std::span<std::byte> dst) = 0;
-  // overwrites the block with host memory `src` (blockBytes() bytes).
+  // overwrites the block with host memory `src` (blockBytes() bytes). The
+  // copy may still be in flight when this returns: `src` must stay valid
+  // and unchanged, and the block unread, until flush() returned.
   virtual void write(BlockId id, std::span<const std::byte> src) = 0;
+  // waits for every write() so far (a device backend queues them on a
+  // transfer stream and waits once for a prompt's blocks).
+  virtual void flush() {}
 };
 
 }  // namespace tandem::kvcache

@@ -218,6 +218,8 @@ std::vector<bool> KvTierChain::finishLoads(uint64_t ticket) {
                 std::span<const std::byte>(job->staging).subspan(i * bytes, bytes));
     }
   }
+  // the staging goes with the job: its copies land first
+  if (!job->staging.empty()) g1_.flush();
   return ok;
 }
 

@@ -1,22 +1,14 @@
-// Keeps the KvIndex in step with every worker of the pool: per worker a
-// thread takes a KvSnapshot (streamed in parts, assembled here and handed to
-// KvIndex::applySnapshot whole), then follows Worker.KvEvents from the
-// snapshot's last_event_id. It resyncs from a new snapshot (counted in
-// tandem:router_kv_resyncs_total) when the worker answers OUT_OF_RANGE (it
-// no longer keeps the events we need), when event ids skip, when a batch
-// comes from another worker_id (the worker restarted), or when the stream
-// breaks. Every snapshot after a worker's first, and every retry after a
-// failed one, waits a backoff (Backoff: exponential with jitter, capped)
-// that only starts over once the worker's events flowed for stable_after,
-// so a worker that keeps failing or gapping cannot make the router pull
-// snapshots back to back. A snapshot holding more blocks than the worker
-// can plausibly store is refused (logged, counted in
-// tandem:router_kv_snapshots_refused_total) and retried after the backoff.
-// Every snapshot applied is counted in tandem:router_kv_snapshots_total, and
-// the blocks the index holds per worker are published in
-// tandem:router_kv_index_blocks{worker}. Workers that leave the pool are
-// unsubscribed and forgotten. The pool is checked on a TimerQueue of the
-// subscriber's own.
+// Keeps the KvIndex in step with every worker of the pool: one
+// KvSubscription per worker (router/cluster/kv_subscription.h: a snapshot,
+// then its event stream, as gRPC callback reactors; resyncs after a
+// backoff), all on gRPC's callback threads and this subscriber's one
+// TimerQueue, so the router's threads do not grow with its workers. Every
+// snapshot applied is counted in tandem:router_kv_snapshots_total, resyncs
+// in tandem:router_kv_resyncs_total, refused ones in
+// tandem:router_kv_snapshots_refused_total, and the blocks the index holds
+// per worker are published in tandem:router_kv_index_blocks{worker}.
+// Workers that leave the pool are unsubscribed and forgotten. The pool is
+// checked on the same TimerQueue.
 #pragma once
 
 #include <atomic>
@@ -51,6 +43,8 @@ struct KvSubscriberOptions {
   int64_t snapshot_blocks_per_capacity = 4;
 };
 
+class KvSubscription;
+
 class KvSubscriber {
  public:
   // all must outlive the subscriber; `metrics` may be null.
@@ -59,6 +53,8 @@ class KvSubscriber {
   ~KvSubscriber();
 
   void start();
+  // stops the timers, then every subscription (their calls cancelled and
+  // ended). start() after stop() subscribes again.
   void stop();
   // subscribes to new workers and drops gone ones now (a timer does it at
   // start() and every reconcile_interval until stop()).
@@ -69,18 +65,22 @@ class KvSubscriber {
   int refusedSnapshots() const;
 
  private:
-  class Subscription;
+  // mu_ held. timers_, made if none.
+  TimerQueue& timersLocked();
 
   const KvSubscriberOptions options_;
   WorkerPool* pool_;
   KvIndex* index_;
   ClusterMetrics* metrics_;
+  std::atomic<int> resyncs_{0};
+  std::atomic<int> refused_{0};
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;  // guarded by mu_
+  std::map<std::string, std::shared_ptr<KvSubscription>> subscriptions_;  // guarded by mu_
   bool stop_ = false;  // guarded by mu_
-  std::unique_ptr<TimerQueue> reconciler_;  // while started; guarded by mu_
-  std::shared_ptr<std::atomic<int>> resyncs_;
-  std::shared_ptr<std::atomic<int>> refused_;
+  bool reconciling_ = false;  // the periodic reconcile is scheduled; guarded by mu_
+  // reconciles, backoffs and snapshots; from the first start() or
+  // reconcile() until stop(); guarded by mu_
+  std::unique_ptr<TimerQueue> timers_;
 };
 
 }  // namespace tandem::router::cluster

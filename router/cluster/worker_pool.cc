@@ -1,6 +1,8 @@
 #include "router/cluster/worker_pool.h"
 
+#include <algorithm>
 #include <condition_variable>
+#include <functional>
 
 #include "grpcpp/grpcpp.h"
 #include "absl/strings/str_cat.h"
@@ -10,17 +12,6 @@ namespace tandem::router::cluster {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// counts outstanding calls of one poll round.
-struct Latch {
-  std::mutex mu;
-  std::condition_variable cv;
-  int pending = 0;
-  void done() {
-    std::lock_guard lock(mu);
-    if (--pending == 0) cv.notify_all();
-  }
-};
 
 }  // namespace
 
@@ -39,8 +30,10 @@ void WorkerPool::start() {
   std::lock_guard lock(mu_);
   if (poller_ != nullptr) return;
   poller_ = std::make_unique<TimerQueue>("pool-poll");
-  // a round that outlasts the interval is followed by the next at once.
-  poller_->runEvery(Clock::now(), options_.poll_interval, [this] { pollOnce(); });
+  // a round sends its calls and returns: the answers are applied on gRPC's
+  // threads, and a tick while the previous round is still out is skipped.
+  poller_->runEvery(Clock::now(), options_.poll_interval,
+                    [this] { startRound(/*from_timer=*/true, nullptr); });
 }
 
 void WorkerPool::stop() {
@@ -49,8 +42,13 @@ void WorkerPool::stop() {
     std::lock_guard lock(mu_);
     poller = std::move(poller_);
   }
-  // joins outside mu_: the round in progress takes it.
+  // joins outside mu_: a tick in progress takes it.
   poller.reset();
+  // rounds out now send no more calls; the calls they sent end within
+  // rpc_deadline.
+  stop_generation_.fetch_add(1);
+  std::unique_lock lock(mu_);
+  rounds_ended_.wait(lock, [this] { return rounds_out_ == 0; });
 }
 
 WorkerPool::Entry& WorkerPool::entryLocked(const std::string& address) {
@@ -194,7 +192,14 @@ void WorkerPool::reportFailure(const std::string& address) {
   publishMetricsLocked();
 }
 
-void WorkerPool::pollOnce() {
+// one poll of the workers known when it began: at most
+// options.max_polls_in_flight Info/Stats calls out at once, the next sent as
+// one is answered, none left waiting on a thread. Sends from the thread that
+// starts it and from gRPC's callback threads (an answer may come inline, so
+// one sender at a time loops instead of recursing); ends the round in the
+// pool after the last answer was applied. Lives as long as its calls.
+class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
+ public:
   struct Call {
     grpc::ClientContext context;
     tandem::v1::InfoRequest info_request;
@@ -203,48 +208,147 @@ void WorkerPool::pollOnce() {
     tandem::v1::WorkerStats stats;
     std::string address;
     std::string worker_id;  // empty: an Info call
-    uint64_t poll = 0;
+    std::shared_ptr<tandem::v1::Worker::Stub> stub;
   };
-  std::vector<std::pair<std::shared_ptr<Call>, std::shared_ptr<tandem::v1::Worker::Stub>>> calls;
+
+  PollRound(WorkerPool* pool, uint64_t poll, uint64_t generation,
+            std::vector<std::unique_ptr<Call>> calls,
+            bool from_timer, std::function<void()> done)
+      : pool_(pool),
+        poll_(poll),
+        generation_(generation),
+        calls_(std::move(calls)),
+        from_timer_(from_timer),
+        done_(std::move(done)),
+        free_slots_(std::max(pool->options_.max_polls_in_flight, 1)) {}
+
+  void start() {
+    if (calls_.empty()) return pool_->endRound(from_timer_, done_);
+    send(0);
+  }
+
+ private:
+  // frees `slots` call slots, then (unless another thread is sending)
+  // sends calls while slots are free. A call not sent because the pool
+  // stopped since the round began counts as answered, without effect.
+  void send(int slots) {
+    std::unique_lock lock(mu_);
+    free_slots_ += slots;
+    if (sending_) return;
+    sending_ = true;
+    while (free_slots_ > 0 && next_ < calls_.size()) {
+      Call& call = *calls_[next_++];
+      --free_slots_;
+      lock.unlock();
+      if (pool_->stop_generation_.load() == generation_) {
+        issue(call);
+      } else {
+        answered(/*applied=*/false);
+      }
+      lock.lock();
+    }
+    sending_ = false;
+  }
+
+  void issue(Call& call) {
+    call.context.set_deadline(std::chrono::system_clock::now() + pool_->options_.rpc_deadline);
+    auto self = shared_from_this();
+    if (call.worker_id.empty()) {
+      call.stub->async()->Info(&call.context, &call.info_request, &call.info,
+                               [self, &call](grpc::Status status) {
+                                 self->pool_->onInfo(call.address, self->poll_, status.ok(), call.info);
+                                 self->answered(true);
+                               });
+    } else {
+      call.stub->async()->Stats(&call.context, &call.stats_request, &call.stats,
+                                [self, &call](grpc::Status status) {
+                                  self->pool_->onStats(call.address, self->poll_, call.worker_id,
+                                                       status.ok(), call.stats);
+                                  self->answered(true);
+                                });
+    }
+  }
+
+  // one call done: the round ends after the last, else its slot goes on.
+  void answered(bool sent) {
+    bool last = false;
+    {
+      std::lock_guard lock(mu_);
+      last = ++answered_ == calls_.size();
+    }
+    if (last) {
+      pool_->endRound(from_timer_, done_);
+    } else if (sent) {
+      send(1);
+    }
+  }
+
+  WorkerPool* const pool_;
+  const uint64_t poll_;
+  const uint64_t generation_;  // pool_->stop_generation_ when the round began
+  const std::vector<std::unique_ptr<Call>> calls_;
+  const bool from_timer_;
+  const std::function<void()> done_;
+  std::mutex mu_;
+  int free_slots_;         // guarded by mu_
+  size_t next_ = 0;        // the next call to send; guarded by mu_
+  size_t answered_ = 0;    // guarded by mu_
+  bool sending_ = false;   // a thread is in send()'s loop; guarded by mu_
+};
+
+void WorkerPool::startRound(bool from_timer, std::function<void()> done) {
+  std::vector<std::unique_ptr<PollRound::Call>> calls;
+  uint64_t poll = 0;
   {
     std::lock_guard lock(mu_);
-    const uint64_t poll = ++polls_;
+    if (from_timer) {
+      // the poller's previous round is still out (a worker slow to answer):
+      // this tick is skipped, not stacked on it.
+      if (timer_round_out_) return;
+      timer_round_out_ = true;
+    }
+    poll = ++polls_;
+    ++rounds_out_;
+    calls.reserve(workers_.size());
     for (auto& [address, e] : workers_) {
-      auto call = std::make_shared<Call>();
-      call->address = address;
-      call->poll = poll;
-      if (e.state.has_info) call->worker_id = e.state.info.worker_id();
-      call->context.set_deadline(std::chrono::system_clock::now() + options_.rpc_deadline);
-      calls.emplace_back(std::move(call), currentStubLocked(e));
+      PollRound::Call& call = *calls.emplace_back(std::make_unique<PollRound::Call>());
+      call.address = address;
+      if (e.state.has_info) call.worker_id = e.state.info.worker_id();
+      call.stub = currentStubLocked(e);
     }
   }
+  std::make_shared<PollRound>(this, poll, stop_generation_.load(), std::move(calls), from_timer,
+                              std::move(done))
+      ->start();
+}
+
+void WorkerPool::endRound(bool from_timer, const std::function<void()>& done) {
+  {
+    std::lock_guard lock(mu_);
+    dropStaleLocked();
+    publishMetricsLocked();
+    if (from_timer) timer_round_out_ = false;
+    --rounds_out_;
+    rounds_ended_.notify_all();
+  }
+  // the pool may be gone from here on (stop() waited for the count above).
+  if (done) done();
+}
+
+void WorkerPool::pollOnce() {
+  struct Latch {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
   auto latch = std::make_shared<Latch>();
-  latch->pending = static_cast<int>(calls.size());
-  for (auto& entry : calls) {
-    // not a structured binding: clang before 16 cannot capture one (fuzz build).
-    const auto& call = entry.first;
-    const auto& stub = entry.second;
-    if (call->worker_id.empty()) {
-      stub->async()->Info(&call->context, &call->info_request, &call->info,
-                          [this, call, latch](grpc::Status status) {
-                            onInfo(call->address, call->poll, status.ok(), call->info);
-                            latch->done();
-                          });
-    } else {
-      stub->async()->Stats(&call->context, &call->stats_request, &call->stats,
-                           [this, call, latch](grpc::Status status) {
-                             onStats(call->address, call->poll, call->worker_id, status.ok(),
-                                     call->stats);
-                             latch->done();
-                           });
-    }
-  }
+  startRound(/*from_timer=*/false, [latch] {
+    std::lock_guard lock(latch->mu);
+    latch->done = true;
+    latch->cv.notify_all();
+  });
   std::unique_lock lock(latch->mu);
-  latch->cv.wait(lock, [&] { return latch->pending == 0; });
-  lock.unlock();
-  std::lock_guard pool_lock(mu_);
-  dropStaleLocked();
-  publishMetricsLocked();
+  latch->cv.wait(lock, [&] { return latch->done; });
 }
 
 bool WorkerPool::takeAnswerLocked(Entry& e, uint64_t poll) {

@@ -2,9 +2,13 @@
 // static list, the workers file, DNS), what each is (WorkerInfo) and how it
 // is doing (health, last WorkerStats).
 //
-// A poll timer (its own TimerQueue: a round blocks until every answer or
-// rpc_deadline) calls Worker.Info on workers it knows only by address and
-// Worker.Stats on the others every poll_interval (deadline rpc_deadline).
+// A poll timer (its own TimerQueue) starts a round every poll_interval:
+// Worker.Info to workers it knows only by address, Worker.Stats to the
+// others (deadline rpc_deadline), asynchronous calls, at most
+// max_polls_in_flight out at once, their answers applied on gRPC's
+// callback threads; no thread waits for a round, so the pool's threads do
+// not grow with its workers. A tick while the previous round is out is
+// skipped.
 // failures_to_unhealthy consecutive failures make a worker unhealthy (it is
 // not routed to); one success makes it healthy again. A worker known only
 // by registration that stays unhealthy for drop_after is dropped; listed or
@@ -28,8 +32,11 @@
 // and TLS).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +63,9 @@ struct WorkerPoolOptions {
   std::chrono::milliseconds poll_interval{250};
   std::chrono::milliseconds rpc_deadline{1000};
   int failures_to_unhealthy = 3;
+  // the most Info/Stats calls of one round out at once: a pool of many
+  // workers is polled in waves, never a burst of a call per worker.
+  int max_polls_in_flight = 64;
   std::chrono::milliseconds drop_after{10000};
   // what Register answers: how often a worker registers again.
   int heartbeat_interval_ms = 2000;
@@ -95,8 +105,9 @@ class WorkerPool {
   void setMetrics(ClusterMetrics* metrics);
 
   // starts polling (a first round at once, then every poll_interval on
-  // the round's grid) / stops it; stop() returns after a round in progress
-  // ended. start() after stop() polls again.
+  // that grid) / stops it; stop() returns after the rounds in progress
+  // ended (they send no more calls; those out end within rpc_deadline).
+  // start() after stop() polls again.
   void start();
   void stop();
 
@@ -133,6 +144,7 @@ class WorkerPool {
   void pollOnce();
 
  private:
+  class PollRound;
   struct Entry {
     WorkerState state;
     int failures = 0;
@@ -157,6 +169,13 @@ class WorkerPool {
   void publishMetricsLocked();
   // mu_ held. False when an answer from a poll after `poll` was applied to e.
   static bool takeAnswerLocked(Entry& e, uint64_t poll);
+  // polls every worker known now (PollRound); `done` runs once its last
+  // answer was applied. A round of the poller's (`from_timer`) is skipped
+  // while its previous one is out.
+  void startRound(bool from_timer, std::function<void()> done);
+  // from the round: drops stale workers, publishes the gauges, counts the
+  // round ended, then runs `done`.
+  void endRound(bool from_timer, const std::function<void()>& done);
   void onInfo(const std::string& address, uint64_t poll, bool ok, const tandem::v1::WorkerInfo& info);
   void onStats(const std::string& address, uint64_t poll, const std::string& worker_id, bool ok,
                const tandem::v1::WorkerStats& stats);
@@ -167,7 +186,12 @@ class WorkerPool {
   std::map<std::string, Entry> workers_;  // by address; guarded by mu_
   std::unique_ptr<TimerQueue> poller_;    // while started; guarded by mu_
   std::string model_name_;                // "" until setModelName; guarded by mu_
-  uint64_t polls_ = 0;                    // pollOnce calls begun; guarded by mu_
+  uint64_t polls_ = 0;                    // rounds begun; guarded by mu_
+  int rounds_out_ = 0;                    // rounds not ended; guarded by mu_
+  bool timer_round_out_ = false;          // the poller's round is out; guarded by mu_
+  std::condition_variable rounds_ended_;  // rounds_out_ went down
+  // stop() calls so far: a round begun before the latest sends no more calls.
+  std::atomic<uint64_t> stop_generation_{0};
 };
 
 }  // namespace tandem::router::cluster

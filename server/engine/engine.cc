@@ -100,6 +100,23 @@ std::vector<generation::TokenOutput> Engine::step() {
   return outputs;
 }
 
+bool Engine::picksWhereTheLogitsAre(const Batch& batch) {
+  if (!model_.picksGreedyWhereTheLogitsAre()) return false;
+  for (const SequenceChunk& chunk : batch.seqs) {
+    if (chunk.numLogitRows() == 0) continue;
+    if (chunk.all_logits) return false;
+    const Request* req = scheduler_.findRequest(chunk.seq_id);
+    if (req == nullptr || req->grammar != nullptr) return false;
+    const generation::SamplingParams& p = req->params;
+    if (!p.isGreedy() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f ||
+        p.frequency_penalty != 0.0f || !p.logit_bias.empty() || p.logprobs.has_value() ||
+        p.prompt_logprobs.has_value()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::vector<generation::TokenOutput> Engine::runStep() {
   const int64_t preemptions_before = scheduler_.numPreemptions();
   const Batch batch = scheduler_.schedule();
@@ -109,8 +126,10 @@ std::vector<generation::TokenOutput> Engine::runStep() {
     return {};
   }
   const int rows = batch.numLogitRows();
-  if (!model_.forward(batch, &logits_).ok() ||
-      (rows > 0 && (logits_.empty() || logits_.size() % rows != 0))) {
+  const bool picked = picksWhereTheLogitsAre(batch);
+  if (picked ? !model_.forwardGreedy(batch, &picks_).ok() || picks_.size() != static_cast<size_t>(rows)
+             : !model_.forward(batch, &logits_).ok() ||
+                   (rows > 0 && (logits_.empty() || logits_.size() % rows != 0))) {
     return failStep(batch);
   }
 
@@ -123,7 +142,7 @@ std::vector<generation::TokenOutput> Engine::runStep() {
   std::vector<std::vector<generation::PromptTokenLogprob>> scores;
   tokens.reserve(rows);
   samples.reserve(rows);
-  const size_t vocab = rows > 0 ? logits_.size() / rows : 0;
+  const size_t vocab = rows > 0 && !picked ? logits_.size() / rows : 0;
   size_t next_row = 0;
   for (const SequenceChunk& chunk : batch.seqs) {
     const size_t first_row = next_row;
@@ -134,6 +153,12 @@ std::vector<generation::TokenOutput> Engine::runStep() {
     if (chunk.all_logits) scorePrompt(*req, chunk, logits_.data() + first_row * vocab, vocab);
     if (!chunk.needs_logits) continue;
     const size_t row = next_row - 1;
+    if (picked) {
+      samples.push_back({picks_[row].token, picks_[row].logprob, {}});
+      tokens.push_back(samples.back().token);
+      scores.emplace_back();
+      continue;
+    }
     const std::span<const float> logits(logits_.data() + row * vocab, vocab);
     // the budget keeps a whole sentence reachable before length ends it.
     const grammar::TokenMask* allowed =

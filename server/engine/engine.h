@@ -110,6 +110,10 @@ class Engine {
   absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> makeMatcher(
       std::span<const int32_t> prompt, const generation::SamplingParams& params) const;
   std::vector<generation::TokenOutput> failStep(const Batch& batch);
+  // whether every row `batch` samples is plain greedy (no penalties, bias,
+  // grammar, top logprobs or prompt scores) and the model picks greedy
+  // tokens where its logits are: the step then downloads only its tokens.
+  bool picksWhereTheLogitsAre(const Batch& batch);
   // appends to req.prompt_logprobs the prompt tokens `chunk` (all_logits)
   // scores, from its rows of logits.
   static void scorePrompt(Request& req, const SequenceChunk& chunk, const float* logits,
@@ -123,6 +127,7 @@ class Engine {
   std::shared_ptr<grammar::GrammarCache> grammars_;
   // reused across steps.
   std::vector<float> logits_;
+  std::vector<StepModel::GreedyPick> picks_;
   bool stalled_ = false;
 };
 

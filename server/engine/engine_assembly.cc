@@ -118,6 +118,9 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
                    ModelRunner::create(*le->weights_, *le->backend_, le->num_blocks_,
                                        options.block_size, std::move(kv_storage), options.kv_dtype));
   le->runner_->enableStepGraphs(!options.enforce_eager);
+  // a device backend's greedy rows are picked on the device: a step
+  // downloads its tokens, not [rows, vocab] logits
+  le->runner_->setGreedyWhereTheLogitsAre(!le->kv_in_host_memory_);
   EngineConfig ec;
   ec.num_blocks = le->num_blocks_;
   ec.block_size = options.block_size;
@@ -143,10 +146,13 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
         grammar::TokenVocabulary::fromTokenizer(**tok, ec.scheduler.eos_token_ids)));
   }
   // the CPU backend's KV storage is host memory: tiers copy it directly; a
-  // device backend's is reached through download/upload.
-  le->block_io_ =
-      std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, le->kv_in_host_memory_);
-  ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, *le->weights_, layout, *le->block_io_));
+  // device backend's is reached through a transfer stream (made only when
+  // there are tiers).
+  if (options.tiers.host_bytes > 0 || !options.tiers.disk_path.empty()) {
+    le->block_io_ =
+        std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, le->kv_in_host_memory_);
+    ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, *le->weights_, layout, *le->block_io_));
+  }
   le->engine_->setKvTiers(le->tiers_.get());
   if (le->tiers_ != nullptr && !le->tiers_->empty()) {
     // prompts onboard from the tiers, before any other connector is asked.

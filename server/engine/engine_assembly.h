@@ -17,6 +17,7 @@
 #include "server/engine/engine.h"
 #include "server/engine/kv_tier_options.h"
 #include "server/engine/model_runner.h"
+#include "server/engine/runner_block_io.h"
 #include "server/engine/tier_onboard_connector.h"
 #include "server/model/weights.h"
 
@@ -90,6 +91,10 @@ class EngineAssembly {
   int numBlocks() const { return num_blocks_; }
   // the tiers below the KV pool, or null when there are none.
   const kvcache::KvTierChain* kvTiers() const { return tiers_.get(); }
+  // how G1 blocks moved to and from the tiers (zeros without tiers).
+  RunnerBlockIo::Stats kvTierCopies() const {
+    return block_io_ != nullptr ? block_io_->stats() : RunnerBlockIo::Stats{};
+  }
   // the connector prompts onboard from the tiers through, or null.
   const TierOnboardConnector* tierConnector() const { return tier_connector_.get(); }
   int maxModelLen() const { return max_model_len_; }
@@ -108,7 +113,7 @@ class EngineAssembly {
   std::unique_ptr<kernels::Backend> backend_;
   ModelRunnerPtr runner_;
   // destroyed after the engine and before the runner whose blocks they copy.
-  std::unique_ptr<kvcache::KvBlockIo> block_io_;
+  std::unique_ptr<RunnerBlockIo> block_io_;
   std::unique_ptr<kvcache::KvTierChain> tiers_;
   std::unique_ptr<TierOnboardConnector> tier_connector_;
   std::unique_ptr<Engine> engine_;

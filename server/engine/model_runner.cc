@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -151,10 +152,14 @@ absl::Status ModelRunner::reserve(int tokens, int logit_rows) {
     ASSIGN_OR_RETURN(kernels::BufferPtr last, backend_.allocate(cap * c.hidden_size * sizeof(float)));
     ASSIGN_OR_RETURN(kernels::BufferPtr logits,
                      backend_.allocate(static_cast<size_t>(cap) * c.vocab_size * sizeof(float)));
+    ASSIGN_OR_RETURN(kernels::BufferPtr picks, backend_.allocate(static_cast<size_t>(cap) * 8));
     last_ = Tensor::of(*last, DType::kF32, cap, c.hidden_size);
     logits_ = Tensor::of(*logits, DType::kF32, cap, c.vocab_size);
+    greedy_ids_ = Tensor::of(*picks, DType::kI32, cap, 1);
+    greedy_logprobs_ = Tensor::of(static_cast<char*>(picks->data()) + cap * sizeof(int32_t), DType::kF32, cap, 1);
     scratch_.push_back(std::move(last));
     scratch_.push_back(std::move(logits));
+    scratch_.push_back(std::move(picks));
     capacity_logit_rows_ = cap;
     ++buffers_moved_;
   }
@@ -365,25 +370,52 @@ absl::Status ModelRunner::runDecodeGraph(int tokens, int rows) {
   return absl::OkStatus();
 }
 
-absl::Status ModelRunner::forward(const Batch& batch, std::vector<float>* logits) {
+absl::Status ModelRunner::computeStep(const Batch& batch, int* rows) {
   RETURN_IF_ERROR(validate(batch));
   const int tokens = batch.numTokens();
-  const int rows = batch.numLogitRows();
-  logits->clear();
+  *rows = 0;
   if (tokens == 0) return absl::OkStatus();
-  RETURN_IF_ERROR(reserve(tokens, rows));
+  *rows = batch.numLogitRows();
+  RETURN_IF_ERROR(reserve(tokens, *rows));
   const bool decode = isDecode(batch);
   RETURN_IF_ERROR(uploadStepData(batch, decode));
   if (decode && step_graphs_) {
-    RETURN_IF_ERROR(runDecodeGraph(tokens, rows));
+    RETURN_IF_ERROR(runDecodeGraph(tokens, *rows));
   } else {
-    runOps(tokens, rows);
+    runOps(tokens, *rows);
   }
   backend_.synchronize();
   if (config_.isMoe()) countExpertTokens(tokens);
+  return absl::OkStatus();
+}
+
+absl::Status ModelRunner::forward(const Batch& batch, std::vector<float>* logits) {
+  logits->clear();
+  int rows = 0;
+  RETURN_IF_ERROR(computeStep(batch, &rows));
   if (rows == 0) return absl::OkStatus();
   logits->resize(static_cast<size_t>(rows) * config_.vocab_size);
   backend_.download(logits->data(), logits_.data, static_cast<size_t>(rows) * config_.vocab_size * sizeof(float));
+  return absl::OkStatus();
+}
+
+absl::Status ModelRunner::forwardGreedy(const Batch& batch, std::vector<GreedyPick>* picks) {
+  picks->clear();
+  int rows = 0;
+  RETURN_IF_ERROR(computeStep(batch, &rows));
+  if (rows == 0) return absl::OkStatus();
+  backend_.greedyTokens(logits_.rowRange(0, rows), greedy_ids_.rowRange(0, rows),
+                        greedy_logprobs_.rowRange(0, rows));
+  // ids and log-probabilities share one buffer: one download of both
+  const size_t cap = static_cast<size_t>(greedy_ids_.rows);
+  std::vector<int32_t> host(2 * cap);
+  backend_.download(host.data(), greedy_ids_.data, host.size() * sizeof(int32_t));
+  ++greedy_picked_steps_;
+  picks->resize(static_cast<size_t>(rows));
+  for (int r = 0; r < rows; ++r) {
+    (*picks)[r].token = host[r];
+    std::memcpy(&(*picks)[r].logprob, &host[cap + r], sizeof(float));
+  }
   return absl::OkStatus();
 }
 

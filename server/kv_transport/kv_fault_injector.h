@@ -1,7 +1,7 @@
 // The seam through which tests inject faults into the KV transport (the one
-// mechanism for test hooks, DESIGN.md §6): production code never sets one,
-// so no test-only flag or option reaches the CLI or the options a user
-// fills. In-process tests hand an injector to the sender's options
+// mechanism for test hooks, docs/design/testing.md): production code never
+// sets one, so no test-only flag or option reaches the CLI or the options a
+// user fills. In-process tests hand an injector to the sender's options
 // (KvSenderOptions::faults, through WorkerOptions::kv_faults for a worker);
 // tests of real processes start a test-only binary that does the same
 // (tests/integration/fault_worker_main.cc).

@@ -38,7 +38,8 @@ struct ShmKvReceiverOptions {
   // D re-reads and checks the checksum of one block in this many (and at
   // least one block of every transfer), chosen at random per transfer after
   // P copied them; 1 = every block. The others are taken on P's checksum of
-  // its source. Why sampling is enough on one host: DESIGN.md (KV transport).
+  // its source. Why sampling is enough on one host:
+  // docs/design/disaggregation.md ("Shared memory").
   int verify_one_in = 8;
 };
 

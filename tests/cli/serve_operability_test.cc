@@ -55,28 +55,6 @@ json entryFor(const std::vector<json>& entries, const std::string& id) {
   return json();
 }
 
-// the pid of the child of `parent` whose command line holds `word`.
-pid_t childWith(pid_t parent, const std::string& word) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    std::getline(stat, line);
-    // pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
-    std::string state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != parent) continue;
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    for (char& c : args) c = c == '\0' ? ' ' : c;
-    if (args.find(word) != std::string::npos) return static_cast<pid_t>(std::stoi(name));
-  }
-  return 0;
-}
-
 class ServeOperabilityTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = testing::makeTempDir(); }
@@ -190,7 +168,7 @@ TEST_F(ServeOperabilityTest, ACrashedProcessNamesTheRequestsItHeld) {
   testing::ServeProcess& s = **serve;
 
   // the router: SIGSEGV while it streams "doomed-router-1".
-  const pid_t router = childWith(s.pid(), " router");
+  const pid_t router = testing::childWith(s.pid(), " router");
   ASSERT_GT(router, 0);
   auto first = startLongRequest(s.httpPort(), "doomed-router-1");
   ASSERT_NE(first, nullptr);
@@ -210,7 +188,7 @@ TEST_F(ServeOperabilityTest, ACrashedProcessNamesTheRequestsItHeld) {
 
   // the decode worker: SIGABRT while it generates another long request. It
   // holds the router's attempt id of the request (nothing else is running).
-  const pid_t decode = childWith(s.pid(), "--role decode");
+  const pid_t decode = testing::childWith(s.pid(), "--role decode");
   ASSERT_GT(decode, 0);
   auto second = startLongRequest(s.httpPort(), "doomed-worker-2");
   ASSERT_NE(second, nullptr);

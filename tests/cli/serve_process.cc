@@ -3,13 +3,38 @@
 #include <poll.h>
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tests/test_paths.h"
 
 namespace tandem::testing {
+
+// the pid of the child of `parent` whose command line holds `word`.
+pid_t childWith(pid_t parent, const std::string& word) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    for (char& c : args) c = c == '\0' ? ' ' : c;
+    if (args.find(word) != std::string::npos) return static_cast<pid_t>(std::stoi(name));
+  }
+  return 0;
+}
 
 absl::StatusOr<std::unique_ptr<ServeProcess>> ServeProcess::start(
     const std::vector<std::string>& args, std::chrono::milliseconds timeout) {

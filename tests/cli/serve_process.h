@@ -18,6 +18,10 @@
 
 namespace tandem::testing {
 
+// the pid of the child of `parent` whose command line holds `word` (0 when
+// none): a process `tandem serve` started.
+pid_t childWith(pid_t parent, const std::string& word);
+
 class ServeProcess {
  public:
   // runs `tandem serve --host 127.0.0.1 --http-port 0 --grpc-port 0 ARGS`

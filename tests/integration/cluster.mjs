@@ -21,11 +21,14 @@ if (!binary || !sourceDir) throw new Error('set TANDEM_BINARY and TANDEM_SOURCE_
 
 // TANDEM_TEST_MODEL and TANDEM_TEST_ORACLE run the same tests on another
 // model and its oracle (e.g. a synthetic mixture of experts and its
-// models/moe oracle: bench/moe_cluster_tests.sh).
+// models/moe oracle: tests/integration/moe_cluster.sh).
 export const model = process.env.TANDEM_TEST_MODEL ??
   path.join(sourceDir, 'models/stories260K/gguf/stories260K.gguf');
 export const oracle = JSON.parse(readFileSync(process.env.TANDEM_TEST_ORACLE ??
   path.join(sourceDir, 'models/stories260K/greedy_oracle.json'), 'utf8'));
+// the model's KV bytes per token (f32 cache), for tests that size the
+// cache in blocks: stories260K's 5 layers x 4 KV heads x 8 dims x K,V x 4 B.
+export const kvBytesPerToken = Number(process.env.TANDEM_TEST_KV_BYTES_PER_TOKEN ?? 1280);
 
 const logDir = path.join(path.dirname(new URL(import.meta.url).pathname), 'logs',
   path.basename(process.argv[1] ?? 'test', '.test.mjs'));

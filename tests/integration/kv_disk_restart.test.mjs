@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startRouter, startWorker, waitForHealthy, inferenceClient, oracle, scrape, sum, waitFor } from './cluster.mjs';
+import { startRouter, startWorker, waitForHealthy, inferenceClient, oracle, kvBytesPerToken, scrape, sum, waitFor } from './cluster.mjs';
 
-// stories260K: a 16-token block is 20 KiB of KV (5 layers x 4 KV heads x 8
-// dims x K,V x f32). G1 ~16 blocks (one turn of ~170 tokens fits), G2 ~4.
-const workerArgs = (dir) => ['--kv-budget', '320K', '--kv-host-bytes', '80K', '--kv-disk-path', dir,
+// G1 ~16 blocks of 16 tokens (one turn of ~170 tokens fits), G2 ~4 (20 KiB
+// a block on stories260K).
+const blockBytes = 16 * kvBytesPerToken;
+const workerArgs = (dir) => ['--kv-budget', String(16 * blockBytes), '--kv-host-bytes', String(4 * blockBytes), '--kv-disk-path', dir,
   '--kv-disk-bytes', '16M', '--kv-disk-min-hits', '1', '--max-num-seqs', '1'];
 
 const CONVERSATIONS = 3;

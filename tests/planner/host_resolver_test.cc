@@ -5,10 +5,13 @@
 // once while too many of them still hang.
 #include "planner/host_resolver.h"
 
+#include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -23,6 +26,7 @@ class HangingLookup {
   HostLookup lookup() {
     return [state = state_](const std::string&, int) -> absl::StatusOr<Endpoints> {
       std::unique_lock lock(state->mu);
+      ++state->started;
       state->cv.wait(lock, [&] { return state->released; });
       ++state->returned;
       return Endpoints{};
@@ -37,12 +41,17 @@ class HangingLookup {
     std::lock_guard lock(state_->mu);
     return state_->returned;
   }
+  int started() const {
+    std::lock_guard lock(state_->mu);
+    return state_->started;
+  }
 
  private:
   struct State {
     std::mutex mu;
     std::condition_variable cv;
     bool released = false;
+    int started = 0;
     int returned = 0;
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
@@ -96,6 +105,38 @@ TEST(HostResolverTest, WhileTooManyLookupsHangNewOnesAreRefusedAtOnce) {
   EXPECT_EQ(hanging.returned(), kMaxAbandonedLookups);
   // the hung lookups are over: resolving works again.
   EXPECT_TRUE(resolveHost("127.0.0.1", 1, 30s).ok());
+}
+
+// the threads of this process now.
+int processThreads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// lookups run on a fixed pool, not a thread each: 3 * kMaxAbandonedLookups
+// callers at once, their lookups slow but answering, add their own threads
+// and at most kMaxAbandonedLookups more; each gets its answer in time.
+TEST(HostResolverTest, ManyLookupsAtOnceShareAFewThreads) {
+  constexpr int kCallers = 3 * kMaxAbandonedLookups;
+  HangingLookup slow;
+  const int before = processThreads();
+  std::atomic<int> answered{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCallers; ++i) {
+    callers.emplace_back([&] {
+      if (resolveHost("api", 443, 60s, slow.lookup()).ok()) ++answered;
+    });
+  }
+  // the pool's threads are all taken and the other lookups wait for one
+  // (the pool may have had threads before: earlier tests started them).
+  ASSERT_TRUE(waitUntil([&] { return slow.started() >= kMaxAbandonedLookups; }));
+  EXPECT_EQ(slow.started(), kMaxAbandonedLookups);
+  EXPECT_LE(processThreads(), before + kCallers + kMaxAbandonedLookups);
+  slow.release();
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(answered.load(), kCallers);
+  EXPECT_EQ(slow.returned(), kCallers);
 }
 
 }  // namespace

@@ -241,6 +241,54 @@ TEST(WorkerPoolOrderTest, AnOverlappingPollsOlderAnswerDoesNotReplaceANewerOne) 
   EXPECT_EQ(find(pool, worker.address())->stats.num_prefill_tokens_queued(), 0);
 }
 
+// a round in front of many workers polls them in waves: with 2 calls
+// allowed out, 4 workers that hold their answers see 2 calls, the other
+// 2 only once those were answered, and the round ends after all 4.
+TEST(WorkerPoolWavesTest, ARoundKeepsAtMostMaxPollsInFlightCallsOut) {
+  std::vector<std::unique_ptr<FakeWorker>> workers;
+  WorkerPoolOptions options = fastOptions();
+  options.rpc_deadline = 60s;  // held answers must not time out
+  options.max_polls_in_flight = 2;
+  WorkerPool pool(options, nullptr);  // not started: polls only here
+  for (int i = 0; i < 4; ++i) {
+    workers.push_back(std::make_unique<FakeWorker>(FakeWorkerConfig{.worker_id = "w" + std::to_string(i)}));
+    workers.back()->start();
+    workers.back()->holdStats(true);
+    ASSERT_TRUE(pool.registerWorker(workers.back()->info()).ok());
+  }
+  auto held = [&] {
+    int n = 0;
+    for (const auto& w : workers) n += w->heldStats();
+    return n;
+  };
+  std::atomic<bool> round_ended{false};
+  std::thread round([&] {
+    pool.pollOnce();
+    round_ended = true;
+  });
+  ASSERT_TRUE(waitFor([&] { return held() >= 2; }));
+  EXPECT_EQ(held(), 2);
+  std::vector<FakeWorker*> first;
+  for (const auto& w : workers) {
+    if (w->heldStats() == 1) first.push_back(w.get());
+  }
+  ASSERT_EQ(first.size(), 2u);
+  for (FakeWorker* w : first) {
+    w->holdStats(false);
+    w->releaseStats();
+  }
+  // the other two, once slots were free.
+  ASSERT_TRUE(waitFor([&] { return held() == 2; }));
+  for (FakeWorker* w : first) EXPECT_EQ(w->heldStats(), 0);
+  EXPECT_FALSE(round_ended);
+  for (const auto& w : workers) {
+    w->holdStats(false);
+    w->releaseStats();
+  }
+  round.join();
+  for (const auto& w : workers) EXPECT_TRUE(find(pool, w->address())->has_stats) << w->address();
+}
+
 // the pool's calls to workers carry the cluster secret: a worker requiring
 // it stays healthy only when the router has it.
 TEST(WorkerPoolAuthTest, PollsCarryTheClusterSecret) {
