@@ -122,6 +122,10 @@ class Backend {
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
   // waits until every op issued so far has finished.
   virtual void synchronize() = 0;
+  // bytes of weights handed to matmuls so far (each matmul counts its whole
+  // weight, the experts' step the chosen experts' only): what a decode step
+  // reads of the model, for benchmarks. 0 where a backend does not count.
+  virtual uint64_t weightBytesRead() const { return 0; }
 
   // --- host staging (KV moving to other hosts and tiers) ---
   // host memory the device copies to and from at full speed (page-locked on

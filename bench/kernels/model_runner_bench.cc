@@ -112,6 +112,20 @@ int run(const Flags& f) {
   // warm-up: fault in the mapped weights and grow the step buffers
   prefill();
   decode(seqs, 2);
+  // what batch-1 decode steps hand the matmuls, counted by the backend
+  // (the cpu backend counts; a mixture's step only its chosen experts),
+  // against the active weights computed above and the whole model
+  if (const uint64_t before = (*backend)->weightBytesRead(); before > 0) {
+    constexpr int kCounted = 8;
+    decode(1, kCounted);
+    const double counted = static_cast<double>((*backend)->weightBytesRead() - before) / kCounted;
+    uint64_t model_bytes = 0;
+    for (const auto& [name, t] : (*weights)->tensors()) model_bytes += t.bytes;
+    std::printf("decode reads %.1f MB of weights a token (counted), %.2fx the active %.1f MB; "
+                "the model holds %.1f MB\n",
+                counted / 1e6, counted / static_cast<double>(weight_bytes), weight_bytes / 1e6,
+                model_bytes / 1e6);
+  }
   const auto wants = [&](const char* t) { return f.tests.find(t) != std::string::npos; };
   if (wants("pp")) measure("pp" + std::to_string(f.prompt), f.repeats, prefill);
   if (wants("tg")) {

@@ -150,6 +150,7 @@ void CpuBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs)
   group.reserve(outputs.size());
   for (const MatmulOutput& o : outputs) group.push_back(matmulArgs(x, *o.w, o.bias, *o.y));
   if (canGroupQuantMatmuls(group)) {
+    for (const MatmulOutput& o : outputs) countWeight(*o.w);
     quantMatmulGroup(group, kernels_, amx_, pool_.size(), poolTasks());
     return;
   }
@@ -158,6 +159,7 @@ void CpuBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs)
 
 void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
   const MatmulArgs args = matmulArgs(x, w, bias, y);
+  countWeight(w);
   // prefill on the AMX tiles where the processor has them (amx_matmul.h:
   // F32, F16, BF16 and quantized weights)
   if (amx_ && useAmxMatmul(args)) {

@@ -4,8 +4,10 @@
 // it returns, so synchronize() is free.
 #pragma once
 
-#include <memory>
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -78,10 +80,14 @@ class CpuBackend : public Backend {
   void moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
                   const Tensor& weights, const Tensor& out) override;
   void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
+  uint64_t weightBytesRead() const override { return weight_bytes_read_.load(std::memory_order_relaxed); }
   void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
                   std::span<const int32_t> dst_ids) override;
 
  private:
+  // one issuing thread; read by benchmarks between steps
+  void countWeight(const Tensor& w) { weight_bytes_read_.fetch_add(w.bytes(), std::memory_order_relaxed); }
+
   CpuBackend(const KernelTable& kernels, int num_threads, bool amx, bool copy_weights)
       : kernels_(kernels), amx_(amx && kernels.level == SimdLevel::kAvx512), pool_(num_threads) {
     if (copy_weights) weight_arena_ = std::make_unique<WeightArena>();
@@ -108,6 +114,7 @@ class CpuBackend : public Backend {
   std::unique_ptr<WeightArena> weight_arena_;
   BufferPtr moe_scratch_;
   ThreadPool pool_;
+  std::atomic<uint64_t> weight_bytes_read_{0};
 };
 
 }  // namespace tandem::kernels::cpu

@@ -120,6 +120,9 @@ void CpuBackend::moeExperts(const Tensor& x, const MoeExperts& experts, const Te
   for (int32_t e : g.active) {
     const int64_t off = g.offsets[e], m = g.offsets[e + 1] - off;
     const Tensor wg = experts.gateOf(e), wu = experts.upOf(e);
+    countWeight(wg);
+    countWeight(wu);
+    countWeight(experts.downOf(e));
     args.push_back({xg + off * h, wg.data, wt, nullptr, gate + off * f, m, f, h});
     args.push_back({xg + off * h, wu.data, wt, nullptr, up + off * f, m, f, h});
     const void* xe = static_cast<const char*>(xq) + off * q_row_h;

@@ -7,6 +7,7 @@
 // down), so the reference takes the same round trips.
 #include <algorithm>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -143,9 +144,20 @@ TEST_P(MoeExpertsParityTest, MatchesEachChoiceThroughTheReferenceOps) {
     imported.push_back(std::move(*buf));
   }
   const Tensor out = toDevice(zeros(DType::kF32, c.rows, c.hidden));
-  backend().moeExperts(toDevice(x), MoeExperts{dev[0], dev[1], dev[2], c.experts}, toDevice(ids),
-                       toDevice(weights), out);
+  const MoeExperts dev_experts{dev[0], dev[1], dev[2], c.experts};
+  const uint64_t read_before = backend().weightBytesRead();
+  backend().moeExperts(toDevice(x), dev_experts, toDevice(ids), toDevice(weights), out);
   expectNear(toHost(out), want, tol().matmul);
+  // a backend that counts the weights it reads (cpu) counts the chosen
+  // experts once each, and no other
+  if (const uint64_t read = backend().weightBytesRead() - read_before; read > 0) {
+    const std::set<int32_t> chosen(ids.as<int32_t>(), ids.as<int32_t>() + c.rows * c.k);
+    uint64_t chosen_bytes = 0;
+    for (int32_t e : chosen) {
+      chosen_bytes += dev_experts.gateOf(e).bytes() + dev_experts.upOf(e).bytes() + dev_experts.downOf(e).bytes();
+    }
+    EXPECT_EQ(read, chosen_bytes);
+  }
 }
 
 TANDEM_PARITY_CASES(MoeExperts, MoeExpertsParityTest, expertsCases());
