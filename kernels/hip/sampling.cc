@@ -24,30 +24,23 @@ static __global__ void softmaxKernel(const float* x, int64_t cols, float inv_tem
   }
 }
 
-// the first maximum of a row, NaN skipped: `a` (the lower columns) keeps
-// its place unless b is strictly larger.
-__device__ __forceinline__ void firstMax(float& av, int& ai, float bv, int bi) {
-  if (bi < 0) return;
-  if (ai < 0 || bv > av || (bv == av && bi < ai)) {
-    av = bv;
-    ai = bi;
-  }
+// a before b in top-k order: larger value first, then lower id (a NaN is
+// before nothing and nothing is before it).
+__device__ __forceinline__ bool before(float av, int ai, float bv, int bi) {
+  return av > bv || (av == bv && ai < bi);
 }
 
-static __global__ void greedyKernel(const float* x, int64_t cols, int32_t* ids, float* logprobs) {
-  TANDEM_SHARED(float, best_v, [gpu::kMaxWarps]);
-  TANDEM_SHARED(int, best_i, [gpu::kMaxWarps]);
-  TANDEM_SHARED(float, scratch, [gpu::kMaxWarps]);
-  const float* xr = x + blockIdx.x * cols;
-  float bv = -INFINITY;
-  int bi = -1;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    if (xr[j] == xr[j]) firstMax(bv, bi, xr[j], static_cast<int>(j));  // NaN != NaN
-  }
+// the best of every thread's candidate (bv, bi) in top-k order, returned in
+// every thread. best_v, best_i: shared [kMaxWarps], free again on return.
+template <class Values, class Ids>
+__device__ __forceinline__ void blockBest(float& bv, int& bi, Values best_v, Ids best_i) {
   for (int offset = warpSize / 2; offset > 0; offset >>= 1) {
     const float ov = TANDEM_SHFL_XOR(bv, offset);
     const int oi = TANDEM_SHFL_XOR(bi, offset);
-    firstMax(bv, bi, ov, oi);
+    if (before(ov, oi, bv, bi)) {
+      bv = ov;
+      bi = oi;
+    }
   }
   if (threadIdx.x % warpSize == 0) {
     best_v[threadIdx.x / warpSize] = bv;
@@ -56,9 +49,32 @@ static __global__ void greedyKernel(const float* x, int64_t cols, int32_t* ids, 
   __syncthreads();
   bv = best_v[0];
   bi = best_i[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x / warpSize); ++w) firstMax(bv, bi, best_v[w], best_i[w]);
-  // std::max_element keeps column 0 when it is NaN (nothing compares above it)
-  if (!(xr[0] == xr[0]) || bi < 0) {
+  for (int w = 1; w < static_cast<int>(blockDim.x / warpSize); ++w) {
+    if (before(best_v[w], best_i[w], bv, bi)) {
+      bv = best_v[w];
+      bi = best_i[w];
+    }
+  }
+  __syncthreads();
+}
+
+// the first maximum of a row, as std::max_element: NaN never wins except
+// in column 0, where nothing compares above it.
+static __global__ void greedyKernel(const float* x, int64_t cols, int32_t* ids, float* logprobs) {
+  TANDEM_SHARED(float, best_v, [gpu::kMaxWarps]);
+  TANDEM_SHARED(int, best_i, [gpu::kMaxWarps]);
+  TANDEM_SHARED(float, scratch, [gpu::kMaxWarps]);
+  const float* xr = x + blockIdx.x * cols;
+  float bv = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    if (before(xr[j], static_cast<int>(j), bv, bi)) {
+      bv = xr[j];
+      bi = static_cast<int>(j);
+    }
+  }
+  blockBest(bv, bi, best_v, best_i);
+  if (!(xr[0] == xr[0]) || bi == 0x7fffffff) {  // NaN in column 0, or NaN only
     bi = 0;
     bv = xr[0];
   }
@@ -69,11 +85,6 @@ static __global__ void greedyKernel(const float* x, int64_t cols, int32_t* ids, 
     ids[blockIdx.x] = bi;
     logprobs[blockIdx.x] = -logf(sum);
   }
-}
-
-// a before b in top-k order: larger value first, then lower id.
-__device__ __forceinline__ bool before(float av, int ai, float bv, int bi) {
-  return av > bv || (av == bv && ai < bi);
 }
 
 // k rounds; round i picks the best element after the one round i - 1 picked,
@@ -96,28 +107,7 @@ static __global__ void topKKernel(const float* x, int64_t cols, int k, float* va
         bi = id;
       }
     }
-    for (int offset = warpSize / 2; offset > 0; offset >>= 1) {
-      const float ov = TANDEM_SHFL_XOR(bv, offset);
-      const int oi = TANDEM_SHFL_XOR(bi, offset);
-      if (before(ov, oi, bv, bi)) {
-        bv = ov;
-        bi = oi;
-      }
-    }
-    if (threadIdx.x % warpSize == 0) {
-      best_v[threadIdx.x / warpSize] = bv;
-      best_i[threadIdx.x / warpSize] = bi;
-    }
-    __syncthreads();
-    bv = best_v[0];
-    bi = best_i[0];
-    for (int w = 1; w < static_cast<int>(blockDim.x / warpSize); ++w) {
-      if (before(best_v[w], best_i[w], bv, bi)) {
-        bv = best_v[w];
-        bi = best_i[w];
-      }
-    }
-    __syncthreads();
+    blockBest(bv, bi, best_v, best_i);
     if (threadIdx.x == 0) {
       values[blockIdx.x * k + round] = bv;
       ids[blockIdx.x * k + round] = bi;

@@ -21,6 +21,10 @@
 
 namespace tandem::engine::testing_support {
 
+// stories260K's KV bytes a token: 5 layers * 2 (K, V) * 4 kv heads * 8 dims
+// * 4 bytes.
+constexpr size_t kStoriesKvBytesPerToken = 5 * 2 * 4 * 8 * 4;
+
 inline generation::SamplingParams greedy(int max_tokens) {
   generation::SamplingParams p;
   p.temperature = 0.0f;

@@ -24,8 +24,7 @@ using testing_support::makeLoop;
 using testing_support::oracleCases;
 
 constexpr int kBlockSize = 4;
-// stories260K: 5 layers * 2 (K, V) * 4 kv heads * 8 dims * 4 bytes per token.
-constexpr size_t kBlockBytes = 5 * 2 * 4 * 8 * 4 * kBlockSize;
+constexpr size_t kBlockBytes = testing_support::kStoriesKvBytesPerToken * kBlockSize;
 // about one sequence of prompt (~30 tokens) plus 24 output tokens.
 constexpr int kG1Blocks = 20;
 
