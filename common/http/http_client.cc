@@ -4,6 +4,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <type_traits>
 
@@ -11,11 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "boost/asio/awaitable.hpp"
-#include "boost/asio/co_spawn.hpp"
 #include "boost/asio/ip/address.hpp"
 #include "boost/asio/ssl.hpp"
-#include "boost/asio/use_awaitable.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "boost/beast/ssl.hpp"
@@ -61,32 +59,80 @@ HttpReply toReply(bhttp::response_parser<bhttp::string_body>& parser) {
   return reply;
 }
 
-// the status of the coroutine's last failing step, "" while it succeeds.
+// the exchange's result: the reply, or the step that failed (`step`) and
+// the error's message (`failure`). `step` names the step running until the
+// reply is in.
 struct Outcome {
   std::optional<HttpReply> reply;
-  std::string error;
+  std::string step;
+  std::string failure;
 };
 
 // connect, (https) handshake, write, read: over a tcp::socket or a
-// beast::ssl_stream of one.
+// beast::ssl_stream of one, as a chain of completion handlers on the
+// caller's io_context (no coroutines: Debian's clang, which builds the fuzz
+// targets, has no Asio awaitables).
 template <typename Stream>
-asio::awaitable<void> exchange(Stream& stream, const Endpoints& endpoints,
-                               bhttp::request<bhttp::string_body> req, Outcome* out) {
-  out->error = "connect";
-  co_await asio::async_connect(beast::get_lowest_layer(stream), endpoints, asio::use_awaitable);
-  if constexpr (!std::is_same_v<Stream, tcp::socket>) {
-    out->error = "TLS handshake (is the server's certificate signed by the CA given, for this host?)";
-    co_await stream.async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
+class BlockingExchange : public std::enable_shared_from_this<BlockingExchange<Stream>> {
+ public:
+  BlockingExchange(Stream& stream, Endpoints endpoints, bhttp::request<bhttp::string_body> req, Outcome* out)
+      : stream_(stream), endpoints_(std::move(endpoints)), req_(std::move(req)), out_(out) {
+    parser_.body_limit(kMaxBodyBytes);
   }
-  out->error = "write";
-  co_await bhttp::async_write(stream, req, asio::use_awaitable);
-  out->error = "read";
-  beast::flat_buffer buffer;
-  bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(kMaxBodyBytes);
-  co_await bhttp::async_read(stream, buffer, parser, asio::use_awaitable);
-  out->reply = toReply(parser);
-  out->error.clear();
+
+  void start() {
+    out_->step = "connect";
+    asio::async_connect(beast::get_lowest_layer(stream_), endpoints_,
+                        [self = this->shared_from_this()](const boost::system::error_code& ec,
+                                                          const tcp::endpoint&) { self->connected(ec); });
+  }
+
+ private:
+  void connected(const boost::system::error_code& ec) {
+    if (failed(ec)) return;
+    if constexpr (!std::is_same_v<Stream, tcp::socket>) {
+      out_->step = "TLS handshake (is the server's certificate signed by the CA given, for this host?)";
+      stream_.async_handshake(asio::ssl::stream_base::client,
+                              [self = this->shared_from_this()](const boost::system::error_code& e) { self->send(e); });
+    } else {
+      send({});
+    }
+  }
+  void send(const boost::system::error_code& ec) {
+    if (failed(ec)) return;
+    out_->step = "write";
+    bhttp::async_write(stream_, req_, [self = this->shared_from_this()](const boost::system::error_code& e, size_t) {
+      self->receive(e);
+    });
+  }
+  void receive(const boost::system::error_code& ec) {
+    if (failed(ec)) return;
+    out_->step = "read";
+    bhttp::async_read(stream_, buffer_, parser_,
+                      [self = this->shared_from_this()](const boost::system::error_code& e, size_t) { self->done(e); });
+  }
+  void done(const boost::system::error_code& ec) {
+    if (failed(ec)) return;
+    out_->reply = toReply(parser_);
+    out_->step.clear();
+  }
+  bool failed(const boost::system::error_code& ec) {
+    if (!ec) return false;
+    out_->failure = ec.message();
+    return true;
+  }
+
+  Stream& stream_;
+  const Endpoints endpoints_;
+  bhttp::request<bhttp::string_body> req_;
+  Outcome* out_;
+  beast::flat_buffer buffer_;
+  bhttp::response_parser<bhttp::string_body> parser_;
+};
+
+template <typename Stream>
+void startExchange(Stream& stream, const Endpoints& endpoints, bhttp::request<bhttp::string_body> req, Outcome* out) {
+  std::make_shared<BlockingExchange<Stream>>(stream, endpoints, std::move(req), out)->start();
 }
 
 absl::Status configureTls(asio::ssl::context& ctx, const TlsSettings& tls) {
@@ -167,15 +213,6 @@ absl::StatusOr<HttpReply> httpCall(const HttpCall& call, const HostResolver& res
   asio::io_context io;
   boost::system::error_code ec;
   Outcome outcome;
-  std::string failure;
-  auto on_done = [&failure](std::exception_ptr e) {
-    if (!e) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      failure = ex.what();
-    }
-  };
   bhttp::request<bhttp::string_body> req = makeRequest(call, *url);
   std::optional<asio::ssl::context> ctx;
   std::optional<beast::ssl_stream<tcp::socket>> tls_stream;
@@ -191,23 +228,23 @@ absl::StatusOr<HttpReply> httpCall(const HttpCall& call, const HostResolver& res
       SSL_set_tlsext_host_name(ssl, url->host.c_str());
       SSL_set1_host(ssl, url->host.c_str());
     }
-    asio::co_spawn(io, exchange(*tls_stream, *endpoints, std::move(req), &outcome), on_done);
+    startExchange(*tls_stream, *endpoints, std::move(req), &outcome);
   } else {
     socket.emplace(io);
-    asio::co_spawn(io, exchange(*socket, *endpoints, std::move(req), &outcome), on_done);
+    startExchange(*socket, *endpoints, std::move(req), &outcome);
   }
   io.run_for(left);
   if (!io.stopped()) {
-    // the timeout passed: close the connection and let the coroutine unwind.
+    // the timeout passed: close the connection and let the handlers unwind.
     if (tls_stream) beast::get_lowest_layer(*tls_stream).close(ec);
     if (socket) socket->close(ec);
     io.run();
     return absl::UnavailableError(absl::StrCat(call.method, " ", call.url, ": no answer within ",
-                                               call.timeout.count(), " ms (", outcome.error, ")"));
+                                               call.timeout.count(), " ms (", outcome.step, ")"));
   }
   if (outcome.reply.has_value()) return std::move(*outcome.reply);
-  return absl::UnavailableError(absl::StrCat(call.method, " ", call.url, ": ", outcome.error,
-                                             " failed: ", failure));
+  return absl::UnavailableError(absl::StrCat(call.method, " ", call.url, ": ", outcome.step,
+                                             " failed: ", outcome.failure));
 }
 
 }  // namespace tandem::http
