@@ -101,30 +101,33 @@ __device__ __forceinline__ void dequantRow8(const typename Q::Block* row, int64_
 
 namespace tandem::kernels::hip {
 
-// dispatches a kernel template on a quantized weight type (hipErrorInvalidValue
-// for the others).
-#define TANDEM_DISPATCH_QUANT(dtype, Q, ...) \
-  [&]() -> hipError_t {                      \
-    switch (dtype) {                         \
-      case ::tandem::DType::kQ8_0: {         \
-        using Q = ::tandem::gpu::QuantQ8_0;  \
-        return __VA_ARGS__();                \
-      }                                      \
-      case ::tandem::DType::kQ4_0: {         \
-        using Q = ::tandem::gpu::QuantQ4_0;  \
-        return __VA_ARGS__();                \
-      }                                      \
-      case ::tandem::DType::kQ4_K: {         \
-        using Q = ::tandem::gpu::QuantQ4_K;  \
-        return __VA_ARGS__();                \
-      }                                      \
-      case ::tandem::DType::kQ6_K: {         \
-        using Q = ::tandem::gpu::QuantQ6_K;  \
-        return __VA_ARGS__();                \
-      }                                      \
-      default:                               \
-        return hipErrorInvalidValue;         \
-    }                                        \
+// dispatches a kernel template on a quantized weight type: Q is
+// ::tandem::gpu::<Traits><type> for Q8_0, Q4_0, Q4_K and Q6_K
+// (hipErrorInvalidValue for the others). The dequantizing traits are Quant,
+// the dot-product ones (quant_dot_device.h) Dot.
+#define TANDEM_DISPATCH_QUANT_TRAITS(dtype, Traits, Q, ...) \
+  [&]() -> hipError_t {                                   \
+    switch (dtype) {                                      \
+      case ::tandem::DType::kQ8_0: {                      \
+        using Q = ::tandem::gpu::Traits##Q8_0;            \
+        return __VA_ARGS__();                             \
+      }                                                   \
+      case ::tandem::DType::kQ4_0: {                      \
+        using Q = ::tandem::gpu::Traits##Q4_0;            \
+        return __VA_ARGS__();                             \
+      }                                                   \
+      case ::tandem::DType::kQ4_K: {                      \
+        using Q = ::tandem::gpu::Traits##Q4_K;            \
+        return __VA_ARGS__();                             \
+      }                                                   \
+      case ::tandem::DType::kQ6_K: {                      \
+        using Q = ::tandem::gpu::Traits##Q6_K;            \
+        return __VA_ARGS__();                             \
+      }                                                   \
+      default:                                            \
+        return hipErrorInvalidValue;                      \
+    }                                                     \
   }()
+#define TANDEM_DISPATCH_QUANT(dtype, Q, ...) TANDEM_DISPATCH_QUANT_TRAITS(dtype, Quant, Q, __VA_ARGS__)
 
 }  // namespace tandem::kernels::hip

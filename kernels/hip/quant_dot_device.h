@@ -24,6 +24,7 @@
 
 #include "common/quant_blocks.h"
 #include "kernels/hip/gpu_vendor.h"
+#include "kernels/hip/quant_device.h"
 
 namespace tandem::gpu {
 
@@ -219,28 +220,6 @@ namespace tandem::kernels::hip {
 
 // dispatches a kernel template on a quantized weight type's dot traits
 // (hipErrorInvalidValue for the others).
-#define TANDEM_DISPATCH_QUANT_DOT(dtype, Q, ...) \
-  [&]() -> hipError_t {                          \
-    switch (dtype) {                             \
-      case ::tandem::DType::kQ8_0: {             \
-        using Q = ::tandem::gpu::DotQ8_0;        \
-        return __VA_ARGS__();                    \
-      }                                          \
-      case ::tandem::DType::kQ4_0: {             \
-        using Q = ::tandem::gpu::DotQ4_0;        \
-        return __VA_ARGS__();                    \
-      }                                          \
-      case ::tandem::DType::kQ4_K: {             \
-        using Q = ::tandem::gpu::DotQ4_K;        \
-        return __VA_ARGS__();                    \
-      }                                          \
-      case ::tandem::DType::kQ6_K: {             \
-        using Q = ::tandem::gpu::DotQ6_K;        \
-        return __VA_ARGS__();                    \
-      }                                          \
-      default:                                   \
-        return hipErrorInvalidValue;             \
-    }                                            \
-  }()
+#define TANDEM_DISPATCH_QUANT_DOT(dtype, Q, ...) TANDEM_DISPATCH_QUANT_TRAITS(dtype, Dot, Q, __VA_ARGS__)
 
 }  // namespace tandem::kernels::hip
