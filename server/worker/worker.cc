@@ -255,15 +255,20 @@ void Worker::leaveRouting(const char* why) {
   std::fprintf(stderr, "tandem worker: leaving routing (%s)\n", why);
   context_.left_routing = true;
   if (registration_ != nullptr) registration_->stop();
+  tellLeftRouting();
+}
+
+void Worker::tellLeftRouting() {
   {
     std::lock_guard lock(left_mu_);
+    router_told_ = true;
   }
   left_cv_.notify_all();
 }
 
 void Worker::waitLeftRouting() {
   std::unique_lock lock(left_mu_);
-  left_cv_.wait(lock, [this] { return context_.left_routing.load(); });
+  left_cv_.wait(lock, [this] { return router_told_; });
 }
 
 int Worker::inFlight() const {
@@ -285,11 +290,8 @@ void Worker::shutdown(std::chrono::milliseconds grace) {
   }
   draining_ = true;
   context_.left_routing = true;
-  {
-    std::lock_guard lock(left_mu_);
-  }
-  left_cv_.notify_all();
   if (registration_ != nullptr) registration_->stop();
+  tellLeftRouting();
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);
     if (loop_ != nullptr) loop_->kvEvents().wakeAll();

@@ -64,7 +64,8 @@ class Worker {
   // (the router migrates a stream still here). Idempotent; returns once
   // the router was told.
   void beginDrain();
-  // after beginDrain: blocks until the worker left routing.
+  // after beginDrain: blocks until the worker left routing and the router
+  // was told (the final Deregister returned).
   void waitLeftRouting();
   // it left routing at the drain deadline with work still here: what runs
   // is to be cut at once (shutdown with no grace), so the router migrates
@@ -94,6 +95,8 @@ class Worker {
   void checkDrain();
   // Stats UNAVAILABLE, the final Deregister; wakes waitLeftRouting.
   void leaveRouting(const char* why);
+  // wakes waitLeftRouting (after the final Deregister).
+  void tellLeftRouting();
 
   WorkerContext context_;
   WorkerMetrics metrics_;
@@ -122,6 +125,9 @@ class Worker {
   std::chrono::steady_clock::time_point drain_deadline_;  // set by beginDrain
   std::mutex left_mu_;
   std::condition_variable left_cv_;
+  // the final Deregister returned (left_routing alone is set before it, so
+  // that no new call is served while it is on its way).
+  bool router_told_ = false;  // guarded by left_mu_
   // checks a draining worker (checkDrain); stopped by shutdown.
   std::unique_ptr<TimerQueue> drain_timer_;
   std::mutex shutdown_mu_;
