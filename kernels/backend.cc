@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "common/status.h"
 #include "kernels/host_buffer.h"
 
 namespace tandem::kernels {
@@ -44,6 +45,15 @@ void Backend::ropeWriteKv(const Tensor& q, const Tensor& k, const Tensor& v,
   rope(q, positions, params);
   rope(k, positions, params);
   writeKv(k, v, slots, cache, layer);
+}
+
+void Backend::sampleTokens(const Tensor& logits, std::span<const RowSampling> rows,
+                           const Tensor& ids, const Tensor& logprobs) {
+  TANDEM_CHECK(static_cast<int64_t>(rows.size()) == logits.rows);
+  for (const RowSampling& row : rows) {
+    TANDEM_CHECK(row.plainGreedy() && "a host backend samples in the engine");
+  }
+  greedyTokens(logits, ids, logprobs);
 }
 
 void Backend::greedyTokens(const Tensor& logits, const Tensor& ids, const Tensor& logprobs) {

@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "kernels/row_sampling.h"
 #include "kernels/tensor.h"
 #include "kernels/transfer_stream.h"
 #include "kvcache/kv_layout.h"
@@ -241,6 +242,14 @@ class Backend {
   // engine's Sampler); a device backend overrides it (float sums: the
   // log-probability may differ in its last bits, the id never).
   virtual void greedyTokens(const Tensor& logits, const Tensor& ids, const Tensor& logprobs);
+  // each row of logits [R, V] F32 sampled as rows[r] says (R entries):
+  // ids [R, 1] I32 and logprobs [R, 1] F32 as greedyTokens (the
+  // log-probability under the raw row). A device backend runs the whole
+  // sampler there (kernels/row_sampling.h); the default takes plain greedy
+  // rows only (greedyTokens): a host backend's engine samples its logits on
+  // the host, with engine::Sampler.
+  virtual void sampleTokens(const Tensor& logits, std::span<const RowSampling> rows,
+                            const Tensor& ids, const Tensor& logprobs);
 
   // out[i, :] = x[rows[i], :]. x [T, D] F32, rows [n, 1] I32, out [n, D] F32.
   virtual void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;

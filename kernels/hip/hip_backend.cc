@@ -9,6 +9,7 @@
 #include "common/quant_blocks.h"
 #include "common/status.h"
 #include "kernels/hip/attention_decode.h"
+#include "kernels/hip/backend_check.h"
 #include "kernels/hip/attention_prefill.h"
 #include "kernels/hip/attention_prefill_mma.h"
 #include "kernels/hip/convert.h"
@@ -43,14 +44,6 @@ size_t sizeClass(size_t bytes) {
 }
 
 std::string deviceMessage(hipError_t e) { return gpu::errorMessage(e); }
-
-// launch and runtime failures are kernel or driver bugs: abort with the
-// device's message.
-void check(hipError_t e, const char* what) {
-  if (e == hipSuccess) return;
-  std::fprintf(stderr, "hip backend: %s failed: %s\n", what, deviceMessage(e).c_str());
-  std::abort();
-}
 
 hipStream_t asStream(void* h) { return static_cast<hipStream_t>(h); }
 hipEvent_t asEvent(void* h) { return static_cast<hipEvent_t>(h); }
@@ -144,6 +137,9 @@ HipBackend::~HipBackend() {
   blas_weights_.reset();
   blas_.reset();
   copy_pairs_.reset();
+  sample_inputs_.reset();
+  sample_work_.reset();
+  sample_marks_.reset();
   rope_tables_.clear();
   TANDEM_CHECK(live_buffers_ == 0 && "hip backend destroyed before its buffers");
   for (auto& [size, ptr] : pool_) (void)hipFree(ptr);

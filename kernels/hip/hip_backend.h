@@ -114,6 +114,8 @@ class HipBackend : public Backend {
   void moeExperts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
                   const Tensor& weights, const Tensor& out) override;
   void greedyTokens(const Tensor& logits, const Tensor& ids, const Tensor& logprobs) override;
+  void sampleTokens(const Tensor& logits, std::span<const RowSampling> rows, const Tensor& ids,
+                    const Tensor& logprobs) override;
   void gatherRows(const Tensor& x, const Tensor& rows, const Tensor& out) override;
   void copyBlocks(const KvCacheView& src, std::span<const int32_t> src_ids, const KvCacheView& dst,
                   std::span<const int32_t> dst_ids) override;
@@ -177,6 +179,13 @@ class HipBackend : public Backend {
   BufferPtr moe_buffers_;  // its gate, up and down outputs
   BufferPtr moe_acts_;     // its quantized activations
   BufferPtr copy_pairs_;
+  // sampleTokens: its inputs (params, token lists, masks) packed in one
+  // upload, the penalized rows, and the per-token marks (kept zero between
+  // calls)
+  BufferPtr sample_inputs_;
+  BufferPtr sample_work_;
+  BufferPtr sample_marks_;
+  std::vector<unsigned char> sample_inputs_host_;
   std::vector<int32_t> copy_pairs_host_;
   struct RopeTable {
     std::vector<float> inv;  // host copy: the key, and the source of the upload

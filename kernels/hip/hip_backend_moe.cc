@@ -6,6 +6,7 @@
 
 #include "common/quant_blocks.h"
 #include "common/status.h"
+#include "kernels/hip/backend_check.h"
 #include "kernels/hip/gpu_vendor.h"
 #include "kernels/hip/hip_backend.h"
 #include "kernels/hip/moe_experts.h"
@@ -14,16 +15,6 @@
 #include "kernels/hip/silu_mul.h"
 
 namespace tandem::kernels::hip {
-
-namespace {
-
-void check(hipError_t e, const char* what) {
-  if (e == hipSuccess) return;
-  std::fprintf(stderr, "hip backend: %s failed: %s\n", what, gpu::errorMessage(e).c_str());
-  std::abort();
-}
-
-}  // namespace
 
 void HipBackend::moeRoute(const Tensor& logits, bool normalize, const Tensor& ids,
                           const Tensor& weights) {

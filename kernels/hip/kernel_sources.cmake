@@ -21,5 +21,6 @@ set(TANDEM_HIP_KERNEL_SOURCES
   moe_route.cc
   moe_experts.cc
   hip_backend_moe.cc
+  hip_backend_sampling.cc
   kv_cache.cc
   sampling.cc)

@@ -101,20 +101,45 @@ std::vector<generation::TokenOutput> Engine::step() {
 }
 
 bool Engine::picksWhereTheLogitsAre(const Batch& batch) {
-  if (!model_.picksGreedyWhereTheLogitsAre()) return false;
+  if (!model_.picksWhereTheLogitsAre()) return false;
   for (const SequenceChunk& chunk : batch.seqs) {
     if (chunk.numLogitRows() == 0) continue;
     if (chunk.all_logits) return false;
     const Request* req = scheduler_.findRequest(chunk.seq_id);
-    if (req == nullptr || req->grammar != nullptr) return false;
-    const generation::SamplingParams& p = req->params;
-    if (!p.isGreedy() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f ||
-        p.frequency_penalty != 0.0f || !p.logit_bias.empty() || p.logprobs.has_value() ||
-        p.prompt_logprobs.has_value()) {
+    if (req == nullptr || req->params.logprobs.value_or(0) > 0 ||
+        req->params.prompt_logprobs.has_value()) {
       return false;
     }
   }
   return true;
+}
+
+void Engine::describeSampling(const Batch& batch) {
+  pick_rows_.clear();
+  pick_masks_.clear();
+  // each grammar row's mask is copied: a matcher's mask lives in its
+  // automaton, which the next matcher of the same grammar may grow or trim.
+  std::vector<std::pair<size_t, size_t>> mask_at;  // (row, first word)
+  for (const SequenceChunk& chunk : batch.seqs) {
+    if (!chunk.needs_logits) continue;
+    Request* req = scheduler_.findRequest(chunk.seq_id);
+    TANDEM_CHECK(req != nullptr);
+    kernels::RowSampling& row =
+        pick_rows_.emplace_back(rowSampling(req->params, {req->prompt(), req->output()}));
+    if (req->grammar != nullptr) {
+      const grammar::TokenMask& allowed = req->grammar->allowedTokens(scheduler_.tokensLeft(*req));
+      mask_at.emplace_back(pick_rows_.size() - 1, pick_masks_.size());
+      pick_masks_.insert(pick_masks_.end(), allowed.words().begin(), allowed.words().end());
+      row.mask_tokens = allowed.numTokens();
+    }
+    // Sampler::sample's one draw of a request that is not greedy
+    if (!row.greedy) row.u = req->rng.uniform();
+  }
+  for (size_t i = 0; i < mask_at.size(); ++i) {
+    const size_t end = i + 1 < mask_at.size() ? mask_at[i + 1].second : pick_masks_.size();
+    pick_rows_[mask_at[i].first].mask_words =
+        std::span<const uint64_t>(pick_masks_).subspan(mask_at[i].second, end - mask_at[i].second);
+  }
 }
 
 std::vector<generation::TokenOutput> Engine::runStep() {
@@ -127,7 +152,8 @@ std::vector<generation::TokenOutput> Engine::runStep() {
   }
   const int rows = batch.numLogitRows();
   const bool picked = picksWhereTheLogitsAre(batch);
-  if (picked ? !model_.forwardGreedy(batch, &picks_).ok() || picks_.size() != static_cast<size_t>(rows)
+  if (picked) describeSampling(batch);
+  if (picked ? !model_.forwardPicks(batch, pick_rows_, &picks_).ok() || picks_.size() != static_cast<size_t>(rows)
              : !model_.forward(batch, &logits_).ok() ||
                    (rows > 0 && (logits_.empty() || logits_.size() % rows != 0))) {
     return failStep(batch);
@@ -155,17 +181,15 @@ std::vector<generation::TokenOutput> Engine::runStep() {
     const size_t row = next_row - 1;
     if (picked) {
       samples.push_back({picks_[row].token, picks_[row].logprob, {}});
-      tokens.push_back(samples.back().token);
-      scores.emplace_back();
-      continue;
+    } else {
+      const std::span<const float> logits(logits_.data() + row * vocab, vocab);
+      // the budget keeps a whole sentence reachable before length ends it.
+      const grammar::TokenMask* allowed =
+          req->grammar != nullptr ? &req->grammar->allowedTokens(scheduler_.tokensLeft(*req))
+                                  : nullptr;
+      samples.push_back(sampler_.sample(logits, req->params, {req->prompt(), req->output()},
+                                        req->rng, allowed));
     }
-    const std::span<const float> logits(logits_.data() + row * vocab, vocab);
-    // the budget keeps a whole sentence reachable before length ends it.
-    const grammar::TokenMask* allowed =
-        req->grammar != nullptr ? &req->grammar->allowedTokens(scheduler_.tokensLeft(*req))
-                                : nullptr;
-    samples.push_back(sampler_.sample(logits, req->params, {req->prompt(), req->output()},
-                                      req->rng, allowed));
     // the mask allowed it (it always allows a token: end-of-sequence when
     // the vocabulary can spell nothing else), so the grammar advances here,
     // before onStepResult's stop checks read it. Only logits that are not

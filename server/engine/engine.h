@@ -110,10 +110,13 @@ class Engine {
   absl::StatusOr<std::unique_ptr<grammar::TokenMatcher>> makeMatcher(
       std::span<const int32_t> prompt, const generation::SamplingParams& params) const;
   std::vector<generation::TokenOutput> failStep(const Batch& batch);
-  // whether every row `batch` samples is plain greedy (no penalties, bias,
-  // grammar, top logprobs or prompt scores) and the model picks greedy
-  // tokens where its logits are: the step then downloads only its tokens.
+  // whether the model samples where its logits are and no row of `batch`
+  // needs more than its token and that token's log-probability (top
+  // logprobs or prompt scores): the step then downloads only its tokens.
   bool picksWhereTheLogitsAre(const Batch& batch);
+  // pick_rows_ = how each logit row of `batch` is sampled: its request's
+  // params, seen tokens, grammar mask and (unless greedy) its draw.
+  void describeSampling(const Batch& batch);
   // appends to req.prompt_logprobs the prompt tokens `chunk` (all_logits)
   // scores, from its rows of logits.
   static void scorePrompt(Request& req, const SequenceChunk& chunk, const float* logits,
@@ -127,7 +130,9 @@ class Engine {
   std::shared_ptr<grammar::GrammarCache> grammars_;
   // reused across steps.
   std::vector<float> logits_;
-  std::vector<StepModel::GreedyPick> picks_;
+  std::vector<StepModel::Pick> picks_;
+  std::vector<kernels::RowSampling> pick_rows_;
+  std::vector<uint64_t> pick_masks_;  // the grammar rows' masks, pick_rows_ point in
   bool stalled_ = false;
 };
 

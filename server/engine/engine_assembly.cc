@@ -120,7 +120,7 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   le->runner_->enableStepGraphs(!options.enforce_eager);
   // a device backend's greedy rows are picked on the device: a step
   // downloads its tokens, not [rows, vocab] logits
-  le->runner_->setGreedyWhereTheLogitsAre(!le->kv_in_host_memory_);
+  le->runner_->setPicksWhereTheLogitsAre(!le->kv_in_host_memory_);
   EngineConfig ec;
   ec.num_blocks = le->num_blocks_;
   ec.block_size = options.block_size;

@@ -155,8 +155,8 @@ absl::Status ModelRunner::reserve(int tokens, int logit_rows) {
     ASSIGN_OR_RETURN(kernels::BufferPtr picks, backend_.allocate(static_cast<size_t>(cap) * 8));
     last_ = Tensor::of(*last, DType::kF32, cap, c.hidden_size);
     logits_ = Tensor::of(*logits, DType::kF32, cap, c.vocab_size);
-    greedy_ids_ = Tensor::of(*picks, DType::kI32, cap, 1);
-    greedy_logprobs_ = Tensor::of(static_cast<char*>(picks->data()) + cap * sizeof(int32_t), DType::kF32, cap, 1);
+    pick_ids_ = Tensor::of(*picks, DType::kI32, cap, 1);
+    pick_logprobs_ = Tensor::of(static_cast<char*>(picks->data()) + cap * sizeof(int32_t), DType::kF32, cap, 1);
     scratch_.push_back(std::move(last));
     scratch_.push_back(std::move(logits));
     scratch_.push_back(std::move(picks));
@@ -399,20 +399,25 @@ absl::Status ModelRunner::forward(const Batch& batch, std::vector<float>* logits
   return absl::OkStatus();
 }
 
-absl::Status ModelRunner::forwardGreedy(const Batch& batch, std::vector<GreedyPick>* picks) {
+absl::Status ModelRunner::forwardPicks(const Batch& batch, std::span<const kernels::RowSampling> rows,
+                                       std::vector<Pick>* picks) {
   picks->clear();
-  int rows = 0;
-  RETURN_IF_ERROR(computeStep(batch, &rows));
-  if (rows == 0) return absl::OkStatus();
-  backend_.greedyTokens(logits_.rowRange(0, rows), greedy_ids_.rowRange(0, rows),
-                        greedy_logprobs_.rowRange(0, rows));
+  if (rows.size() != static_cast<size_t>(batch.numLogitRows())) {
+    return absl::InvalidArgumentError(absl::StrCat("forwardPicks: ", rows.size(), " samplings for ",
+                                                   batch.numLogitRows(), " logit rows"));
+  }
+  int n = 0;
+  RETURN_IF_ERROR(computeStep(batch, &n));
+  if (n == 0) return absl::OkStatus();
+  backend_.sampleTokens(logits_.rowRange(0, n), rows, pick_ids_.rowRange(0, n),
+                        pick_logprobs_.rowRange(0, n));
   // ids and log-probabilities share one buffer: one download of both
-  const size_t cap = static_cast<size_t>(greedy_ids_.rows);
+  const size_t cap = static_cast<size_t>(pick_ids_.rows);
   std::vector<int32_t> host(2 * cap);
-  backend_.download(host.data(), greedy_ids_.data, host.size() * sizeof(int32_t));
-  ++greedy_picked_steps_;
-  picks->resize(static_cast<size_t>(rows));
-  for (int r = 0; r < rows; ++r) {
+  backend_.download(host.data(), pick_ids_.data, host.size() * sizeof(int32_t));
+  ++picked_steps_;
+  picks->resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
     (*picks)[r].token = host[r];
     std::memcpy(&(*picks)[r].logprob, &host[cap + r], sizeof(float));
   }

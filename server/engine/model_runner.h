@@ -58,14 +58,15 @@ class ModelRunner : public StepModel {
   // vocabulary, a block table does not cover its chunk, or a block id is out
   // of range.
   absl::Status forward(const Batch& batch, std::vector<float>* logits) override;  // StepModel
-  // the greedy picks computed on the backend (Backend::greedyTokens) when
-  // setGreedyWhereTheLogitsAre(true): the engine sets it for a device
+  // the tokens sampled on the backend (Backend::sampleTokens) when
+  // setPicksWhereTheLogitsAre(true): the engine sets it for a device
   // backend, whose logits would otherwise cross to the host every step.
-  bool picksGreedyWhereTheLogitsAre() const override { return greedy_on_backend_; }  // StepModel
-  absl::Status forwardGreedy(const Batch& batch, std::vector<GreedyPick>* picks) override;
-  void setGreedyWhereTheLogitsAre(bool on) { greedy_on_backend_ = on; }
+  bool picksWhereTheLogitsAre() const override { return picks_on_backend_; }  // StepModel
+  absl::Status forwardPicks(const Batch& batch, std::span<const kernels::RowSampling> rows,
+                            std::vector<Pick>* picks) override;  // StepModel
+  void setPicksWhereTheLogitsAre(bool on) { picks_on_backend_ = on; }
   // steps whose tokens were picked on the backend so far (for tests).
-  int64_t greedyPickedSteps() const { return greedy_picked_steps_; }
+  int64_t pickedSteps() const { return picked_steps_; }
 
   // decode steps (every chunk one token that needs logits) replayed as one
   // captured graph of the backend's ops, where the backend captures
@@ -142,11 +143,11 @@ class ModelRunner : public StepModel {
   std::unique_ptr<std::atomic<int64_t>[]> expert_tokens_;  // layers * experts, or null
   std::vector<int32_t> ids_host_;
   kernels::Tensor last_, logits_;
-  // greedy picks [cap rows]: ids (I32) then log-probabilities (F32), one
-  // buffer so a step downloads them at once.
-  kernels::Tensor greedy_ids_, greedy_logprobs_;
-  bool greedy_on_backend_ = false;
-  int64_t greedy_picked_steps_ = 0;
+  // picks [cap rows]: ids (I32) then log-probabilities (F32), one buffer
+  // so a step downloads them at once.
+  kernels::Tensor pick_ids_, pick_logprobs_;
+  bool picks_on_backend_ = false;
+  int64_t picked_steps_ = 0;
   // per-step index data: one host staging vector, one device buffer with
   // room for step_tables_ block-table entries.
   std::vector<int32_t> step_host_;

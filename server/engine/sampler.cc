@@ -28,6 +28,23 @@ double logSumExp(std::span<const float> logits) {
 
 }  // namespace
 
+kernels::RowSampling rowSampling(const generation::SamplingParams& params,
+                                 const TokenHistory& history) {
+  kernels::RowSampling row;
+  row.greedy = params.isGreedy();
+  row.temperature = params.temperature;
+  row.top_k = params.top_k;
+  row.top_p = params.top_p;
+  row.min_p = params.min_p;
+  row.repetition_penalty = params.repetition_penalty;
+  row.presence_penalty = params.presence_penalty;
+  row.frequency_penalty = params.frequency_penalty;
+  row.prompt = history.prompt;
+  row.output = history.output;
+  row.logit_bias = params.logit_bias;
+  return row;
+}
+
 SampleResult Sampler::sample(std::span<const float> logits, const generation::SamplingParams& params,
                              const TokenHistory& history, SamplerRng& rng,
                              const grammar::TokenMask* allowed) {
@@ -136,6 +153,9 @@ int32_t Sampler::argmax() const {
 }
 
 int32_t Sampler::draw(const generation::SamplingParams& params, SamplerRng& rng) {
+  // first, so that every draw takes exactly one number, whatever follows
+  // (the device sampler is handed it before it sees the logits)
+  const double uniform = rng.uniform();
   const float inv_t = 1.0f / params.temperature;
   for (float& x : work_) x *= inv_t;
   const float max_logit = *std::max_element(work_.begin(), work_.end());
@@ -172,6 +192,7 @@ int32_t Sampler::draw(const generation::SamplingParams& params, SamplerRng& rng)
       for (size_t i = 0; i < candidates_.size(); ++i) {
         probs_[i] = std::exp(static_cast<double>(work_[candidates_[i]]) - max_logit);
       }
+      sorted = true;
     }
     // keep the shortest most-likely prefix reaching top_p of the mass.
     const double target = params.top_p * total;
@@ -186,7 +207,15 @@ int32_t Sampler::draw(const generation::SamplingParams& params, SamplerRng& rng)
     total = cum;
   }
 
-  const double u = rng.uniform() * total;
+  // the draw walks the kept tokens in id order, as the device sampler does
+  // (kernels/hip/sampling.h), so a seeded request takes the same token there.
+  if (sorted) {
+    std::sort(candidates_.begin(), candidates_.end());
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      probs_[i] = std::exp(static_cast<double>(work_[candidates_[i]]) - max_logit);
+    }
+  }
+  const double u = uniform * total;
   double cum = 0.0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
     cum += probs_[i];

@@ -3,7 +3,9 @@
 // Order of operations (as vLLM v1): repetition penalty (prompt + output),
 // presence/frequency penalties (output), logit_bias, the grammar's token mask
 // (tokens outside it get -inf), then greedy argmax, or temperature,
-// min_p, top_k, top_p and a draw from the request's SamplerRng. Logprobs are
+// min_p, top_k, top_p and a draw from the request's SamplerRng, which walks
+// the kept tokens in id order (as the device sampler, kernels/row_sampling.h,
+// so a seeded request takes the same token on either). Logprobs are
 // taken from the raw logits, before any of these (vLLM's default
 // "raw_logprobs"), so they describe the model, not the sampling settings.
 #pragma once
@@ -14,6 +16,7 @@
 
 #include "generation/sampling_params.h"
 #include "generation/token_output.h"
+#include "kernels/row_sampling.h"
 #include "server/engine/sampler_rng.h"
 #include "text/grammar/token_mask.h"
 
@@ -34,6 +37,12 @@ struct TokenHistory {
   std::span<const int32_t> prompt;
   std::span<const int32_t> output;
 };
+
+// what the device sampler (Backend::sampleTokens) needs of `params` and
+// `history` to sample as Sampler::sample does; the caller adds the grammar
+// mask and, unless greedy, the draw (RowSampling::u).
+kernels::RowSampling rowSampling(const generation::SamplingParams& params,
+                                 const TokenHistory& history);
 
 class Sampler {
  public:

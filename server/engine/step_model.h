@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kernels/row_sampling.h"
 #include "server/engine/batch.h"
 
 namespace tandem::engine {
@@ -22,21 +24,22 @@ class StepModel {
   // slots. an error means the step's results are lost.
   virtual absl::Status forward(const Batch& batch, std::vector<float>* logits) = 0;
 
-  // greedy decoding's pick of one logit row: the first maximum of the raw
-  // logits and its log-probability (as Sampler::sample reports a greedy
-  // request's token without penalties, bias or mask).
-  struct GreedyPick {
+  // one logit row's token picked where the logits are, and its
+  // log-probability under the raw logits (as Sampler::sample reports it).
+  struct Pick {
     int32_t token = 0;
     float logprob = 0.0f;
   };
-  // whether forwardGreedy() picks where the logits are (a device backend:
+  // whether forwardPicks() samples where the logits are (a device backend:
   // the step then downloads 8 bytes a row instead of the vocabulary).
-  virtual bool picksGreedyWhereTheLogitsAre() const { return false; }
-  // computes one step as forward() does and sets *picks to each logit row's
-  // greedy pick instead of the logits. Unimplemented where the model has no
-  // such path.
-  virtual absl::Status forwardGreedy(const Batch& batch, std::vector<GreedyPick>* picks) {
+  virtual bool picksWhereTheLogitsAre() const { return false; }
+  // computes one step as forward() does and sets *picks to each logit row
+  // sampled as rows[i] says (one entry a logit row, in batch order) instead
+  // of the logits. Unimplemented where the model has no such path.
+  virtual absl::Status forwardPicks(const Batch& batch, std::span<const kernels::RowSampling> rows,
+                                    std::vector<Pick>* picks) {
     (void)batch;
+    (void)rows;
     (void)picks;
     return absl::UnimplementedError("this model returns logits only");
   }

@@ -1,7 +1,8 @@
 // The engine on the hip backend (over the host emulator), where G1 KV and
-// the logits live in "device" memory: greedy steps pick their tokens on the
-// device and download only those, with llama.cpp's tokens and the host
-// sampler's log-probabilities; a block the pool evicts reaches the host
+// the logits live in "device" memory: steps sample their tokens on the
+// device and download only those, with llama.cpp's greedy tokens, the host
+// sampler's log-probabilities and, seeded, the host sampler's sampled
+// tokens (penalties, bias, a grammar); a block the pool evicts reaches the host
 // tier, and comes back when a prompt onboards it, through the tier copies'
 // transfer stream, never the compute stream.
 #include <memory>
@@ -75,19 +76,59 @@ TEST(EngineLoopHipTest, GreedyStepsPickTheirTokensOnTheDeviceAsTheHostSamplerWou
   ASSERT_TRUE(loop->submit(1, c.prompt, greedy(kOutputTokens), device.callback()).ok());
   ASSERT_TRUE(device.wait(std::chrono::seconds(300)));
   EXPECT_EQ(device.tokens, want);
-  const int64_t picked = loop->localEngine().runner().greedyPickedSteps();
+  const int64_t picked = loop->localEngine().runner().pickedSteps();
   EXPECT_EQ(picked, kOutputTokens);
   // asking for top logprobs takes the logits to the host sampler
   generation::SamplingParams with_logprobs = greedy(kOutputTokens);
-  with_logprobs.logprobs = 0;
+  with_logprobs.logprobs = 1;
   Collector host;
   ASSERT_TRUE(loop->submit(2, c.prompt, with_logprobs, host.callback()).ok());
   ASSERT_TRUE(host.wait(std::chrono::seconds(300)));
   EXPECT_EQ(host.tokens, want);
-  EXPECT_EQ(loop->localEngine().runner().greedyPickedSteps(), picked);
+  EXPECT_EQ(loop->localEngine().runner().pickedSteps(), picked);
   const std::vector<float> d = logprobs(device), h = logprobs(host);
   ASSERT_EQ(d.size(), h.size());
   for (size_t i = 0; i < d.size(); ++i) EXPECT_NEAR(d[i], h[i], 1e-4f) << "token " << i;
+}
+
+// one request run alone, its outputs into `col`.
+void runAlone(EngineLoop& loop, generation::SeqId id, const std::vector<int32_t>& prompt,
+              const generation::SamplingParams& params, Collector& col) {
+  EXPECT_TRUE(loop.submit(id, prompt, params, col.callback()).ok());
+  EXPECT_TRUE(col.wait(std::chrono::seconds(300)));
+}
+
+TEST(EngineLoopHipTest, SeededSampledStepsOnTheDeviceTakeTheHostSamplersTokens) {
+  auto loop = hipLoop(0);
+  ASSERT_NE(loop, nullptr);
+  const Case c = oracleCases(24)[1];
+  generation::SamplingParams p = greedy(kOutputTokens);
+  p.temperature = 0.9f;
+  p.top_k = 30;
+  p.top_p = 0.95f;
+  p.min_p = 0.01f;
+  p.repetition_penalty = 1.3f;
+  p.frequency_penalty = 0.5f;
+  p.logit_bias = {{c.prompt.back(), 2.0f}};
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    p.seed = seed;
+    // the third under a grammar: its mask crosses to the device
+    if (seed == 3) p.grammar = R"(root ::= (" once" | " upon" | " a" | " time" | " there" | " was")+)";
+    const int64_t before = loop->localEngine().runner().pickedSteps();
+    Collector device;
+    runAlone(*loop, 10 + seed, c.prompt, p, device);
+    EXPECT_EQ(loop->localEngine().runner().pickedSteps() - before, kOutputTokens);
+    // top logprobs take the logits to the host sampler: the same tokens
+    generation::SamplingParams on_host = p;
+    on_host.logprobs = 1;
+    Collector host;
+    runAlone(*loop, 20 + seed, c.prompt, on_host, host);
+    EXPECT_EQ(loop->localEngine().runner().pickedSteps() - before, kOutputTokens);
+    EXPECT_EQ(device.tokens, host.tokens) << "seed " << seed;
+    const std::vector<float> d = logprobs(device), h = logprobs(host);
+    ASSERT_EQ(d.size(), h.size());
+    for (size_t i = 0; i < d.size(); ++i) EXPECT_NEAR(d[i], h[i], 1e-4f) << "token " << i;
+  }
 }
 
 TEST(EngineLoopHipTest, EvictionAndOnboardingRunOnTheTransferStreamWithTheOraclesTokens) {
