@@ -9,6 +9,21 @@
 
 namespace tandem::router::cluster {
 
+// a call's first member, so destroyed last (after its context): counts the
+// call alive in its subscription, which stop() keeps alive until then.
+struct KvSubscription::CallAlive {
+  explicit CallAlive(KvSubscription* s) : subscription(s) {
+    std::lock_guard lock(s->mu_);
+    ++s->calls_alive_;
+  }
+  ~CallAlive() {
+    std::lock_guard lock(subscription->mu_);
+    --subscription->calls_alive_;
+    subscription->idle_.notify_all();
+  }
+  KvSubscription* const subscription;
+};
+
 // reads one KvSnapshot's parts into one message (blocks of every part in
 // order, num_blocks = their count); cancels the call at the first part that
 // shows a problem. Deletes itself when done.
@@ -16,7 +31,7 @@ class KvSubscription::SnapshotCall final
     : public grpc::ClientReadReactor<tandem::v1::KvSnapshotResponse> {
  public:
   explicit SnapshotCall(std::shared_ptr<KvSubscription> owner)
-      : owner_(std::move(owner)), out_(std::make_unique<tandem::v1::KvSnapshotResponse>()) {
+      : alive_(owner.get()), owner_(std::move(owner)), out_(std::make_unique<tandem::v1::KvSnapshotResponse>()) {
     context_.set_deadline(std::chrono::system_clock::now() +
                           owner_->shared_.options->snapshot_deadline);
   }
@@ -83,6 +98,7 @@ class KvSubscription::SnapshotCall final
     context_.TryCancel();
   }
 
+  const CallAlive alive_;
   const std::shared_ptr<KvSubscription> owner_;
   grpc::ClientContext context_;
   tandem::v1::KvSnapshotRequest request_;
@@ -99,7 +115,8 @@ class KvSubscription::SnapshotCall final
 class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::v1::KvEventBatch> {
  public:
   EventsCall(std::shared_ptr<KvSubscription> owner, std::string worker_id, uint64_t last)
-      : owner_(std::move(owner)),
+      : alive_(owner.get()),
+        owner_(std::move(owner)),
         worker_id_(std::move(worker_id)),
         last_(last),
         since_(std::chrono::steady_clock::now()) {
@@ -138,6 +155,7 @@ class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::
   }
 
  private:
+  const CallAlive alive_;
   const std::shared_ptr<KvSubscription> owner_;
   const std::string worker_id_;
   uint64_t last_;
@@ -161,7 +179,7 @@ void KvSubscription::stop() {
   std::unique_lock lock(mu_);
   stop_ = true;
   if (in_flight_ != nullptr) in_flight_->TryCancel();
-  idle_.wait(lock, [this] { return in_flight_ == nullptr; });
+  idle_.wait(lock, [this] { return in_flight_ == nullptr && calls_alive_ == 0; });
 }
 
 bool KvSubscription::setCall(grpc::ClientContext* context) {

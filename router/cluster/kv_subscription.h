@@ -59,6 +59,7 @@ class KvSubscription : public std::enable_shared_from_this<KvSubscription> {
  private:
   class SnapshotCall;
   class EventsCall;
+  struct CallAlive;
   friend class SnapshotCall;
   friend class EventsCall;
 
@@ -85,6 +86,10 @@ class KvSubscription : public std::enable_shared_from_this<KvSubscription> {
   std::condition_variable idle_;
   bool stop_ = false;                         // guarded by mu_
   grpc::ClientContext* in_flight_ = nullptr;  // the call in flight; guarded by mu_
+  // call objects not yet destroyed (a call ends, then deletes itself on a
+  // gRPC thread): stop() waits for none, so no context of ours is
+  // destroyed there after it returned; guarded by mu_
+  int calls_alive_ = 0;
   bool synced_before_ = false;                // guarded by mu_
   Backoff backoff_;                           // guarded by mu_
 };

@@ -45,7 +45,7 @@ void WorkerPool::stop() {
   // joins outside mu_: a tick in progress takes it.
   poller.reset();
   // rounds out now send no more calls; the calls they sent end within
-  // rpc_deadline.
+  // rpc_deadline, and their rounds are destroyed after.
   stop_generation_.fetch_add(1);
   std::unique_lock lock(mu_);
   rounds_ended_.wait(lock, [this] { return rounds_out_ == 0; });
@@ -214,7 +214,8 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
   PollRound(WorkerPool* pool, uint64_t poll, uint64_t generation,
             std::vector<std::unique_ptr<Call>> calls,
             bool from_timer, std::function<void()> done)
-      : pool_(pool),
+      : gone_{pool},
+        pool_(pool),
         poll_(poll),
         generation_(generation),
         calls_(std::move(calls)),
@@ -283,6 +284,11 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
     }
   }
 
+  // first, so destroyed last: tells the pool once the calls are gone.
+  struct Gone {
+    WorkerPool* pool;
+    ~Gone() { pool->roundGone(); }
+  } gone_;
   WorkerPool* const pool_;
   const uint64_t poll_;
   const uint64_t generation_;  // pool_->stop_generation_ when the round began
@@ -328,11 +334,14 @@ void WorkerPool::endRound(bool from_timer, const std::function<void()>& done) {
     dropStaleLocked();
     publishMetricsLocked();
     if (from_timer) timer_round_out_ = false;
-    --rounds_out_;
-    rounds_ended_.notify_all();
   }
-  // the pool may be gone from here on (stop() waited for the count above).
   if (done) done();
+}
+
+void WorkerPool::roundGone() {
+  std::lock_guard lock(mu_);
+  --rounds_out_;
+  rounds_ended_.notify_all();
 }
 
 void WorkerPool::pollOnce() {

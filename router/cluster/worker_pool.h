@@ -173,9 +173,13 @@ class WorkerPool {
   // answer was applied. A round of the poller's (`from_timer`) is skipped
   // while its previous one is out.
   void startRound(bool from_timer, std::function<void()> done);
-  // from the round: drops stale workers, publishes the gauges, counts the
-  // round ended, then runs `done`.
+  // from the round: drops stale workers, publishes the gauges, then runs
+  // `done`.
   void endRound(bool from_timer, const std::function<void()>& done);
+  // from the round's destructor, after its calls (their contexts and stub
+  // references) are gone: counts it out, so stop() returns only once no
+  // gRPC object of a round is left to a gRPC thread to destroy.
+  void roundGone();
   void onInfo(const std::string& address, uint64_t poll, bool ok, const tandem::v1::WorkerInfo& info);
   void onStats(const std::string& address, uint64_t poll, const std::string& worker_id, bool ok,
                const tandem::v1::WorkerStats& stats);
@@ -187,7 +191,7 @@ class WorkerPool {
   std::unique_ptr<TimerQueue> poller_;    // while started; guarded by mu_
   std::string model_name_;                // "" until setModelName; guarded by mu_
   uint64_t polls_ = 0;                    // rounds begun; guarded by mu_
-  int rounds_out_ = 0;                    // rounds not ended; guarded by mu_
+  int rounds_out_ = 0;                    // rounds not destroyed; guarded by mu_
   bool timer_round_out_ = false;          // the poller's round is out; guarded by mu_
   std::condition_variable rounds_ended_;  // rounds_out_ went down
   // stop() calls so far: a round begun before the latest sends no more calls.
