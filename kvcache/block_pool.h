@@ -77,6 +77,10 @@ class BlockPool {
   void setEventListener(KvEventListener* listener) { slots_.setEventListener(listener); }
   // told about every eviction from now on; not owned, may be null.
   void setEvictionListener(BlockEvictionListener* listener) { eviction_listener_ = listener; }
+  // BlockEvictionListener::settle: the evicted blocks may be written now.
+  void settleEvictions() {
+    if (eviction_listener_ != nullptr) eviction_listener_->settle();
+  }
 
   int refCount(BlockId id) const;
   std::optional<BlockHash> blockHash(BlockId id) const;

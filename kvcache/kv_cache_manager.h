@@ -72,6 +72,10 @@ class KvCacheManager {
   void setEvictionListener(BlockEvictionListener* listener) {
     pool_.setEvictionListener(listener);
   }
+  // the listener's copies of the blocks evicted so far are done: their
+  // blocks may be written (the scheduler calls it before a connector fills
+  // blocks and before a step computes into them).
+  void settleEvictions() { pool_.settleEvictions(); }
 
   // drops every cached prefix (see BlockPool::resetPrefixCache).
   bool resetPrefixCache() { return pool_.resetPrefixCache(); }

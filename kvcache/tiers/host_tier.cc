@@ -17,12 +17,15 @@ int64_t clampCapacity(int64_t capacity_blocks) {
 
 }  // namespace
 
-HostTier::HostTier(size_t block_bytes, int64_t capacity_blocks)
+HostTier::HostTier(size_t block_bytes, int64_t capacity_blocks, Arena arena)
     : block_bytes_(block_bytes),
       capacity_(clampCapacity(capacity_blocks)),
       // default-initialised: the kernel commits pages only when written.
-      arena_(capacity_ > 0 ? new std::byte[static_cast<size_t>(capacity_) * block_bytes]
-                           : nullptr),
+      arena_(arena != nullptr ? std::move(arena)
+             : capacity_ > 0
+                 ? Arena(new std::byte[static_cast<size_t>(capacity_) * block_bytes],
+                         std::default_delete<std::byte[]>())
+                 : nullptr),
       slots_(capacity_),
       store_(static_cast<int>(capacity_), KvTier::kHost) {
   TANDEM_CHECK(block_bytes > 0);
@@ -56,8 +59,8 @@ bool HostTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte
     if (const std::optional<int> held = store_.find(hash)) {
       store_.touch(*held);
     } else {
-      if (store_.numFree() == 0) evictOneLocked();
-      const int slot = *store_.takeFree();
+      if (store_.numFree() == 0 && store_.numEvictable() == 0) return false;  // all reserved
+      const int slot = takeSlotLocked();
       std::memcpy(slotData(slot), data.data(), block_bytes_);
       slots_[slot] = Slot{hash, parent};
       store_.index(hash, slot);
@@ -67,6 +70,37 @@ bool HostTier::store(BlockHash hash, BlockHash parent, std::span<const std::byte
   }
   if (done) done(absl::OkStatus());
   return true;
+}
+
+int HostTier::takeSlotLocked() {
+  if (store_.numFree() == 0) evictOneLocked();
+  return *store_.takeFree();
+}
+
+std::span<std::byte> HostTier::reserve(BlockHash hash) {
+  if (capacity_ == 0) return {};
+  std::lock_guard lock(mu_);
+  if (const std::optional<int> held = store_.find(hash)) {
+    store_.touch(*held);
+    return {};
+  }
+  // every slot reserved already: nothing evictable to make room with
+  if (store_.numFree() == 0 && store_.numEvictable() == 0) return {};
+  return {slotData(takeSlotLocked()), block_bytes_};
+}
+
+void HostTier::commit(BlockHash hash, BlockHash parent, std::span<std::byte> slot_bytes) {
+  TANDEM_CHECK(slot_bytes.size() == block_bytes_ && slot_bytes.data() >= arena_.get());
+  const auto slot = static_cast<int>((slot_bytes.data() - arena_.get()) / block_bytes_);
+  TANDEM_CHECK(slot < capacity_);
+  std::lock_guard lock(mu_);
+  slots_[slot] = Slot{hash, parent};
+  if (!store_.index(hash, slot)) {  // stored meanwhile by store(): one copy is enough
+    store_.release(slot);
+    return;
+  }
+  store_.makeEvictable(slot);
+  store_.announceStored(hash, parent);
 }
 
 void HostTier::load(BlockHash hash, std::span<std::byte> dst, TierDone done) {

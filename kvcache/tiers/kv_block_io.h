@@ -18,14 +18,16 @@ class KvBlockIo {
   // the block's bytes when the KV storage is host memory (the CPU backend):
   // tiers then copy straight from and into it. empty on a device backend.
   virtual std::span<std::byte> hostBlock(BlockId id) = 0;
-  // copies the block to host memory `dst` (blockBytes() bytes).
+  // copies the block to host memory `dst` (blockBytes() bytes). The copy
+  // may still be in flight when this returns: `dst` must stay valid and
+  // unread, and the block unwritten, until flush() returned.
   virtual void read(BlockId id, std::span<std::byte> dst) = 0;
   // overwrites the block with host memory `src` (blockBytes() bytes). The
   // copy may still be in flight when this returns: `src` must stay valid
   // and unchanged, and the block unread, until flush() returned.
   virtual void write(BlockId id, std::span<const std::byte> src) = 0;
-  // waits for every write() so far (a device backend queues them on a
-  // transfer stream and waits once for a prompt's blocks).
+  // waits for every read() and write() so far (a device backend queues them
+  // on a transfer stream and waits once for a prompt's or a step's blocks).
   virtual void flush() {}
 };
 

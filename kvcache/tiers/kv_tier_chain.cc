@@ -47,6 +47,7 @@ KvTierChain::KvTierChain(KvBlockIo& g1, KvTierPolicy policy)
 }
 
 KvTierChain::~KvTierChain() {
+  settle();  // no copy may still write into G2's slots
   // G3 first: G2's eviction sink stores into it.
   g3_.reset();
   g2_.reset();
@@ -129,12 +130,40 @@ void KvTierChain::onEvict(BlockId id, BlockHash hash, BlockHash parent_hash) {
   LowerTier* tier = tierAt(top);
   if (tier == nullptr || tier->contains(hash)) return;
   std::span<const std::byte> data = g1_.hostBlock(id);
-  if (data.empty()) {
+  if (data.empty() && g2_ != nullptr) {
+    // a device's block: copied into a G2 slot on the transfer stream, held
+    // once settle() saw the copies done (none is waited for here)
+    const std::span<std::byte> slot = g2_->reserve(hash);
+    if (slot.empty()) return;  // held already, or every slot on its way
+    g1_.read(id, slot);
+    pending_evictions_.push_back({hash, parent_hash, slot});
+    return;
+  }
+  if (data.empty()) {  // G3 alone: its writes need the bytes now
     evict_staging_.resize(g1_.blockBytes());
     g1_.read(id, evict_staging_);
+    g1_.flush();
     data = evict_staging_;
   }
   storeInto(top, hash, parent_hash, data);
+}
+
+void KvTierChain::settle() {
+  if (pending_evictions_.empty()) return;
+  g1_.flush();
+  uint64_t bytes = 0;
+  // (commit announces the block: onKvEvent takes shared_->mu)
+  for (const PendingEviction& e : pending_evictions_) {
+    g2_->commit(e.hash, e.parent, e.slot);
+    bytes += e.slot.size();
+  }
+  {
+    std::lock_guard lock(shared_->mu);
+    KvTierStats& s = shared_->stats[kHostIndex];
+    s.offloads += pending_evictions_.size();
+    s.bytes_written += bytes;
+  }
+  pending_evictions_.clear();
 }
 
 std::optional<KvTier> KvTierChain::locate(BlockHash hash, bool include_disk) const {
@@ -224,6 +253,7 @@ std::vector<bool> KvTierChain::finishLoads(uint64_t ticket) {
 }
 
 void KvTierChain::maintain() {
+  settle();
   if (g2_ == nullptr || g3_ == nullptr) return;
   const int64_t capacity = g2_->capacityBlocks();
   const auto high = static_cast<int64_t>(std::floor(capacity * policy_.high_watermark));

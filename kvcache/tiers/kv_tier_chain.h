@@ -112,6 +112,12 @@ class KvTierChain final : public BlockEvictionListener, private KvEventListener 
   // between steps: demotes G2 above its high watermark (see KvTierPolicy).
   void maintain();
 
+  // BlockEvictionListener: the evicted blocks' copies queued since the last
+  // call are done and the blocks held by G2. On a device backend onEvict
+  // copies a block straight into a reserved G2 slot on G1's transfer stream
+  // and returns; this waits for all of them at once (KvBlockIo::flush).
+  void settle() override;
+
   // [G2, G3] as installed. thread-safe.
   std::vector<KvTierStats> stats() const;
 
@@ -133,6 +139,13 @@ class KvTierChain final : public BlockEvictionListener, private KvEventListener 
   std::unique_ptr<LowerTier> g3_;
   // engine thread only.
   std::vector<std::byte> evict_staging_;
+  // evicted blocks on their way into reserved G2 slots, until settle().
+  struct PendingEviction {
+    BlockHash hash = 0;
+    BlockHash parent = 0;
+    std::span<std::byte> slot;
+  };
+  std::vector<PendingEviction> pending_evictions_;
   std::vector<std::pair<BlockHash, BlockHash>> recovered_;
   uint64_t next_ticket_ = 1;
   absl::flat_hash_map<uint64_t, std::shared_ptr<LoadJob>> jobs_;

@@ -1,6 +1,7 @@
 #include "server/engine/engine_assembly.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -28,10 +29,27 @@ absl::StatusOr<int64_t> chooseNumBlocks(const EngineAssemblyOptions& opts,
   return cap.ok() ? std::min(wanted, *cap) : wanted;
 }
 
-// the tiers the options ask for, over the runner's KV storage; null for none.
+// G2's slots in `backend`'s page-locked memory, so that the transfer
+// stream's copies of evicted blocks into them are DMA; null (the tier then
+// allocates plain memory, and says so) when it cannot be had.
+kvcache::HostTier::Arena pinnedArena(kernels::Backend& backend, size_t bytes) {
+  absl::StatusOr<kernels::BufferPtr> buf = backend.allocatePinnedHost(bytes);
+  if (!buf.ok()) {
+    std::fprintf(stderr, "tandem: the host KV tier is pageable memory (%s): its copies run slower\n",
+                 buf.status().ToString().c_str());
+    return nullptr;
+  }
+  auto* data = static_cast<std::byte*>((*buf)->data());
+  std::shared_ptr<kernels::Buffer> owner(std::move(*buf));
+  return kvcache::HostTier::Arena(data, [owner](std::byte*) {});
+}
+
+// the tiers the options ask for, over the runner's KV storage; null for
+// none. `device`: the backend whose device memory holds G1 (null: host
+// memory), which pins G2.
 absl::StatusOr<std::unique_ptr<kvcache::KvTierChain>> buildTiers(
     const EngineAssemblyOptions& opts, const model::ModelWeights& weights,
-    const kvcache::KvLayout& layout, kvcache::KvBlockIo& g1) {
+    const kvcache::KvLayout& layout, kvcache::KvBlockIo& g1, kernels::Backend* device) {
   const KvTierOptions& t = opts.tiers;
   if (t.host_bytes == 0 && t.disk_path.empty()) return nullptr;
   if (!opts.enable_prefix_caching) {
@@ -47,7 +65,9 @@ absl::StatusOr<std::unique_ptr<kvcache::KvTierChain>> buildTiers(
                                                      " holds no KV block of ",
                                                      layout.blockBytes(), " bytes"));
     }
-    chain->setHostTier(std::make_unique<kvcache::HostTier>(layout.blockBytes(), blocks));
+    const size_t bytes = static_cast<size_t>(blocks) * layout.blockBytes();
+    chain->setHostTier(std::make_unique<kvcache::HostTier>(
+        layout.blockBytes(), blocks, device != nullptr ? pinnedArena(*device, bytes) : nullptr));
   }
   if (!t.disk_path.empty()) {
     DiskTierRequest request;
@@ -151,7 +171,9 @@ absl::StatusOr<EngineAssemblyPtr> EngineAssembly::create(const std::string& mode
   if (options.tiers.host_bytes > 0 || !options.tiers.disk_path.empty()) {
     le->block_io_ =
         std::make_unique<RunnerBlockIo>(*le->runner_, *le->backend_, le->kv_in_host_memory_);
-    ASSIGN_OR_RETURN(le->tiers_, buildTiers(options, *le->weights_, layout, *le->block_io_));
+    ASSIGN_OR_RETURN(le->tiers_,
+                     buildTiers(options, *le->weights_, layout, *le->block_io_,
+                                le->kv_in_host_memory_ ? nullptr : le->backend_.get()));
   }
   le->engine_->setKvTiers(le->tiers_.get());
   if (le->tiers_ != nullptr && !le->tiers_->empty()) {

@@ -33,7 +33,7 @@ void RunnerBlockIo::read(kvcache::BlockId id, std::span<std::byte> dst) {
     return;
   }
   transfers_->copyToHost(dst.data(), runner_.blockData(id), dst.size());
-  waitForTransfers();
+  queued_ = true;
   transfer_copies_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -45,14 +45,14 @@ void RunnerBlockIo::write(kvcache::BlockId id, std::span<const std::byte> src) {
     return;
   }
   transfers_->copyToDevice(runner_.blockData(id), src.data(), src.size());
+  queued_ = true;
   transfer_copies_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void RunnerBlockIo::flush() {
-  if (transfers_ != nullptr) waitForTransfers();
-}
-
-void RunnerBlockIo::waitForTransfers() {
+  if (transfers_ == nullptr || !queued_) return;
+  queued_ = false;
+  transfer_waits_.fetch_add(1, std::memory_order_relaxed);
   const absl::Status s = transfers_->synchronize();
   if (!s.ok()) {
     std::fprintf(stderr, "tandem: KV tier copy failed: %s\n", s.ToString().c_str());
@@ -62,7 +62,8 @@ void RunnerBlockIo::waitForTransfers() {
 
 RunnerBlockIo::Stats RunnerBlockIo::stats() const {
   return Stats{transfer_copies_.load(std::memory_order_relaxed),
-               compute_copies_.load(std::memory_order_relaxed)};
+               compute_copies_.load(std::memory_order_relaxed),
+               transfer_waits_.load(std::memory_order_relaxed)};
 }
 
 }  // namespace tandem::engine

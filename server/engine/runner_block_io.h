@@ -3,7 +3,8 @@
 // memory (the cpu backend) the tiers copy the blocks directly; on a device
 // backend the copies run on a transfer stream of their own
 // (kernels/transfer_stream.h), never on the compute stream: a prompt's
-// onboarded blocks are queued and waited for once (flush()).
+// onboarded blocks, and a step's evicted ones, are queued and waited for
+// once (flush()).
 #pragma once
 
 #include <atomic>
@@ -25,6 +26,8 @@ class RunnerBlockIo final : public kvcache::KvBlockIo {
     // on the compute stream: a device backend that could give no transfer
     // stream falls back to its synchronous download/upload.
     uint64_t compute_stream_copies = 0;
+    // waits for the transfer stream (flush() with copies queued).
+    uint64_t transfer_waits = 0;
   };
 
   // `runner` and `backend` must outlive this. `host_addressable`: the KV
@@ -36,19 +39,18 @@ class RunnerBlockIo final : public kvcache::KvBlockIo {
   // ---- kvcache::KvBlockIo ----
   size_t blockBytes() const override { return runner_.kvLayout().blockBytes(); }
   std::span<std::byte> hostBlock(kvcache::BlockId id) override;
-  // waits on the transfer stream only: the engine calls it between steps,
-  // when the compute stream has finished writing the block.
+  // queued on the transfer stream: the engine calls it between steps, when
+  // the compute stream has finished writing the block.
   void read(kvcache::BlockId id, std::span<std::byte> dst) override;
   void write(kvcache::BlockId id, std::span<const std::byte> src) override;
+  // a failed device copy cannot be handed back through KvBlockIo (the tier
+  // would keep wrong bytes): the process stops, as on any device error.
   void flush() override;
 
   // any thread.
   Stats stats() const;
 
  private:
-  // a failed device copy cannot be handed back through KvBlockIo (the tier
-  // would keep wrong bytes): the process stops, as on any device error.
-  void waitForTransfers();
 
   const ModelRunner& runner_;
   kernels::Backend& backend_;
@@ -56,6 +58,8 @@ class RunnerBlockIo final : public kvcache::KvBlockIo {
   kernels::TransferStreamPtr transfers_;
   std::atomic<uint64_t> transfer_copies_{0};
   std::atomic<uint64_t> compute_copies_{0};
+  std::atomic<uint64_t> transfer_waits_{0};
+  bool queued_ = false;  // copies queued since the last wait (the engine thread's)
 };
 
 }  // namespace tandem::engine

@@ -161,6 +161,9 @@ Batch Scheduler::schedule() {
   if (num_preemptions_ == preemptions_before) admitWaiting(budget);
 
   step_in_flight_ = true;
+  // the step computes into blocks evicted above: their copies down first,
+  // waited for once here rather than one by one in the allocator
+  kv_.settleEvictions();
   return buildBatch();
 }
 
@@ -244,6 +247,7 @@ std::optional<int> Scheduler::matchExternal(Request& req, int computed) {
       if (c == source) c->declined(req);
       continue;
     }
+    kv_.settleEvictions();  // the connector may write the blocks from another stream
     const std::optional<int> now = c->allocated(req, kv_.blockTable(req.id), computed, matched);
     if (!now) {
       if (source != nullptr && !source_asked) source->declined(req);

@@ -116,5 +116,43 @@ TEST(HostTierTest, RefusesStoresWithoutCapacityOrOfTheWrongSize) {
   EXPECT_EQ(tier.numBlocks(), 0);
 }
 
+// a copy that runs while the caller goes on: the reserved slot is neither
+// held nor evictable until commit, in the arena the caller gave.
+TEST(HostTierTest, AReservedSlotIsHeldOnlyOnceCommittedAndNeverEvictedBefore) {
+  std::vector<std::byte> memory(2 * kBytes);
+  HostTier tier(kBytes, 2, HostTier::Arena(memory.data(), [](std::byte*) {}));
+  std::vector<BlockHash> sunk;
+  tier.setEvictionSink([&](BlockHash hash, BlockHash, std::span<const std::byte>) {
+    sunk.push_back(hash);
+  });
+  ASSERT_TRUE(storeBlock(tier, 10, 1));
+  const std::span<std::byte> slot20 = tier.reserve(20);
+  ASSERT_EQ(slot20.size(), kBytes);
+  EXPECT_TRUE(slot20.data() >= memory.data() && slot20.data() < memory.data() + memory.size());
+  EXPECT_FALSE(tier.contains(20));
+  // the other slot goes to new blocks; the reserved one stays out of reach
+  ASSERT_TRUE(storeBlock(tier, 30, 3));
+  const std::span<std::byte> slot40 = tier.reserve(40);
+  ASSERT_EQ(slot40.size(), kBytes);
+  EXPECT_EQ(sunk, (std::vector<BlockHash>{10, 30}));
+  // both slots reserved: nothing to take
+  EXPECT_TRUE(tier.reserve(50).empty());
+  EXPECT_FALSE(storeBlock(tier, 50, 5));
+  for (auto [slot, seed] : {std::pair{slot20, 2}, std::pair{slot40, 4}}) {
+    const std::vector<std::byte> bytes = pattern(seed);
+    std::copy(bytes.begin(), bytes.end(), slot.begin());
+  }
+  tier.commit(20, 19, slot20);
+  tier.commit(40, 39, slot40);
+  std::vector<std::byte> out;
+  ASSERT_TRUE(loadBlock(tier, 20, out).ok());
+  EXPECT_EQ(out, pattern(2));
+  ASSERT_TRUE(loadBlock(tier, 40, out).ok());
+  EXPECT_EQ(out, pattern(4));
+  // a held hash is not reserved again, only refreshed
+  EXPECT_TRUE(tier.reserve(20).empty());
+  EXPECT_EQ(tier.lruOrder(), (std::vector<BlockHash>{40, 20}));
+}
+
 }  // namespace
 }  // namespace tandem::kvcache

@@ -152,6 +152,8 @@ TEST(EngineLoopHipTest, EvictionAndOnboardingRunOnTheTransferStreamWithTheOracle
   const RunnerBlockIo::Stats copies = loop->localEngine().kvTierCopies();
   EXPECT_EQ(copies.compute_stream_copies, 0u);
   EXPECT_EQ(copies.transfer_stream_copies, tiers[0].offloads + tiers[0].onboards);
+  // waited for once a step or a prompt, never once a block
+  EXPECT_LT(copies.transfer_waits, tiers[0].offloads + tiers[0].onboards);
 }
 
 }  // namespace
