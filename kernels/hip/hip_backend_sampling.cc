@@ -3,7 +3,7 @@
 // parameters, token lists and grammar masks into one upload and runs the
 // whole sampler on the device (sampling.h), so either way the step
 // downloads a token and a log-probability a row.
-#include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "common/status.h"
@@ -64,8 +64,9 @@ void pack(std::span<const RowSampling> rows, const SampleLayout& l, unsigned cha
     d.history_begin = token_at;
     d.num_prompt = static_cast<int32_t>(r.prompt.size());
     d.num_output = static_cast<int32_t>(r.output.size());
-    std::memcpy(history + token_at, r.prompt.data(), r.prompt.size_bytes());
-    std::memcpy(history + token_at + d.num_prompt, r.output.data(), r.output.size_bytes());
+    // std::copy: an empty span may have no data() (memcpy from null is UB)
+    std::copy(r.prompt.begin(), r.prompt.end(), history + token_at);
+    std::copy(r.output.begin(), r.output.end(), history + token_at + d.num_prompt);
     token_at += d.num_prompt + d.num_output;
     d.bias_begin = bias_at;
     d.num_bias = static_cast<int32_t>(r.logit_bias.size());
@@ -76,7 +77,7 @@ void pack(std::span<const RowSampling> rows, const SampleLayout& l, unsigned cha
     d.mask_tokens = r.mask_tokens;
     d.mask_begin = word_at;
     if (r.mask_tokens >= 0) {
-      std::memcpy(words + word_at, r.mask_words.data(), r.mask_words.size_bytes());
+      std::copy(r.mask_words.begin(), r.mask_words.end(), words + word_at);
       word_at += static_cast<int64_t>(r.mask_words.size());
     }
   }
