@@ -95,11 +95,10 @@ void HipBackend::sampleTokens(const Tensor& logits, std::span<const RowSampling>
     TANDEM_CHECK(r.mask_tokens < 0 || static_cast<int64_t>(r.mask_words.size()) * 64 >= r.mask_tokens);
     plain = plain && r.plainGreedy();
   }
-  if (plain) {
+  if (plain) {  // (no rows at all included)
     greedyTokens(logits, ids, logprobs);
     return;
   }
-  if (rows.empty()) return;
   const SampleLayout l = layoutFor(rows);
   sample_inputs_host_.resize(l.bytes);
   pack(rows, l, sample_inputs_host_.data());

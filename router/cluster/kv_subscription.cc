@@ -31,7 +31,9 @@ class KvSubscription::SnapshotCall final
     : public grpc::ClientReadReactor<tandem::v1::KvSnapshotResponse> {
  public:
   explicit SnapshotCall(std::shared_ptr<KvSubscription> owner)
-      : alive_(owner.get()), owner_(std::move(owner)), out_(std::make_unique<tandem::v1::KvSnapshotResponse>()) {
+      : alive_(owner.get()),
+        owner_(std::move(owner)),
+        out_(std::make_unique<tandem::v1::KvSnapshotResponse>()) {
     context_.set_deadline(std::chrono::system_clock::now() +
                           owner_->shared_.options->snapshot_deadline);
   }

@@ -116,10 +116,7 @@ bool Engine::picksWhereTheLogitsAre(const Batch& batch) {
 
 void Engine::describeSampling(const Batch& batch) {
   pick_rows_.clear();
-  pick_masks_.clear();
-  // each grammar row's mask is copied: a matcher's mask lives in its
-  // automaton, which the next matcher of the same grammar may grow or trim.
-  std::vector<std::pair<size_t, size_t>> mask_at;  // (row, first word)
+  size_t masks = 0;  // of pick_masks_ in use this step
   for (const SequenceChunk& chunk : batch.seqs) {
     if (!chunk.needs_logits) continue;
     Request* req = scheduler_.findRequest(chunk.seq_id);
@@ -127,18 +124,17 @@ void Engine::describeSampling(const Batch& batch) {
     kernels::RowSampling& row =
         pick_rows_.emplace_back(rowSampling(req->params, {req->prompt(), req->output()}));
     if (req->grammar != nullptr) {
+      // a copy: a matcher's mask lives in its automaton, which the next
+      // matcher of the same grammar may grow or trim
       const grammar::TokenMask& allowed = req->grammar->allowedTokens(scheduler_.tokensLeft(*req));
-      mask_at.emplace_back(pick_rows_.size() - 1, pick_masks_.size());
-      pick_masks_.insert(pick_masks_.end(), allowed.words().begin(), allowed.words().end());
+      if (masks == pick_masks_.size()) pick_masks_.emplace_back();
+      std::vector<uint64_t>& words = pick_masks_[masks++];
+      words.assign(allowed.words().begin(), allowed.words().end());
+      row.mask_words = words;
       row.mask_tokens = allowed.numTokens();
     }
     // Sampler::sample's one draw of a request that is not greedy
     if (!row.greedy) row.u = req->rng.uniform();
-  }
-  for (size_t i = 0; i < mask_at.size(); ++i) {
-    const size_t end = i + 1 < mask_at.size() ? mask_at[i + 1].second : pick_masks_.size();
-    pick_rows_[mask_at[i].first].mask_words =
-        std::span<const uint64_t>(pick_masks_).subspan(mask_at[i].second, end - mask_at[i].second);
   }
 }
 

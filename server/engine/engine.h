@@ -132,7 +132,9 @@ class Engine {
   std::vector<float> logits_;
   std::vector<StepModel::Pick> picks_;
   std::vector<kernels::RowSampling> pick_rows_;
-  std::vector<uint64_t> pick_masks_;  // the grammar rows' masks, pick_rows_ point in
+  // the grammar rows' masks, which pick_rows_ point into (a vector's buffer
+  // stays where it is when the outer vector grows and moves it)
+  std::vector<std::vector<uint64_t>> pick_masks_;
   bool stalled_ = false;
 };
 
