@@ -23,7 +23,10 @@ pid_t childWith(pid_t parent, const std::string& word) {
     std::string line;
     std::getline(stat, line);
     // pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
-    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    // A process that exited since the listing has no stat left to read.
+    const size_t comm_end = line.rfind(')');
+    if (comm_end == std::string::npos) continue;
+    std::istringstream rest(line.substr(comm_end + 1));
     std::string state;
     pid_t ppid = 0;
     rest >> state >> ppid;

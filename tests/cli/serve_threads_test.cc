@@ -44,6 +44,7 @@ RouterThreads threadsOf(pid_t pid) {
     std::ifstream comm(task.path() / "comm");
     std::string name;
     std::getline(comm, name);
+    if (name.empty()) continue;  // the thread exited since the listing
     ++threads.by_name[name];
     ++(grpcThreadNames().contains(name) ? threads.grpc : threads.own);
     if (name == "default-executo") ++threads.grpc_executor;
