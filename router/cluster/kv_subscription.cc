@@ -9,21 +9,6 @@
 
 namespace tandem::router::cluster {
 
-// a call's first member, so destroyed last (after its context): counts the
-// call alive in its subscription, which stop() keeps alive until then.
-struct KvSubscription::CallAlive {
-  explicit CallAlive(KvSubscription* s) : subscription(s) {
-    std::lock_guard lock(s->mu_);
-    ++s->calls_alive_;
-  }
-  ~CallAlive() {
-    std::lock_guard lock(subscription->mu_);
-    --subscription->calls_alive_;
-    subscription->idle_.notify_all();
-  }
-  KvSubscription* const subscription;
-};
-
 // reads one KvSnapshot's parts into one message (blocks of every part in
 // order, num_blocks = their count); cancels the call at the first part that
 // shows a problem. Deletes itself when done.
@@ -31,8 +16,8 @@ class KvSubscription::SnapshotCall final
     : public grpc::ClientReadReactor<tandem::v1::KvSnapshotResponse> {
  public:
   explicit SnapshotCall(std::shared_ptr<KvSubscription> owner)
-      : alive_(owner.get()),
-        owner_(std::move(owner)),
+      : owner_(std::move(owner)),
+        alive_(owner_->calls_alive_.take()),
         out_(std::make_unique<tandem::v1::KvSnapshotResponse>()) {
     context_.set_deadline(std::chrono::system_clock::now() +
                           owner_->shared_.options->snapshot_deadline);
@@ -100,8 +85,10 @@ class KvSubscription::SnapshotCall final
     context_.TryCancel();
   }
 
-  const CallAlive alive_;
+  // owner_ first, so destroyed last: the subscription outlives alive_.
   const std::shared_ptr<KvSubscription> owner_;
+  // before the context, so destroyed after it: stop() waits for it.
+  const Outstanding::Token alive_;
   grpc::ClientContext context_;
   tandem::v1::KvSnapshotRequest request_;
   tandem::v1::KvSnapshotResponse part_;
@@ -117,8 +104,8 @@ class KvSubscription::SnapshotCall final
 class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::v1::KvEventBatch> {
  public:
   EventsCall(std::shared_ptr<KvSubscription> owner, std::string worker_id, uint64_t last)
-      : alive_(owner.get()),
-        owner_(std::move(owner)),
+      : owner_(std::move(owner)),
+        alive_(owner_->calls_alive_.take()),
         worker_id_(std::move(worker_id)),
         last_(last),
         since_(std::chrono::steady_clock::now()) {
@@ -157,8 +144,10 @@ class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::
   }
 
  private:
-  const CallAlive alive_;
+  // owner_ first, so destroyed last: the subscription outlives alive_.
   const std::shared_ptr<KvSubscription> owner_;
+  // before the context, so destroyed after it: stop() waits for it.
+  const Outstanding::Token alive_;
   const std::string worker_id_;
   uint64_t last_;
   const std::chrono::steady_clock::time_point since_;
@@ -181,7 +170,10 @@ void KvSubscription::stop() {
   std::unique_lock lock(mu_);
   stop_ = true;
   if (in_flight_ != nullptr) in_flight_->TryCancel();
-  idle_.wait(lock, [this] { return in_flight_ == nullptr && calls_alive_ == 0; });
+  idle_.wait(lock, [this] { return in_flight_ == nullptr; });
+  lock.unlock();
+  // a call ends, then is destroyed on a gRPC thread: none may outlive this.
+  calls_alive_.waitNone();
 }
 
 bool KvSubscription::setCall(grpc::ClientContext* context) {

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "common/backoff.h"
+#include "common/outstanding.h"
 #include "common/timer_queue.h"
 #include "router/cluster/cluster_metrics.h"
 #include "router/cluster/kv_index.h"
@@ -59,7 +60,6 @@ class KvSubscription : public std::enable_shared_from_this<KvSubscription> {
  private:
   class SnapshotCall;
   class EventsCall;
-  struct CallAlive;
   friend class SnapshotCall;
   friend class EventsCall;
 
@@ -88,8 +88,8 @@ class KvSubscription : public std::enable_shared_from_this<KvSubscription> {
   grpc::ClientContext* in_flight_ = nullptr;  // the call in flight; guarded by mu_
   // call objects not yet destroyed (a call ends, then deletes itself on a
   // gRPC thread): stop() waits for none, so no context of ours is
-  // destroyed there after it returned; guarded by mu_
-  int calls_alive_ = 0;
+  // destroyed there after it returned
+  Outstanding calls_alive_;
   bool synced_before_ = false;                // guarded by mu_
   Backoff backoff_;                           // guarded by mu_
 };

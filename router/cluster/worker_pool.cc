@@ -47,8 +47,7 @@ void WorkerPool::stop() {
   // rounds out now send no more calls; the calls they sent end within
   // rpc_deadline, and their rounds are destroyed after.
   stop_generation_.fetch_add(1);
-  std::unique_lock lock(mu_);
-  rounds_ended_.wait(lock, [this] { return rounds_out_ == 0; });
+  rounds_out_.waitNone();
 }
 
 WorkerPool::Entry& WorkerPool::entryLocked(const std::string& address) {
@@ -211,10 +210,10 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
     std::shared_ptr<tandem::v1::Worker::Stub> stub;
   };
 
-  PollRound(WorkerPool* pool, uint64_t poll, uint64_t generation,
+  PollRound(Outstanding::Token out, WorkerPool* pool, uint64_t poll, uint64_t generation,
             std::vector<std::unique_ptr<Call>> calls,
             bool from_timer, std::function<void()> done)
-      : gone_{pool},
+      : out_(std::move(out)),
         pool_(pool),
         poll_(poll),
         generation_(generation),
@@ -284,11 +283,9 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
     }
   }
 
-  // first, so destroyed last: tells the pool once the calls are gone.
-  struct Gone {
-    WorkerPool* pool;
-    ~Gone() { pool->roundGone(); }
-  } gone_;
+  // first, so destroyed last: the pool counts the round out until its
+  // calls (contexts, stub references) are gone.
+  const Outstanding::Token out_;
   WorkerPool* const pool_;
   const uint64_t poll_;
   const uint64_t generation_;  // pool_->stop_generation_ when the round began
@@ -305,6 +302,7 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
 void WorkerPool::startRound(bool from_timer, std::function<void()> done) {
   std::vector<std::unique_ptr<PollRound::Call>> calls;
   uint64_t poll = 0;
+  Outstanding::Token out;
   {
     std::lock_guard lock(mu_);
     if (from_timer) {
@@ -314,7 +312,7 @@ void WorkerPool::startRound(bool from_timer, std::function<void()> done) {
       timer_round_out_ = true;
     }
     poll = ++polls_;
-    ++rounds_out_;
+    out = rounds_out_.take();  // out from before the round exists
     calls.reserve(workers_.size());
     for (auto& [address, e] : workers_) {
       PollRound::Call& call = *calls.emplace_back(std::make_unique<PollRound::Call>());
@@ -323,8 +321,8 @@ void WorkerPool::startRound(bool from_timer, std::function<void()> done) {
       call.stub = currentStubLocked(e);
     }
   }
-  std::make_shared<PollRound>(this, poll, stop_generation_.load(), std::move(calls), from_timer,
-                              std::move(done))
+  std::make_shared<PollRound>(std::move(out), this, poll, stop_generation_.load(), std::move(calls),
+                              from_timer, std::move(done))
       ->start();
 }
 
@@ -336,12 +334,6 @@ void WorkerPool::endRound(bool from_timer, const std::function<void()>& done) {
     if (from_timer) timer_round_out_ = false;
   }
   if (done) done();
-}
-
-void WorkerPool::roundGone() {
-  std::lock_guard lock(mu_);
-  --rounds_out_;
-  rounds_ended_.notify_all();
 }
 
 void WorkerPool::pollOnce() {

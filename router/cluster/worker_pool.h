@@ -34,7 +34,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -45,6 +44,7 @@
 
 #include "absl/status/status.h"
 #include "common/grpc/cluster_auth.h"
+#include "common/outstanding.h"
 #include "common/timer_queue.h"
 #include "router/cluster/cluster_metrics.h"
 #include "tandem/v1/worker.grpc.pb.h"
@@ -176,10 +176,6 @@ class WorkerPool {
   // from the round: drops stale workers, publishes the gauges, then runs
   // `done`.
   void endRound(bool from_timer, const std::function<void()>& done);
-  // from the round's destructor, after its calls (their contexts and stub
-  // references) are gone: counts it out, so stop() returns only once no
-  // gRPC object of a round is left to a gRPC thread to destroy.
-  void roundGone();
   void onInfo(const std::string& address, uint64_t poll, bool ok, const tandem::v1::WorkerInfo& info);
   void onStats(const std::string& address, uint64_t poll, const std::string& worker_id, bool ok,
                const tandem::v1::WorkerStats& stats);
@@ -191,9 +187,10 @@ class WorkerPool {
   std::unique_ptr<TimerQueue> poller_;    // while started; guarded by mu_
   std::string model_name_;                // "" until setModelName; guarded by mu_
   uint64_t polls_ = 0;                    // rounds begun; guarded by mu_
-  int rounds_out_ = 0;                    // rounds not destroyed; guarded by mu_
   bool timer_round_out_ = false;          // the poller's round is out; guarded by mu_
-  std::condition_variable rounds_ended_;  // rounds_out_ went down
+  // rounds not destroyed: stop() returns only once no gRPC object of a round
+  // is left to a gRPC thread to destroy.
+  Outstanding rounds_out_;
   // stop() calls so far: a round begun before the latest sends no more calls.
   std::atomic<uint64_t> stop_generation_{0};
 };
