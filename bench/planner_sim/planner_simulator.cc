@@ -194,7 +194,7 @@ class ClusterRun {
   std::vector<planner::LoadSample> observed_;
   std::vector<double> decode_seconds_;  // by interval: all requests' time in decode
   std::vector<std::pair<int, double>> prefill_done_;
-  std::vector<SimDecodeOutcome> decode_done_;
+  std::vector<SimOutcome> decode_done_;
 };
 
 void ClusterRun::addWorker(Role role, double now, double ready_at) {
@@ -511,8 +511,8 @@ void ClusterRun::runUntil(double t) {
     } else {
       decode_done_.clear();
       s.decode->advanceTo(when, decode_done_);
-      for (const SimDecodeOutcome& o : decode_done_) {
-        if (o.kind == SimDecodeOutcome::kFirstToken) onFirstToken(o.request, o.time); else onFinished(o.request, o.time);
+      for (const SimOutcome& o : decode_done_) {
+        if (o.kind == SimOutcome::kFirstToken) onFirstToken(o.request, o.time); else onFinished(o.request, o.time);
       }
     }
     // a draining worker that has finished its requests stops (those it

@@ -78,7 +78,7 @@ void SimDecodeWorker::planStep(double now) {
   }
 }
 
-void SimDecodeWorker::completeStep(std::vector<SimDecodeOutcome>& out) {
+void SimDecodeWorker::completeStep(std::vector<SimOutcome>& out) {
   const double end = step_.end();
   for (size_t i = 0; i < running_.size();) {
     Running& r = running_[i];
@@ -86,7 +86,7 @@ void SimDecodeWorker::completeStep(std::vector<SimDecodeOutcome>& out) {
     r.context += step_.count;
     used_tokens_ += step_.count;
     if (r.remaining <= 0) {
-      out.push_back({SimDecodeOutcome::kFinished, r.id, end});
+      out.push_back({SimOutcome::kFinished, r.id, end});
       used_tokens_ -= r.context;
       reserved_tokens_ -= r.reserved;
       r = running_.back();
@@ -103,9 +103,9 @@ void SimDecodeWorker::completeStep(std::vector<SimDecodeOutcome>& out) {
       local_.pop_front();
       const SimRequest& r = *requests_[id];
       cache_.store(r.hashes);
-      out.push_back({SimDecodeOutcome::kFirstToken, id, end});
+      out.push_back({SimOutcome::kFirstToken, id, end});
       if (r.output_tokens <= 1) {
-        out.push_back({SimDecodeOutcome::kFinished, id, end});
+        out.push_back({SimOutcome::kFinished, id, end});
       } else {
         waiting_.push_back(id);
       }
@@ -114,7 +114,7 @@ void SimDecodeWorker::completeStep(std::vector<SimDecodeOutcome>& out) {
   planStep(end);
 }
 
-void SimDecodeWorker::advanceTo(double t, std::vector<SimDecodeOutcome>& out) {
+void SimDecodeWorker::advanceTo(double t, std::vector<SimOutcome>& out) {
   while (step_.active && step_.end() <= t) completeStep(out);
 }
 

@@ -25,12 +25,6 @@
 
 namespace tandem::bench {
 
-struct SimDecodeOutcome {
-  enum Kind { kFirstToken, kFinished } kind;
-  int request;
-  double time;
-};
-
 class SimDecodeWorker {
  public:
   static constexpr int kChunkTokens = 2048;
@@ -51,7 +45,7 @@ class SimDecodeWorker {
   // when the step (or run) in progress ends (+inf when idle).
   double nextEventTime() const { return step_.end(); }
   // completes every step that ends at or before `t`.
-  void advanceTo(double t, std::vector<SimDecodeOutcome>& out);
+  void advanceTo(double t, std::vector<SimOutcome>& out);
   bool idle() const { return !step_.active && waiting_.empty() && local_.empty(); }
   // KV in use / capacity (0..1), and requests waiting to join the batch.
   double kvUtilization() const;
@@ -68,7 +62,7 @@ class SimDecodeWorker {
   };
 
   void planStep(double now);
-  void completeStep(std::vector<SimDecodeOutcome>& out);
+  void completeStep(std::vector<SimOutcome>& out);
   void splitRun(double now);
 
   const std::string address_;

@@ -1,6 +1,7 @@
-// The step in progress of a simulated worker (router and planner
-// simulators), in virtual time: one step, or a run of identical steps taken
-// at once while nothing changes the batch.
+// What the simulated workers of the router and planner simulators share, in
+// virtual time: the step in progress (one step, or a run of identical steps
+// taken at once while nothing changes the batch), the sequences it works on,
+// and what it reports of a request.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,13 @@ namespace tandem::bench {
 struct SimSequence {
   int id;
   int64_t remaining;
+};
+
+// what happened to a request at a simulated worker, and when.
+struct SimOutcome {
+  enum Kind { kFirstToken, kFinished } kind;
+  int request;
+  double time;
 };
 
 struct SimStepRun {

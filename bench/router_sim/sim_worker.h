@@ -32,13 +32,6 @@ struct SimWorkerConfig {
   int chunk_tokens = 2048;
 };
 
-// what happened to a request at a worker.
-struct SimOutcome {
-  enum Kind { kFirstToken, kFinished } kind;
-  int request;
-  double time;
-};
-
 class SimWorker {
  public:
   // `index` (the router's) receives its KV events; it must outlive the worker.

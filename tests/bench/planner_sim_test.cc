@@ -92,7 +92,7 @@ TEST(SimDecodeWorkerTest, DecodesInStepsOfTheProfilesItlAndBatchesAtMostMaxBatch
   // the prompts' blocks are announced to the router's index.
   EXPECT_EQ(index.leadingBlocks("d:1", reqs[0].hashes), 2);
   EXPECT_EQ(d.cachedTokens(reqs[0]), 32);
-  std::vector<SimDecodeOutcome> out;
+  std::vector<SimOutcome> out;
   d.advanceTo(0.011, out);
   EXPECT_EQ(d.running(), 4);
   EXPECT_EQ(d.waiting(), 1);
@@ -104,7 +104,7 @@ TEST(SimDecodeWorkerTest, DecodesInStepsOfTheProfilesItlAndBatchesAtMostMaxBatch
   EXPECT_EQ(out[0].request, 0);
   EXPECT_NEAR(out[0].time, 0.011 + 9 * 0.014, 1e-9);
   for (int i = 1; i < 4; ++i) {
-    EXPECT_EQ(out[i].kind, SimDecodeOutcome::kFinished);
+    EXPECT_EQ(out[i].kind, SimOutcome::kFinished);
     EXPECT_NEAR(out[i].time, 0.137 + 0.014, 1e-9);
   }
   EXPECT_EQ(out[4].request, 4);
@@ -118,12 +118,12 @@ TEST(SimDecodeWorkerTest, PrefillsShortPromptsItselfBeforeDecodingThem) {
   SimDecodeWorker d("d:1", &profile, 16, &index);
   const SimRequest r = request(0, 40, 3, 9);
   d.addLocal(0, &r, 40, 0);  // 40 ms of prefill, then 2 steps of 11 ms
-  std::vector<SimDecodeOutcome> out;
+  std::vector<SimOutcome> out;
   d.advanceTo(1e9, out);
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(out[0].kind, SimDecodeOutcome::kFirstToken);
+  EXPECT_EQ(out[0].kind, SimOutcome::kFirstToken);
   EXPECT_NEAR(out[0].time, 0.04, 1e-9);
-  EXPECT_EQ(out[1].kind, SimDecodeOutcome::kFinished);
+  EXPECT_EQ(out[1].kind, SimOutcome::kFinished);
   EXPECT_NEAR(out[1].time, 0.062, 1e-9);
 }
 
