@@ -69,6 +69,8 @@ void Backend::greedyTokens(const Tensor& logits, const Tensor& ids, const Tensor
   }
 }
 
+DType Backend::gemmInputType(int64_t, DType) const { return DType::kF32; }
+
 void Backend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) {
   for (const MatmulOutput& o : outputs) matmul(x, *o.w, o.bias, *o.y);
 }

@@ -159,15 +159,25 @@ class Backend {
 
   // out[i, :] = x[i, :] / sqrt(mean(x[i, :]^2) + eps) * weight. x, out [R, D]
   // F32 (may alias), weight [1, D] F32/F16/BF16. Per-head norm (Qwen3 q/k
-  // norm) is the same op on x reshaped to [tokens * heads, head_dim].
+  // norm) is the same op on x reshaped to [tokens * heads, head_dim]. out
+  // may also be of gemmInputType() when that is not F32 (then not aliasing
+  // x): the F32 result rounded to it.
   virtual void rmsNorm(const Tensor& x, const Tensor& weight, float eps,
                        const Tensor& out) = 0;
 
   // y = x * w^T (+ bias). x [M, K] F32, w [N, K] F32/F16/BF16 or quantized
   // (K a multiple of the block), bias [1, N]
-  // F32 or null, y [M, N] F32 (must not alias x).
+  // F32 or null, y [M, N] F32 (must not alias x). x may also be of
+  // gemmInputType(M, w.dtype).
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& y) = 0;
+
+  // the type in which this backend wants x of an M-row matmul with weights
+  // of `weight` type: F32 (the default, every CPU backend), or F16/BF16
+  // where its GEMM runs on 16-bit operands (a GPU's matrix cores): the ops
+  // that produce a GEMM's x (rmsNorm, addRmsNorm, siluMul) then write that
+  // type, so the GEMM reads 2 bytes a value and no conversion runs between.
+  virtual DType gemmInputType(int64_t rows, DType weight) const;
 
   // one weight of matmuls(): y = x * w^T (+ bias) as matmul() computes it.
   struct MatmulOutput {
@@ -197,7 +207,8 @@ class Backend {
   virtual void pagedAttention(const Tensor& q, const KvCacheView& cache, int layer,
                               const AttentionBatch& batch, const Tensor& out) = 0;
 
-  // out = silu(gate) * up, all [R, F] F32; out may alias either input.
+  // out = silu(gate) * up, all [R, F] F32; out may alias either input. out
+  // may also be of gemmInputType() when that is not F32 (no alias then).
   virtual void siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
 
   // out = a + b, all [R, D] F32; out may alias either input.
@@ -206,7 +217,8 @@ class Backend {
   // --- fused steps (a backend may run each as one launch; the default is
   // the ops it names, and an override gives the same bits) ---
   // add(x, delta, x) then rmsNorm(x, weight, eps, out): the residual stream
-  // and the next block's norm. out may alias delta, not x.
+  // and the next block's norm. out may alias delta, not x; it may be of
+  // gemmInputType() as rmsNorm's.
   virtual void addRmsNorm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
                           const Tensor& out);
   // rope(q, positions, params), rope(k, positions, params), then

@@ -63,7 +63,9 @@ absl::StatusOr<nlohmann::json> timeMatmul(BenchContext& c, const std::string& na
                                           const std::vector<Tensor>& w, int64_t m, int iters,
                                           bool with_peer) {
   const Tensor& w0 = w[0];
-  ASSIGN_OR_RETURN(Tensor x, c.tensors.patterned(DType::kF32, m, w0.cols));
+  // x as the model runner feeds it: F32, or 16-bit where the backend's GEMM
+  // wants it so (written by the op before; Backend::gemmInputType)
+  ASSIGN_OR_RETURN(Tensor x, c.tensors.patterned(c.backend.gemmInputType(m, w0.dtype), m, w0.cols));
   ASSIGN_OR_RETURN(Tensor y, c.tensors.patterned(DType::kF32, m, w0.rows));
   const int copies = static_cast<int>(w.size());
   ASSIGN_OR_RETURN(Timing ours, timeOps(c.backend, c.repeats, iters, [&](int i) {
@@ -73,6 +75,7 @@ absl::StatusOr<nlohmann::json> timeMatmul(BenchContext& c, const std::string& na
   const double bytes = static_cast<double>(w0.bytes());
   const double flops = 2.0 * m * w0.rows * w0.cols;
   nlohmann::json e = entry(name, ours, bytes / ours.median_s / 1e9, "GB/s (weights read)");
+  e["activations"] = std::string(dtypeName(x.dtype));
   e["tflops"] = flops / ours.median_s / 1e12;
   e["fraction_of_copy_bandwidth"] = bytes / ours.median_s / c.copy_bandwidth;
   if (c.peak_tflops > 0) e["fraction_of_peak"] = flops / ours.median_s / 1e12 / c.peak_tflops;
@@ -166,7 +169,6 @@ absl::Status benchGemm(BenchContext& c, nlohmann::json* out) {
         ASSIGN_OR_RETURN(nlohmann::json e,
                          timeMatmul(c, "gemm_" + std::string(dtypeName(dtype)) + "_" + dims(m, s),
                                     w, m, c.small ? 1 : 10, true));
-        e["activations"] = "f32, rounded to " + std::string(dtypeName(dtype)) + " on the device";
         out->push_back(e);
       }
       c.tensors.releaseDevice();

@@ -271,11 +271,28 @@ void HipBackend::embedding(const Tensor& table, const Tensor& ids, const Tensor&
 
 void HipBackend::rmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   bind();
-  TANDEM_CHECK(x.dtype == DType::kF32 && out.dtype == DType::kF32);
+  TANDEM_CHECK(x.dtype == DType::kF32 && isActivationType(out.dtype));
   TANDEM_CHECK(x.cols == weight.numel() && out.rows == x.rows && out.cols == x.cols);
-  check(launchRmsNorm(x.as<float>(), weight.data, weight.dtype, x.rows, x.cols, eps,
-                      out.as<float>(), asStream(stream_)),
+  TANDEM_CHECK(out.dtype == DType::kF32 || out.data != x.data);
+  check(launchRmsNorm(x.as<float>(), weight.data, weight.dtype, x.rows, x.cols, eps, out.data,
+                      out.dtype, asStream(stream_)),
         "rmsNorm");
+}
+
+bool HipBackend::isActivationType(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
+}
+
+// 16-bit x where the matmul goes to the vendor BLAS with 16-bit operands
+// (blasRows); the GEMVs of decode rows read F32 x.
+DType HipBackend::gemmInputType(int64_t rows, DType weight) const {
+  if (blas_ == nullptr || rows <= kGemvMaxRows || weight == DType::kF32) return DType::kF32;
+  return blasOperand(weight);
+}
+
+DType HipBackend::blasOperand(DType weight) {
+  if (weight == DType::kF32) return DType::kF32;
+  return weight == DType::kBF16 ? DType::kBF16 : DType::kF16;
 }
 
 void HipBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
@@ -323,7 +340,9 @@ void HipBackend::matmuls(const Tensor& x, std::span<const MatmulOutput> outputs)
 void HipBackend::matmulShared(const Tensor& x, const Tensor& w, const Tensor* bias,
                               const Tensor& y, SharedX* shared) {
   bind();
-  TANDEM_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
+  TANDEM_CHECK(y.dtype == DType::kF32);
+  // 16-bit x only as gemmInputType() asks for it
+  TANDEM_CHECK(x.dtype == DType::kF32 || x.dtype == gemmInputType(x.rows, w.dtype));
   TANDEM_CHECK(x.cols == w.cols && y.rows == x.rows && y.cols == w.rows);
   TANDEM_CHECK(bias == nullptr || (bias->dtype == DType::kF32 && bias->numel() == w.rows));
   // block-quantized weights: rows of whole blocks
@@ -377,9 +396,13 @@ void HipBackend::blasRows(const Tensor& x, const Tensor& w, const float* bias, c
   const void* wb = w.data;
   BlasOperand type = BlasOperand::kF32;
   if (w.dtype != DType::kF32) {
-    const DType operand = w.dtype == DType::kBF16 ? DType::kBF16 : DType::kF16;
+    const DType operand = blasOperand(w.dtype);
     type = operand == DType::kBF16 ? BlasOperand::kBF16 : BlasOperand::kF16;
-    if (shared->x16 == nullptr || shared->x16_type != operand) {
+    if (x.dtype == operand) {
+      // written in 16 bits by the op before (gemmInputType)
+      shared->x16 = x.data;
+      shared->x16_type = operand;
+    } else if (shared->x16 == nullptr || shared->x16_type != operand) {
       void* xs = scratch(blas_activations_, static_cast<size_t>(x.numel()) * 2);
       check(launchConvertF32(x.as<float>(), x.numel(), operand, xs, s), "matmul (convert x)");
       shared->x16 = xs;
@@ -507,7 +530,9 @@ void HipBackend::pagedAttention(const Tensor& q, const KvCacheView& cache, int l
 void HipBackend::siluMul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   bind();
   TANDEM_CHECK(gate.numel() == up.numel() && out.numel() == gate.numel());
-  check(launchSiluMul(gate.as<float>(), up.as<float>(), gate.numel(), out.as<float>(),
+  TANDEM_CHECK(gate.dtype == DType::kF32 && up.dtype == DType::kF32 && isActivationType(out.dtype));
+  TANDEM_CHECK(out.dtype == DType::kF32 || (out.data != gate.data && out.data != up.data));
+  check(launchSiluMul(gate.as<float>(), up.as<float>(), gate.numel(), out.data, out.dtype,
                       asStream(stream_)),
         "siluMul");
 }
@@ -523,11 +548,12 @@ void HipBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
 void HipBackend::addRmsNorm(const Tensor& x, const Tensor& delta, const Tensor& weight, float eps,
                             const Tensor& out) {
   bind();
-  TANDEM_CHECK(x.dtype == DType::kF32 && delta.dtype == DType::kF32 && out.dtype == DType::kF32);
+  TANDEM_CHECK(x.dtype == DType::kF32 && delta.dtype == DType::kF32 && isActivationType(out.dtype));
   TANDEM_CHECK(x.cols == weight.numel() && delta.numel() == x.numel() && out.numel() == x.numel());
   TANDEM_CHECK(out.data != x.data);
+  TANDEM_CHECK(out.dtype == DType::kF32 || out.data != delta.data);
   check(launchAddRmsNorm(x.as<float>(), delta.as<float>(), weight.data, weight.dtype, x.rows,
-                         x.cols, eps, out.as<float>(), asStream(stream_)),
+                         x.cols, eps, out.data, out.dtype, asStream(stream_)),
         "addRmsNorm");
 }
 

@@ -92,6 +92,7 @@ class HipBackend : public Backend {
   void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override;
   void rmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  DType gemmInputType(int64_t rows, DType weight) const override;
   // x quantized (decode rows, quantized weights) or rounded to 16 bits (the
   // BLAS) once for all outputs.
   void matmuls(const Tensor& x, std::span<const MatmulOutput> outputs) override;
@@ -143,6 +144,11 @@ class HipBackend : public Backend {
   // the routes: decode rows (gemv), or prefill through the BLAS
   void gemvRows(const Tensor& x, const Tensor& w, const float* bias, const Tensor& y,
                 SharedX* shared);
+  // F32, F16 or BF16: what an op's out may be.
+  static bool isActivationType(DType t);
+  // the 16-bit type the vendor BLAS multiplies weights of `weight` in (F32
+  // weights: F32; quantized ones are dequantized to F16).
+  static DType blasOperand(DType weight);
   void blasRows(const Tensor& x, const Tensor& w, const float* bias, const Tensor& y,
                 SharedX* shared);
 

@@ -59,7 +59,7 @@ void HipBackend::moeExperts(const Tensor& x, const MoeExperts& experts, const Te
     check(launchMoeMatmul(x.as<float>(), g.token, experts.up.data, wt, g, slots, up, f, h, s),
           "moeExperts (up)");
   }
-  check(launchSiluMul(gate, up, n * f, gate, s), "moeExperts (silu)");
+  check(launchSiluMul(gate, up, n * f, gate, DType::kF32, s), "moeExperts (silu)");
   if (quant::isQuantized(wd)) {
     auto* acts = static_cast<gpu::ActQ8*>(moe_acts_->data());
     check(launchQuantizeActQ8(gate, n, f, quant::activationGroup(wd), acts, s), "moeExperts (quantize)");

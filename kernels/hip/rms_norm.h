@@ -10,14 +10,17 @@
 
 namespace tandem::kernels::hip {
 
-// x, out [rows, dim] F32 (may alias), weight [dim] of `weight_dtype`.
+// x [rows, dim] F32, weight [dim] of `weight_dtype`, out [rows, dim] of
+// `out_dtype` (F32, or F16/BF16: the F32 result rounded, for a GEMM's
+// 16-bit operand); an F32 out may alias x.
 hipError_t launchRmsNorm(const float* x, const void* weight, DType weight_dtype, int64_t rows,
-                         int64_t dim, float eps, float* out, hipStream_t stream);
+                         int64_t dim, float eps, void* out, DType out_dtype, hipStream_t stream);
 
-// x += delta, then out = RMSNorm(x) * weight: x, delta, out [rows, dim] F32
-// (out may alias delta, not x). The same bits as launchResidualAdd then
-// launchRmsNorm.
+// x += delta, then out = RMSNorm(x) * weight: x, delta [rows, dim] F32, out
+// as launchRmsNorm's (it may alias delta, not x). The same bits as
+// launchResidualAdd then launchRmsNorm.
 hipError_t launchAddRmsNorm(float* x, const float* delta, const void* weight, DType weight_dtype,
-                            int64_t rows, int64_t dim, float eps, float* out, hipStream_t stream);
+                            int64_t rows, int64_t dim, float eps, void* out, DType out_dtype,
+                            hipStream_t stream);
 
 }  // namespace tandem::kernels::hip

@@ -143,6 +143,14 @@ absl::Status ModelRunner::reserve(int tokens, int logit_rows) {
       *w.t = Tensor::of(*buf, w.dtype, w.rows, w.cols);
       scratch_.push_back(std::move(buf));
     }
+    h16_ = g16_ = Tensor();
+    if (backend_.gemmInputType(cap, DType::kF16) != DType::kF32) {
+      for (auto [t, cols] : {std::pair<Tensor*, int64_t>{&h16_, c.hidden_size}, {&g16_, ffn}}) {
+        ASSIGN_OR_RETURN(kernels::BufferPtr buf, backend_.allocate(cap * cols * 2));
+        *t = Tensor::of(*buf, DType::kF16, cap, cols);
+        scratch_.push_back(std::move(buf));
+      }
+    }
     capacity_tokens_ = cap;
     capacity_logit_rows_ = 0;  // its buffers went with scratch_
     ++buffers_moved_;
@@ -253,6 +261,16 @@ absl::Status ModelRunner::uploadStepData(const Batch& batch, bool decode) {
   return absl::OkStatus();
 }
 
+Tensor ModelRunner::gemmInput(int tokens, std::initializer_list<const Tensor*> weights,
+                              const Tensor& f32, const Tensor& half) const {
+  const DType type = backend_.gemmInputType(tokens, (*weights.begin())->dtype);
+  if (type == DType::kF32 || half.data == nullptr) return f32;
+  for (const Tensor* w : weights) {
+    if (backend_.gemmInputType(tokens, w->dtype) != type) return f32;
+  }
+  return Tensor::of(half.data, type, tokens, half.cols);
+}
+
 Tensor ModelRunner::runLayer(int layer, int tokens, const Tensor& delta) {
   const model::ModelConfig& c = config_;
   const LayerTensors& w = tensors_.layers[layer];
@@ -265,15 +283,16 @@ Tensor ModelRunner::runLayer(int layer, int tokens, const Tensor& delta) {
   // attention block: x += o_proj(attention(rope(q), rope(k), v)); the
   // previous layer's residual add (its output `delta`) is fused with this
   // norm, the last layer's is runOps'
+  const Tensor qkv_x = gemmInput(tokens, {&w.q, &w.k, &w.v}, h, h16_);
   if (layer == 0) {
-    backend_.rmsNorm(x, w.attn_norm, eps, h);
+    backend_.rmsNorm(x, w.attn_norm, eps, qkv_x);
   } else {
-    backend_.addRmsNorm(x, delta, w.attn_norm, eps, h);
+    backend_.addRmsNorm(x, delta, w.attn_norm, eps, qkv_x);
   }
   const kernels::Backend::MatmulOutput qkv[] = {{&w.q, w.q_bias ? &*w.q_bias : nullptr, &q},
                                                  {&w.k, w.k_bias ? &*w.k_bias : nullptr, &k},
                                                  {&w.v, w.v_bias ? &*w.v_bias : nullptr, &v}};
-  backend_.matmuls(h, qkv);
+  backend_.matmuls(qkv_x, qkv);
   if (w.q_norm.has_value()) {
     const Tensor qh = q.reshaped(static_cast<int64_t>(tokens) * c.num_heads, c.head_dim);
     const Tensor kh = k.reshaped(static_cast<int64_t>(tokens) * c.num_kv_heads, c.head_dim);
@@ -287,15 +306,18 @@ Tensor ModelRunner::runLayer(int layer, int tokens, const Tensor& delta) {
   // mlp block: x += down(silu(gate(x')) * up(x')) (or the mixture of
   // experts), its input x' the norm of x after the attention block's
   // residual add (one fused op)
-  backend_.addRmsNorm(x, h, w.ffn_norm, eps, h);
   if (c.isMoe()) {
+    backend_.addRmsNorm(x, h, w.ffn_norm, eps, h);
     runMoe(layer, tokens, h);
     return moe_out_.rowRange(0, tokens);
   }
+  const Tensor gate_up_x = gemmInput(tokens, {&w.gate, &w.up}, h, h16_);
+  backend_.addRmsNorm(x, h, w.ffn_norm, eps, gate_up_x);
   const kernels::Backend::MatmulOutput gate_up[] = {{&w.gate, nullptr, &gate}, {&w.up, nullptr, &up}};
-  backend_.matmuls(h, gate_up);
-  backend_.siluMul(gate, up, gate);
-  backend_.matmul(gate, w.down, nullptr, h);
+  backend_.matmuls(gate_up_x, gate_up);
+  const Tensor down_x = gemmInput(tokens, {&w.down}, gate, g16_);
+  backend_.siluMul(gate, up, down_x);
+  backend_.matmul(down_x, w.down, nullptr, h);
   return h;
 }
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <utility>
@@ -115,6 +116,12 @@ class ModelRunner : public StepModel {
   // next layer's first norm adds to the residual stream x (`delta`: the
   // previous layer's; none for layer 0).
   kernels::Tensor runLayer(int layer, int tokens, const kernels::Tensor& delta);
+  // x of a `tokens`-row matmul of `weights` (sharing it): `f32` (h_ or
+  // gate_) unless the backend's GEMM wants 16-bit x for every one of them
+  // (Backend::gemmInputType); then the same rows of `half` (h16_, g16_) in
+  // that type, which the op before the matmul writes.
+  kernels::Tensor gemmInput(int tokens, std::initializer_list<const kernels::Tensor*> weights,
+                            const kernels::Tensor& f32, const kernels::Tensor& half) const;
   // the FFN of a mixture of experts: router, top-k, the chosen experts.
   void runMoe(int layer, int tokens, const kernels::Tensor& h);
   // adds the step's choices (layers x tokens x k ids) to expert_tokens_.
@@ -135,6 +142,10 @@ class ModelRunner : public StepModel {
   int capacity_logit_rows_ = 0;
   std::vector<kernels::BufferPtr> scratch_;
   kernels::Tensor x_, h_, q_, k_, v_, attn_, gate_, up_;
+  // 16-bit x of the GEMMs, where the backend wants it (gemmInput): the
+  // norms' output [cap, hidden] and silu(gate) * up [cap, ffn]; typed at use
+  // (F16 or BF16), empty on backends that want F32.
+  kernels::Tensor h16_, g16_;
   // mixtures of experts: router logits [cap, experts], the choices of
   // every layer [layers * cap, k] (layer l's at rows [l * tokens, ..), kept
   // for the step's count) and their

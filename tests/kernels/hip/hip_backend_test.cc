@@ -1,9 +1,11 @@
 // The hip backend's own machinery, on the host emulator: the caching device
 // memory pool, the release of every device allocation, pinned staging, and
 // the event ordering between the compute and transfer streams (a block
-// copied on the transfer stream is what the next compute op reads).
+// copied on the transfer stream is what the next compute op reads), and the
+// 16-bit x the ops before a GEMM write for the vendor BLAS.
 #include <cstring>
 
+#include "common/dtype.h"
 #include "kernels/emu/runtime.h"
 #include "kernels/hip/hip_backend.h"
 #include "tests/kernels/backend_parity_fixture.h"
@@ -98,6 +100,58 @@ TEST_P(HipBackendTest, ABlockCopiedOnTheTransferStreamIsWhatTheNextOpReads) {
   backend().pagedAttention(toDevice(random(DType::kF32, 1, 4)), view, 0, batch, out);
   const Tensor got = toHost(out);
   for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(got.as<float>()[j], v.as<float>()[j]);
+}
+
+// `got` (F16 or BF16) holds each value of F32 `want` rounded to its type.
+void expectRoundedFrom(const Tensor& got, const Tensor& want) {
+  ASSERT_EQ(got.numel(), want.numel());
+  const auto* bits = static_cast<const uint16_t*>(got.data);
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const float v = want.as<float>()[i];
+    ASSERT_EQ(bits[i], got.dtype == DType::kF16 ? f32ToF16(v) : f32ToBf16(v)) << "value " << i;
+  }
+}
+
+// where the vendor BLAS multiplies 16-bit operands, the ops before a GEMM
+// write its x in that type (Backend::gemmInputType): their F32 results
+// rounded, on which the GEMM gives the bits it gives from F32 x (which it
+// rounds itself first).
+TEST_P(HipBackendTest, OpsBeforeAGemmWriteItsXInSixteenBitsWithTheSameResult) {
+  constexpr int64_t kRows = 24, kDim = 64, kOut = 40;
+  EXPECT_EQ(backend().gemmInputType(8, DType::kF16), DType::kF32);  // decode rows: GEMVs
+  EXPECT_EQ(backend().gemmInputType(kRows, DType::kF32), DType::kF32);
+  EXPECT_EQ(backend().gemmInputType(kRows, DType::kQ8_0), DType::kF16);
+  for (const DType type : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(dtypeName(type));
+    ASSERT_EQ(backend().gemmInputType(kRows, type), type);
+    const Tensor x_host = random(DType::kF32, kRows, kDim), delta = toDevice(random(DType::kF32, kRows, kDim));
+    const Tensor weight = toDevice(random(DType::kF32, 1, kDim));
+    const Tensor y32 = toDevice(zeros(DType::kF32, kRows, kDim));
+    const Tensor y16 = toDevice(zeros(type, kRows, kDim));
+    backend().rmsNorm(toDevice(x_host), weight, 1e-5f, y32);
+    backend().rmsNorm(toDevice(x_host), weight, 1e-5f, y16);
+    expectRoundedFrom(toHost(y16), toHost(y32));
+    // the fused residual add (x changes in place: a copy each)
+    const Tensor a32 = toDevice(zeros(DType::kF32, kRows, kDim));
+    const Tensor a16 = toDevice(zeros(type, kRows, kDim));
+    backend().addRmsNorm(toDevice(x_host), delta, weight, 1e-5f, a32);
+    backend().addRmsNorm(toDevice(x_host), delta, weight, 1e-5f, a16);
+    expectRoundedFrom(toHost(a16), toHost(a32));
+    const Tensor gate = toDevice(random(DType::kF32, kRows, kDim)), up = toDevice(random(DType::kF32, kRows, kDim));
+    const Tensor s32 = toDevice(zeros(DType::kF32, kRows, kDim));
+    const Tensor s16 = toDevice(zeros(type, kRows, kDim));
+    backend().siluMul(gate, up, s32);
+    backend().siluMul(gate, up, s16);
+    expectRoundedFrom(toHost(s16), toHost(s32));
+
+    const Tensor w = toDevice(random(type, kOut, kDim));
+    const Tensor from32 = toDevice(zeros(DType::kF32, kRows, kOut));
+    const Tensor from16 = toDevice(zeros(DType::kF32, kRows, kOut));
+    backend().matmul(y32, w, nullptr, from32);
+    backend().matmul(y16, w, nullptr, from16);
+    const Tensor want = toHost(from32), got = toHost(from16);
+    ASSERT_EQ(std::memcmp(got.data, want.data, static_cast<size_t>(want.numel()) * 4), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Emu, HipBackendTest, ::testing::ValuesIn(hipOnEmulatorBackends()),
