@@ -11,7 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "bench/planner_sim/foresight_policy.h"
-#include "bench/planner_sim/sim_decode_worker.h"
+#include "bench/planner_sim/sim_profile_model.h"
 #include "bench/planner_sim/sim_prefill_worker.h"
 #include "common/parallel_jobs.h"
 #include "planner/arrival_burst.h"
@@ -133,7 +133,7 @@ class ClusterRun {
     Role role;
     std::string address;
     std::unique_ptr<SimPrefillWorker> prefill;
-    std::unique_ptr<SimDecodeWorker> decode;
+    std::unique_ptr<SimWorker> decode;
     State state = State::kStarting;
     double provisioned_at = 0, ready_at = 0, stopped_at = kInf;
     int awaiting_kv = 0;  // requests a prefill worker will hand this decode worker
@@ -204,7 +204,7 @@ void ClusterRun::addWorker(Role role, double now, double ready_at) {
   if (role == Role::kPrefill) {
     s.prefill = std::make_unique<SimPrefillWorker>(s.address, &profile_);
   } else {
-    s.decode = std::make_unique<SimDecodeWorker>(s.address, &profile_, options_.block_size, &index_);
+    s.decode = std::make_unique<SimWorker>(s.address, profileModel(profile_, options_.block_size), &index_);
   }
   s.provisioned_at = now;
   s.ready_at = ready_at;
@@ -274,7 +274,7 @@ absl::Status ClusterRun::route(int id, double now) {
   if (!d.ok()) return d.status();
   const int di = by_address_[d->decode_address];
   requests_[id].decode_slot = di;
-  SimDecodeWorker& dw = *slots_[di].decode;
+  SimWorker& dw = *slots_[di].decode;
   const int64_t cached = dw.cachedTokens(r);
   const int64_t fresh = std::max<int64_t>(1, r.prompt_tokens - cached);
   requests_[id].prefill_s =

@@ -1,5 +1,5 @@
 // `tandem planner simulate`: a cluster of prefill and decode workers
-// (sim_prefill_worker.h, sim_decode_worker.h: the profile's timings) behind
+// (sim_prefill_worker.h, sim_profile_model.h: the profile's timings) behind
 // the router's real routing code (router/cluster RoutePlanner, KvIndex,
 // WorkerLoadModel) in virtual time, with the planner in the loop: every
 // interval the scaling policy (planner/policies.h) sees the interval's load

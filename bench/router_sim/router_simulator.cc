@@ -56,8 +56,7 @@ absl::StatusOr<PolicyResult> runPolicy(const SimTrace& trace, int block_size, in
   std::vector<WorkerState> states(options.workers);
   for (int i = 0; i < options.workers; ++i) {
     const std::string address = absl::StrFormat("sim-%d:1", i);
-    workers.push_back(std::make_unique<SimWorker>(address, config, &index));
-    index.setWorkerCapacity(address, capacity);
+    workers.push_back(std::make_unique<SimWorker>(address, linearModel(config), &index));
     WorkerState& s = states[i];
     s.address = address;
     s.has_info = true;
@@ -138,7 +137,9 @@ absl::StatusOr<PolicyResult> runPolicy(const SimTrace& trace, int block_size, in
     const int w = workerOf(d->decode_address);
     if (w < 0) return absl::InternalError("the planner chose an unknown worker");
     prompt_tokens += r.prompt_tokens;
-    cached_tokens += workers[w]->enqueue(static_cast<int>(i), r, t);
+    const int64_t cached = workers[w]->cachedTokens(r);
+    cached_tokens += cached;
+    workers[w]->addLocal(static_cast<int>(i), &r, r.prompt_tokens - cached, t);
   }
   runUntil(SimWorker::kNever);
 

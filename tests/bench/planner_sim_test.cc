@@ -8,7 +8,7 @@
 
 #include "bench/planner_sim/foresight_policy.h"
 #include "bench/planner_sim/scaled_trace.h"
-#include "bench/planner_sim/sim_decode_worker.h"
+#include "bench/planner_sim/sim_profile_model.h"
 #include "bench/planner_sim/sim_prefill_worker.h"
 #include "gtest/gtest.h"
 #include "tests/test_paths.h"
@@ -78,10 +78,10 @@ TEST(SimPrefillWorkerTest, PrefillsInArrivalOrderAtTheProfilesRate) {
   EXPECT_TRUE(p.idle());
 }
 
-TEST(SimDecodeWorkerTest, DecodesInStepsOfTheProfilesItlAndBatchesAtMostMaxBatch) {
+TEST(SimProfileWorkerTest, DecodesInStepsOfTheProfilesItlAndBatchesAtMostMaxBatch) {
   const WorkerProfile profile = flatProfile();
   router::cluster::KvIndex index;
-  SimDecodeWorker d("d:1", &profile, 16, &index);
+  SimWorker d("d:1", profileModel(profile, 16), &index);
   std::vector<SimRequest> reqs;
   for (int i = 0; i < 5; ++i) reqs.push_back(request(0, 32, 11, 100 + i));
   // five arrive with their KV at t = 0: the first starts a step at once, the
@@ -112,10 +112,10 @@ TEST(SimDecodeWorkerTest, DecodesInStepsOfTheProfilesItlAndBatchesAtMostMaxBatch
   EXPECT_TRUE(d.idle());
 }
 
-TEST(SimDecodeWorkerTest, PrefillsShortPromptsItselfBeforeDecodingThem) {
+TEST(SimProfileWorkerTest, PrefillsShortPromptsItselfBeforeDecodingThem) {
   const WorkerProfile profile = flatProfile();
   router::cluster::KvIndex index;
-  SimDecodeWorker d("d:1", &profile, 16, &index);
+  SimWorker d("d:1", profileModel(profile, 16), &index);
   const SimRequest r = request(0, 40, 3, 9);
   d.addLocal(0, &r, 40, 0);  // 40 ms of prefill, then 2 steps of 11 ms
   std::vector<SimOutcome> out;

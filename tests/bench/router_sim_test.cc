@@ -54,14 +54,22 @@ SimRequest request(int64_t tokens, int64_t output, uint64_t salt) {
   return r;
 }
 
+// request `id` routed to `worker` at `now`, as the router simulator sends
+// it: the worker prefills what its cache lacks. Returns the cached tokens.
+int64_t enqueue(SimWorker& worker, int id, const SimRequest& r, double now) {
+  const int64_t cached = worker.cachedTokens(r);
+  worker.addLocal(id, &r, r.prompt_tokens - cached, now);
+  return cached;
+}
+
 TEST(SimWorkerTest, PrefillsInChunksDecodesInStepsAndAnnouncesItsCache) {
   KvIndex index;
   SimWorkerConfig config{.capacity_blocks = 150, .block_size = 16, .prefill_tokens_per_s = 16000,
                          .decode_s_per_step = 0.01, .batch_knee = 1e9, .chunk_tokens = 2048};
-  SimWorker worker("w", config, &index);
+  SimWorker worker("w", linearModel(config), &index);
   const SimRequest a = request(1600, 11, 1);  // 100 blocks, 0.1 s of prefill
   std::vector<SimOutcome> out;
-  EXPECT_EQ(worker.enqueue(0, a, 0.0), 0);
+  EXPECT_EQ(enqueue(worker, 0, a, 0.0), 0);
   worker.advanceTo(10, out);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].kind, SimOutcome::kFirstToken);
@@ -70,10 +78,10 @@ TEST(SimWorkerTest, PrefillsInChunksDecodesInStepsAndAnnouncesItsCache) {
   EXPECT_NEAR(out[1].time, 0.1 + 10 * 0.01, 1e-9);  // 10 more tokens, one step each
   EXPECT_EQ(index.numBlocks("w"), 100u);
   // the same prompt again: all cached, one token to compute.
-  EXPECT_EQ(worker.enqueue(1, a, 10.0), 1600);
+  EXPECT_EQ(enqueue(worker, 1, a, 10.0), 1600);
   // another 100 blocks: 50 of a's are evicted (LRU), and the index hears of it.
   const SimRequest b = request(1600, 1, 2);
-  EXPECT_EQ(worker.enqueue(2, b, 10.0), 0);
+  EXPECT_EQ(enqueue(worker, 2, b, 10.0), 0);
   out.clear();
   worker.advanceTo(20, out);
   EXPECT_EQ(index.numBlocks("w"), 150u);
@@ -85,15 +93,15 @@ TEST(SimWorkerTest, AnArrivalSplitsARunOfDecodeSteps) {
   KvIndex index;
   SimWorkerConfig config{.capacity_blocks = 1000, .block_size = 16, .prefill_tokens_per_s = 16000,
                          .decode_s_per_step = 0.01, .batch_knee = 1e9, .chunk_tokens = 2048};
-  SimWorker worker("w", config, &index);
+  SimWorker worker("w", linearModel(config), &index);
   std::vector<SimOutcome> out;
   const SimRequest a = request(160, 101, 1), b = request(1600, 1, 2);
-  worker.enqueue(0, a, 0.0);  // prefill 0.01 s, then 100 steps
+  enqueue(worker, 0, a, 0.0);  // prefill 0.01 s, then 100 steps
   worker.advanceTo(0.5, out);
   ASSERT_EQ(out.size(), 1u);  // the first token only
   // at 0.505 (mid step) a 1600-token prompt arrives: the step in progress
   // ends at 0.51, then a step prefills it (0.1 s) with one decode token.
-  worker.enqueue(1, b, 0.505);
+  enqueue(worker, 1, b, 0.505);
   worker.advanceTo(0.65, out);
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[1].request, 1);
