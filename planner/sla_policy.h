@@ -34,9 +34,11 @@
 //    interval's busiest-half rate, LoadSample::peak_request_rate, which a
 //    burst's onset does not halve as the mean does): the last such rate
 //    plus the burst_quantile of how much it rose within a cold start and
-//    an interval over the last burst_window_s, at most the most it reached
-//    there. It sets the scale-up target ahead of the bursts the traffic has
-//    shown, and holds workers through lulls shorter than their recurrence;
+//    an interval over the last burst_window_s, less 3 standard deviations
+//    of the rates' counting noise (a steady stream's rises; the arrival
+//    scv scales it), at most the most it reached there. It sets the
+//    scale-up target ahead of the bursts the traffic has shown, and holds
+//    workers through lulls shorter than their recurrence;
 //  - queued prefill work whose share per worker would wait half the TTFT
 //    SLO and that grew since the last decision asks at once (past any
 //    hysteresis) for the ready workers plus what its growth says the
@@ -132,7 +134,7 @@ class SlaPolicy : public ScalingPolicy {
   std::vector<ServiceClass> classes(const PromptMix& mix) const;
   // the burst envelope (demand_history.h over the intervals' busiest
   // rates): the last rate plus the burst_quantile of the rises seen within
-  // a cold start, at most the most seen.
+  // a cold start less their counting noise, at most the most seen.
   double burstRate() const;
   // the intervals of a cold start and one interval.
   int horizonIntervals() const;
@@ -153,6 +155,7 @@ class SlaPolicy : public ScalingPolicy {
   RoleCounts last_ready_;
   double learned_cold_start_s_ = 0;
   double last_queued_s_ = 0;  // prefill worker-seconds queued at the last decision
+  double last_rate_window_s_ = 1;  // the seconds the last rate in rates_ was counted over
 };
 
 }  // namespace tandem::planner
