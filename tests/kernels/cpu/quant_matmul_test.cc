@@ -257,7 +257,14 @@ TEST(QuantDotTablesTest, VnniOffIsTheMaddubsTable) {
   EXPECT_EQ(&quantDotsFor(SimdLevel::kAvx512), &avx512VnniQuantDots());
 }
 
-TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
+// each SIMD table this processor runs, against the scalar one (none where
+// the processor has no AVX2: DispatchFollowsTheProcessor checks that the
+// scalar table is handed out there).
+class SimdTableTest : public ::testing::TestWithParam<const QuantDotTable*> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SimdTableTest);
+
+TEST_P(SimdTableTest, MatchesScalar) {
+  const QuantDotTable* v = GetParam();
   const int64_t k = 1024, rows = kDotRows + 1;  // a stride longer than the rows dotted
   const std::vector<float> w = randomValues(k, 4), x = randomValues(rows * k, 5);
   const QuantDotTable& s = scalarQuantDots();
@@ -267,66 +274,68 @@ TEST(QuantDotTablesTest, SimdTablesMatchScalar) {
     s.quantize32(x.data() + r * k, xs32.data() + r * (k / 32), k);
     s.quantize256(x.data() + r * k, xs256.data() + r * (k / 256), k);
   }
-  const std::vector<const QuantDotTable*> tables = runnableTables();
-  if (tables.empty()) GTEST_SKIP() << "no simd table runs here (checked by DispatchFollowsTheProcessor)";
-  for (const QuantDotTable* v : tables) {
-    SCOPED_TRACE(std::string(simdLevelName(v->level)) + (v->vnni ? "+vnni" : ""));
-    // VPDPBUSD's int32 sums take unsigned activations; maddubs's int16 pairs would saturate
-    EXPECT_EQ(v->x32_offset, v->vnni ? 128 : 0);
-    std::vector<ActBlock32> xv32(rows * k / 32);
-    std::vector<ActBlock256> xv256(rows * k / 256);
-    for (int64_t r = 0; r < rows; ++r) {
-      v->quantize32(x.data() + r * k, xv32.data() + r * (k / 32), k);
-      v->quantize256(x.data() + r * k, xv256.data() + r * (k / 256), k);
+  // VPDPBUSD's int32 sums take unsigned activations; maddubs's int16 pairs would saturate
+  EXPECT_EQ(v->x32_offset, v->vnni ? 128 : 0);
+  std::vector<ActBlock32> xv32(rows * k / 32);
+  std::vector<ActBlock256> xv256(rows * k / 256);
+  for (int64_t r = 0; r < rows; ++r) {
+    v->quantize32(x.data() + r * k, xv32.data() + r * (k / 32), k);
+    v->quantize256(x.data() + r * k, xv256.data() + r * (k / 256), k);
+  }
+  for (size_t b = 0; b < xs32.size(); ++b) {
+    // the same scales and values, stored with the table's offset and grouping
+    const int64_t row_blocks = k / 32, row = static_cast<int64_t>(b) / row_blocks;
+    ASSERT_EQ(xs32[b].d, act32Scale(*v, xv32.data() + row * row_blocks, row_blocks, b % row_blocks));
+    for (int l = 0; l < 32; ++l) {
+      ASSERT_EQ(xs32[b].qs[l], act32Value(*v, xv32.data() + row * row_blocks, row_blocks, b % row_blocks, l))
+          << "block " << b << " value " << l;
     }
-    for (size_t b = 0; b < xs32.size(); ++b) {
-      // the same scales and values, stored with the table's offset and grouping
-      const int64_t row_blocks = k / 32, row = static_cast<int64_t>(b) / row_blocks;
-      ASSERT_EQ(xs32[b].d, act32Scale(*v, xv32.data() + row * row_blocks, row_blocks, b % row_blocks));
-      for (int l = 0; l < 32; ++l) {
-        ASSERT_EQ(xs32[b].qs[l], act32Value(*v, xv32.data() + row * row_blocks, row_blocks, b % row_blocks, l))
-            << "block " << b << " value " << l;
+  }
+  for (size_t b = 0; b < xs256.size(); ++b) {
+    for (int l = 0; l < 256; ++l) {
+      ASSERT_EQ(xs256[b].qs[l], act256Value(*v, xv256[b], l)) << "block " << b << " value " << l;
+    }
+    ASSERT_EQ(std::memcmp(xs256[b].bsums, xv256[b].bsums, sizeof(xs256[b].bsums)), 0);
+    ASSERT_EQ(std::memcmp(xs256[b].sub_sums, xv256[b].sub_sums, sizeof(xs256[b].sub_sums)), 0);
+  }
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    std::vector<char> wq(rowBytes(t, k));
+    quant::quantizeRow(t, w.data(), wq.data(), k);
+    for (int n_rows = 1; n_rows <= v->rows; ++n_rows) {
+      // rows 1, 2, ...: the stride, not the row count, places each row
+      float a[kDotRows], b[kDotRows];
+      switch (t) {
+        case DType::kQ8_0:
+          s.dotQ8_0(wq.data(), xs32.data() + k / 32, k / 32, n_rows, k, a);
+          v->dotQ8_0(wq.data(), xv32.data() + k / 32, k / 32, n_rows, k, b);
+          break;
+        case DType::kQ4_0:
+          s.dotQ4_0(wq.data(), xs32.data() + k / 32, k / 32, n_rows, k, a);
+          v->dotQ4_0(wq.data(), xv32.data() + k / 32, k / 32, n_rows, k, b);
+          break;
+        case DType::kQ4_K:
+          s.dotQ4_K(wq.data(), xs256.data() + k / 256, k / 256, n_rows, k, a);
+          v->dotQ4_K(wq.data(), xv256.data() + k / 256, k / 256, n_rows, k, b);
+          break;
+        default:
+          s.dotQ6_K(wq.data(), xs256.data() + k / 256, k / 256, n_rows, k, a);
+          v->dotQ6_K(wq.data(), xv256.data() + k / 256, k / 256, n_rows, k, b);
+          break;
       }
-    }
-    for (size_t b = 0; b < xs256.size(); ++b) {
-      for (int l = 0; l < 256; ++l) {
-        ASSERT_EQ(xs256[b].qs[l], act256Value(*v, xv256[b], l)) << "block " << b << " value " << l;
-      }
-      ASSERT_EQ(std::memcmp(xs256[b].bsums, xv256[b].bsums, sizeof(xs256[b].bsums)), 0);
-      ASSERT_EQ(std::memcmp(xs256[b].sub_sums, xv256[b].sub_sums, sizeof(xs256[b].sub_sums)), 0);
-    }
-    for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
-      std::vector<char> wq(rowBytes(t, k));
-      quant::quantizeRow(t, w.data(), wq.data(), k);
-      for (int n_rows = 1; n_rows <= v->rows; ++n_rows) {
-        // rows 1, 2, ...: the stride, not the row count, places each row
-        float a[kDotRows], b[kDotRows];
-        switch (t) {
-          case DType::kQ8_0:
-            s.dotQ8_0(wq.data(), xs32.data() + k / 32, k / 32, n_rows, k, a);
-            v->dotQ8_0(wq.data(), xv32.data() + k / 32, k / 32, n_rows, k, b);
-            break;
-          case DType::kQ4_0:
-            s.dotQ4_0(wq.data(), xs32.data() + k / 32, k / 32, n_rows, k, a);
-            v->dotQ4_0(wq.data(), xv32.data() + k / 32, k / 32, n_rows, k, b);
-            break;
-          case DType::kQ4_K:
-            s.dotQ4_K(wq.data(), xs256.data() + k / 256, k / 256, n_rows, k, a);
-            v->dotQ4_K(wq.data(), xv256.data() + k / 256, k / 256, n_rows, k, b);
-            break;
-          default:
-            s.dotQ6_K(wq.data(), xs256.data() + k / 256, k / 256, n_rows, k, a);
-            v->dotQ6_K(wq.data(), xv256.data() + k / 256, k / 256, n_rows, k, b);
-            break;
-        }
-        for (int r = 0; r < n_rows; ++r) {
-          EXPECT_NEAR(a[r], b[r], 1e-4 * (std::fabs(a[r]) + 1))
-              << dtypeName(t) << " rows " << n_rows << " row " << r;
-        }
+      for (int r = 0; r < n_rows; ++r) {
+        EXPECT_NEAR(a[r], b[r], 1e-4 * (std::fabs(a[r]) + 1))
+            << dtypeName(t) << " rows " << n_rows << " row " << r;
       }
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Runnable, SimdTableTest, ::testing::ValuesIn(runnableTables()),
+                         [](const ::testing::TestParamInfo<const QuantDotTable*>& info) {
+                           const QuantDotTable& t = *info.param;
+                           return std::string(simdLevelName(t.level)) + (t.vnni ? "_vnni" : "") + "_rows" +
+                                  std::to_string(t.rows);
+                         });
 
 // the tile of weight kind t gives the dot calls' numbers bit for bit (see
 // TilesAreTheDotsBitForBit); xq holds kMaxRows quantized rows of k.
