@@ -16,8 +16,8 @@ class KvSubscription::SnapshotCall final
     : public grpc::ClientReadReactor<tandem::v1::KvSnapshotResponse> {
  public:
   explicit SnapshotCall(std::shared_ptr<KvSubscription> owner)
-      : owner_(std::move(owner)),
-        alive_(owner_->calls_alive_.take()),
+      : alive_(owner->calls_alive_.take()),
+        owner_(std::move(owner)),
         out_(std::make_unique<tandem::v1::KvSnapshotResponse>()) {
     context_.set_deadline(std::chrono::system_clock::now() +
                           owner_->shared_.options->snapshot_deadline);
@@ -85,10 +85,11 @@ class KvSubscription::SnapshotCall final
     context_.TryCancel();
   }
 
-  // owner_ first, so destroyed last: the subscription outlives alive_.
-  const std::shared_ptr<KvSubscription> owner_;
-  // before the context, so destroyed after it: stop() waits for it.
+  // first, so released last, after the context and the owner reference:
+  // stop() returns only once no call holds the subscription, which its
+  // owner (holding it through stop()) then destroys, never a gRPC thread.
   const Outstanding::Token alive_;
+  const std::shared_ptr<KvSubscription> owner_;
   grpc::ClientContext context_;
   tandem::v1::KvSnapshotRequest request_;
   tandem::v1::KvSnapshotResponse part_;
@@ -104,8 +105,8 @@ class KvSubscription::SnapshotCall final
 class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::v1::KvEventBatch> {
  public:
   EventsCall(std::shared_ptr<KvSubscription> owner, std::string worker_id, uint64_t last)
-      : owner_(std::move(owner)),
-        alive_(owner_->calls_alive_.take()),
+      : alive_(owner->calls_alive_.take()),
+        owner_(std::move(owner)),
         worker_id_(std::move(worker_id)),
         last_(last),
         since_(std::chrono::steady_clock::now()) {
@@ -144,10 +145,11 @@ class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::
   }
 
  private:
-  // owner_ first, so destroyed last: the subscription outlives alive_.
-  const std::shared_ptr<KvSubscription> owner_;
-  // before the context, so destroyed after it: stop() waits for it.
+  // first, so released last, after the context and the owner reference:
+  // stop() returns only once no call holds the subscription, which its
+  // owner (holding it through stop()) then destroys, never a gRPC thread.
   const Outstanding::Token alive_;
+  const std::shared_ptr<KvSubscription> owner_;
   const std::string worker_id_;
   uint64_t last_;
   const std::chrono::steady_clock::time_point since_;
