@@ -1,5 +1,7 @@
 #include "router/cluster/kv_subscriber.h"
 
+#include <set>
+
 #include <algorithm>
 #include <vector>
 
@@ -49,8 +51,13 @@ int KvSubscriber::refusedSnapshots() const { return refused_.load(); }
 
 void KvSubscriber::reconcile() {
   std::map<std::string, int64_t> wanted;  // address → the most blocks its snapshot may hold
+  // a subscription starts once the worker answered a poll: its calls ride
+  // the connection the pool opened, which the pool opens a few at a time
+  // (WorkerPoolOptions::max_first_contacts).
+  std::set<std::string> answered;
   for (const WorkerState& w : pool_->snapshot()) {
     if (!w.has_info) continue;
+    if (w.has_stats) answered.insert(w.address);
     // every tier's blocks: the device pool and the tiers below it (G2, G3).
     const int64_t capacity = std::max<int64_t>(w.info.num_blocks(), w.stats.num_blocks()) +
                              std::max<int64_t>(w.info.lower_tier_blocks(), 0);
@@ -80,10 +87,10 @@ void KvSubscriber::reconcile() {
       it = subscriptions_.erase(it);
     }
     if (!stop_) {
-      const KvSubscription::Shared shared{&options_, index_,    metrics_,
-                                          &timersLocked(), &resyncs_, &refused_};
+      const KvSubscription::Shared shared{&options_,       index_,    metrics_,        &timersLocked(),
+                                          &pool_->calls(), &resyncs_, &refused_};
       for (const auto& [address, max_blocks] : wanted) {
-        if (subscriptions_.contains(address)) continue;
+        if (subscriptions_.contains(address) || !answered.contains(address)) continue;
         auto subscription =
             std::make_shared<KvSubscription>(shared, address, max_blocks, pool_->stub(address));
         subscriptions_[address] = subscription;

@@ -1,14 +1,15 @@
 // Keeps the KvIndex in step with every worker of the pool: one
 // KvSubscription per worker (router/cluster/kv_subscription.h: a snapshot,
-// then its event stream, as gRPC callback reactors; resyncs after a
-// backoff), all on gRPC's callback threads and this subscriber's one
+// then its event stream, as asynchronous calls; resyncs after a backoff),
+// all on the pool's completion thread and this subscriber's one
 // TimerQueue, so the router's threads do not grow with its workers. Every
 // snapshot applied is counted in tandem:router_kv_snapshots_total, resyncs
 // in tandem:router_kv_resyncs_total, refused ones in
 // tandem:router_kv_snapshots_refused_total, and the blocks the index holds
 // per worker are published in tandem:router_kv_index_blocks{worker}.
-// Workers that leave the pool are unsubscribed and forgotten. The pool is
-// checked on the same TimerQueue.
+// A worker is subscribed to once it answered a poll (its channel is
+// connected); workers that leave the pool are unsubscribed and forgotten.
+// The pool is checked on the same TimerQueue.
 #pragma once
 
 #include <atomic>

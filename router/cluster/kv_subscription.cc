@@ -9,11 +9,17 @@
 
 namespace tandem::router::cluster {
 
+namespace {
+
+using grpc_util::CompletionThread;
+
+}  // namespace
+
 // reads one KvSnapshot's parts into one message (blocks of every part in
 // order, num_blocks = their count); cancels the call at the first part that
-// shows a problem. Deletes itself when done.
-class KvSubscription::SnapshotCall final
-    : public grpc::ClientReadReactor<tandem::v1::KvSnapshotResponse> {
+// shows a problem. Each step runs on the completion thread after the one
+// before it; deletes itself when done.
+class KvSubscription::SnapshotCall final {
  public:
   explicit SnapshotCall(std::shared_ptr<KvSubscription> owner)
       : alive_(owner->calls_alive_.take()),
@@ -24,14 +30,17 @@ class KvSubscription::SnapshotCall final
   }
   grpc::ClientContext* context() { return &context_; }
   void start() {
-    owner_->stub_->async()->KvSnapshot(&context_, &request_, this);
-    StartRead(&part_);
-    StartCall();
+    reader_ = owner_->stub_->PrepareAsyncKvSnapshot(&context_, request_,
+                                                    owner_->shared_.calls->queue());
+    reader_->StartCall(CompletionThread::tag([this](bool ok) { ok ? read() : finish(); }));
   }
 
-  // grpc::ClientReadReactor
-  void OnReadDone(bool ok) override {
-    if (!ok) return;  // OnDone follows
+ private:
+  void read() {
+    reader_->Read(&part_, CompletionThread::tag([this](bool ok) { ok ? onPart() : finish(); }));
+  }
+
+  void onPart() {
     if (first_) {
       declared_ = part_.num_blocks();
       out_->set_worker_id(part_.worker_id());
@@ -54,10 +63,16 @@ class KvSubscription::SnapshotCall final
     for (tandem::v1::KvBlockStored& block : *part_.mutable_blocks()) {
       *out_->add_blocks() = std::move(block);
     }
-    StartRead(&part_);
+    read();
   }
-  void OnDone(const grpc::Status& status) override {
-    if (problem_.empty() && status.ok() &&
+
+  // no read is out: the call's status, then done().
+  void finish() {
+    reader_->Finish(&status_, CompletionThread::tag([this](bool) { done(); }));
+  }
+
+  void done() {
+    if (problem_.empty() && status_.ok() &&
         (first_ || static_cast<uint64_t>(out_->blocks_size()) != declared_)) {
       problem_ = absl::StrFormat("it ended after %d of the %d blocks it announced",
                                  out_->blocks_size(), declared_);
@@ -70,7 +85,7 @@ class KvSubscription::SnapshotCall final
       }
       std::fprintf(stderr, "tandem router: KV snapshot of worker %s refused: %s\n",
                    owner_->address_.c_str(), problem_.c_str());
-    } else if (status.ok()) {
+    } else if (status_.ok()) {
       out_->set_num_blocks(declared_);
       snapshot = std::move(out_);
     }
@@ -78,21 +93,24 @@ class KvSubscription::SnapshotCall final
     delete this;
   }
 
- private:
   void fail(std::string problem, bool refused) {
     problem_ = std::move(problem);
     refused_ = refused;
     context_.TryCancel();
+    finish();
   }
 
   // first, so released last, after the context and the owner reference:
   // stop() returns only once no call holds the subscription, which its
-  // owner (holding it through stop()) then destroys, never a gRPC thread.
+  // owner (holding it through stop()) then destroys, never the completion
+  // thread.
   const Outstanding::Token alive_;
   const std::shared_ptr<KvSubscription> owner_;
   grpc::ClientContext context_;
   tandem::v1::KvSnapshotRequest request_;
+  std::unique_ptr<grpc::ClientAsyncReader<tandem::v1::KvSnapshotResponse>> reader_;
   tandem::v1::KvSnapshotResponse part_;
+  grpc::Status status_;
   std::unique_ptr<tandem::v1::KvSnapshotResponse> out_;
   bool first_ = true;
   uint64_t declared_ = 0;
@@ -101,8 +119,9 @@ class KvSubscription::SnapshotCall final
 };
 
 // follows Worker.KvEvents after `last` into the index until a resync is
-// needed (it cancels the call then) or the stream ends. Deletes itself.
-class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::v1::KvEventBatch> {
+// needed (it cancels the call then) or the stream ends. Each step runs on
+// the completion thread after the one before it; deletes itself.
+class KvSubscription::EventsCall final {
  public:
   EventsCall(std::shared_ptr<KvSubscription> owner, std::string worker_id, uint64_t last)
       : alive_(owner->calls_alive_.take()),
@@ -114,40 +133,49 @@ class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::
   }
   grpc::ClientContext* context() { return &context_; }
   void start() {
-    owner_->stub_->async()->KvEvents(&context_, &request_, this);
-    StartRead(&batch_);
-    StartCall();
+    reader_ = owner_->stub_->PrepareAsyncKvEvents(&context_, request_, owner_->shared_.calls->queue());
+    reader_->StartCall(CompletionThread::tag([this](bool ok) { ok ? read() : finish(); }));
   }
 
-  // grpc::ClientReadReactor
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
+ private:
+  void read() {
+    reader_->Read(&batch_, CompletionThread::tag([this](bool ok) { ok ? onBatch() : finish(); }));
+  }
+
+  void onBatch() {
     if (!batch_.worker_id().empty() && batch_.worker_id() != worker_id_) {
-      context_.TryCancel();  // the worker restarted
-      return;
+      return cancel();  // the worker restarted
     }
     for (const tandem::v1::KvEvent& event : batch_.events()) {
       if (event.event_id() <= last_) continue;  // already in the snapshot
       // a gap (events lost): the index refuses it too.
       if (event.event_id() != last_ + 1 || !owner_->shared_.index->applyEvent(owner_->address_, event)) {
         owner_->publishBlocks();
-        context_.TryCancel();
-        return;
+        return cancel();
       }
       last_ = event.event_id();
     }
     owner_->publishBlocks();
-    StartRead(&batch_);
-  }
-  void OnDone(const grpc::Status&) override {
-    owner_->onEventsEnded(since_);
-    delete this;
+    read();
   }
 
- private:
+  void cancel() {
+    context_.TryCancel();
+    finish();
+  }
+
+  // no read is out: waits for the call's end, then tells the owner.
+  void finish() {
+    reader_->Finish(&status_, CompletionThread::tag([this](bool) {
+                      owner_->onEventsEnded(since_);
+                      delete this;
+                    }));
+  }
+
   // first, so released last, after the context and the owner reference:
   // stop() returns only once no call holds the subscription, which its
-  // owner (holding it through stop()) then destroys, never a gRPC thread.
+  // owner (holding it through stop()) then destroys, never the completion
+  // thread.
   const Outstanding::Token alive_;
   const std::shared_ptr<KvSubscription> owner_;
   const std::string worker_id_;
@@ -155,7 +183,9 @@ class KvSubscription::EventsCall final : public grpc::ClientReadReactor<tandem::
   const std::chrono::steady_clock::time_point since_;
   grpc::ClientContext context_;
   tandem::v1::KvEventsRequest request_;
+  std::unique_ptr<grpc::ClientAsyncReader<tandem::v1::KvEventBatch>> reader_;
   tandem::v1::KvEventBatch batch_;
+  grpc::Status status_;
 };
 
 KvSubscription::KvSubscription(const Shared& shared, std::string address, int64_t max_blocks,
@@ -174,7 +204,7 @@ void KvSubscription::stop() {
   if (in_flight_ != nullptr) in_flight_->TryCancel();
   idle_.wait(lock, [this] { return in_flight_ == nullptr; });
   lock.unlock();
-  // a call ends, then is destroyed on a gRPC thread: none may outlive this.
+  // a call ends, then is destroyed on the completion thread: none may outlive this.
   calls_alive_.waitNone();
 }
 
@@ -203,7 +233,7 @@ void KvSubscription::onSnapshot(std::unique_ptr<tandem::v1::KvSnapshotResponse> 
     return;
   }
   // a snapshot may hold many blocks: applied on the timer thread, not on
-  // a gRPC callback thread.
+  // the completion thread, which every subscription's calls share.
   std::shared_ptr<const tandem::v1::KvSnapshotResponse> shared(std::move(snapshot));
   std::lock_guard lock(mu_);
   if (stop_) return;

@@ -1,10 +1,11 @@
 // One worker's KV events, followed for the KvIndex without a thread of its
 // own: a KvSnapshot call (its parts assembled and handed to
 // KvIndex::applySnapshot whole), then Worker.KvEvents from the snapshot's
-// last_event_id, each a gRPC callback reactor; waiting out a backoff and
+// last_event_id, each an asynchronous call whose steps run on the
+// completion thread the subscriptions share; waiting out a backoff and
 // applying a snapshot run on the subscriber's TimerQueue. So a router in
-// front of hundreds of workers runs their subscriptions on gRPC's callback
-// threads and one timer thread, not a thread per worker.
+// front of hundreds of workers runs their subscriptions on one completion
+// thread and one timer thread, not a thread per worker.
 //
 // It resyncs from a new snapshot when the worker answers OUT_OF_RANGE (it
 // no longer keeps the events needed), when event ids skip, when a batch
@@ -25,6 +26,7 @@
 #include <string>
 
 #include "common/backoff.h"
+#include "common/grpc/completion_thread.h"
 #include "common/outstanding.h"
 #include "common/timer_queue.h"
 #include "router/cluster/cluster_metrics.h"
@@ -43,6 +45,7 @@ class KvSubscription : public std::enable_shared_from_this<KvSubscription> {
     KvIndex* index = nullptr;
     ClusterMetrics* metrics = nullptr;  // may be null
     TimerQueue* timers = nullptr;       // backoffs and snapshot application
+    grpc_util::CompletionThread* calls = nullptr;  // where the calls' steps run
     std::atomic<int>* resyncs = nullptr;
     std::atomic<int>* refused = nullptr;
   };
@@ -53,7 +56,7 @@ class KvSubscription : public std::enable_shared_from_this<KvSubscription> {
   // takes the first snapshot now (never blocks).
   void start();
   // cancels the call in flight and waits until it ended; nothing of this
-  // subscription runs on a gRPC thread afterwards, and the timers it set
+  // subscription runs on the completion thread afterwards, and the timers it set
   // do nothing. Idempotent.
   void stop();
 
@@ -86,8 +89,8 @@ class KvSubscription : public std::enable_shared_from_this<KvSubscription> {
   std::condition_variable idle_;
   bool stop_ = false;                         // guarded by mu_
   grpc::ClientContext* in_flight_ = nullptr;  // the call in flight; guarded by mu_
-  // call objects not yet destroyed (a call ends, then deletes itself on a
-  // gRPC thread): stop() waits for none, so no context of ours is
+  // call objects not yet destroyed (a call ends, then deletes itself on the
+  // completion thread): stop() waits for none, so no context of ours is
   // destroyed there after it returned
   Outstanding calls_alive_;
   bool synced_before_ = false;                // guarded by mu_

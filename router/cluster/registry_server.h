@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/grpc/cluster_auth.h"
+#include "common/grpc/completion_thread.h"
 #include "grpcpp/grpcpp.h"
 #include "router/cluster/registry_service.h"
 #include "router/cluster/worker_pool.h"
@@ -45,6 +46,8 @@ class RegistryServer {
   RegistryServer() = default;
 
   std::unique_ptr<RegistryService> service_;
+  // drains the server's queue: where every registry call is answered.
+  std::unique_ptr<grpc_util::CompletionThread> calls_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

@@ -66,6 +66,7 @@ const std::shared_ptr<tandem::v1::Worker::Stub>& WorkerPool::currentStubLocked(E
   if (e.stub_tls_generation != generation) {
     e.stub = newStub(e.state.address);
     e.stub_tls_generation = generation;
+    e.contacted = false;
   }
   return e.stub;
 }
@@ -192,11 +193,12 @@ void WorkerPool::reportFailure(const std::string& address) {
 }
 
 // one poll of the workers known when it began: at most
-// options.max_polls_in_flight Info/Stats calls out at once, the next sent as
-// one is answered, none left waiting on a thread. Sends from the thread that
-// starts it and from gRPC's callback threads (an answer may come inline, so
-// one sender at a time loops instead of recursing); ends the round in the
-// pool after the last answer was applied. Lives as long as its calls.
+// options.max_polls_in_flight Info/Stats calls out at once (of which at most
+// options.max_first_contacts open a new channel's connection), the next
+// sent as one is answered, none left waiting on a thread. Sends from the thread that
+// starts it and from the pool's completion thread, where the answers are
+// applied (one sender at a time loops); ends the round in the pool after
+// the last answer was applied. Lives as long as its calls.
 class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
  public:
   struct Call {
@@ -205,9 +207,13 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
     tandem::v1::StatsRequest stats_request;
     tandem::v1::WorkerInfo info;
     tandem::v1::WorkerStats stats;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<tandem::v1::WorkerInfo>> info_reader;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<tandem::v1::WorkerStats>> stats_reader;
     std::string address;
     std::string worker_id;  // empty: an Info call
     std::shared_ptr<tandem::v1::Worker::Stub> stub;
+    bool first_contact = false;  // the first call on stub's channel
   };
 
   PollRound(Outstanding::Token out, WorkerPool* pool, uint64_t poll, uint64_t generation,
@@ -220,57 +226,88 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
         calls_(std::move(calls)),
         from_timer_(from_timer),
         done_(std::move(done)),
-        free_slots_(std::max(pool->options_.max_polls_in_flight, 1)) {}
+        free_slots_(std::max(pool->options_.max_polls_in_flight, 1)),
+        free_first_contacts_(std::max(pool->options_.max_first_contacts, 1)) {}
 
   void start() {
     if (calls_.empty()) return pool_->endRound(from_timer_, done_);
-    send(0);
+    send(0, false);
   }
 
  private:
   // frees `slots` call slots, then (unless another thread is sending)
   // sends calls while slots are free. A call not sent because the pool
   // stopped since the round began counts as answered, without effect.
-  void send(int slots) {
+  void send(int slots, bool first_contact_done) {
     std::unique_lock lock(mu_);
     free_slots_ += slots;
+    if (first_contact_done) ++free_first_contacts_;
     if (sending_) return;
     sending_ = true;
-    while (free_slots_ > 0 && next_ < calls_.size()) {
-      Call& call = *calls_[next_++];
-      --free_slots_;
+    while (Call* call = nextLocked()) {
+      const bool stopped = pool_->stop_generation_.load() != generation_;
+      if (stopped) {
+        // not sent: its slots are free again at once.
+        ++free_slots_;
+        if (call->first_contact) ++free_first_contacts_;
+      }
       lock.unlock();
-      if (pool_->stop_generation_.load() == generation_) {
-        issue(call);
+      if (stopped) {
+        answered(*call, /*sent=*/false);
       } else {
-        answered(/*applied=*/false);
+        issue(*call);
       }
       lock.lock();
     }
     sending_ = false;
   }
 
+  // mu_ held. The next call a free slot allows (taking the slot), or null.
+  // Calls on connected channels go first, first contacts as their own
+  // slots allow.
+  Call* nextLocked() {
+    if (free_slots_ == 0) return nullptr;
+    while (next_ < calls_.size() && calls_[next_]->first_contact) ++next_;
+    if (next_ < calls_.size()) {
+      --free_slots_;
+      return calls_[next_++].get();
+    }
+    while (next_first_ < calls_.size() && !calls_[next_first_]->first_contact) ++next_first_;
+    if (next_first_ < calls_.size() && free_first_contacts_ > 0) {
+      --free_slots_;
+      --free_first_contacts_;
+      return calls_[next_first_++].get();
+    }
+    return nullptr;
+  }
+
   void issue(Call& call) {
     call.context.set_deadline(std::chrono::system_clock::now() + pool_->options_.rpc_deadline);
+    grpc::CompletionQueue* queue = pool_->calls_.queue();
     auto self = shared_from_this();
     if (call.worker_id.empty()) {
-      call.stub->async()->Info(&call.context, &call.info_request, &call.info,
-                               [self, &call](grpc::Status status) {
-                                 self->pool_->onInfo(call.address, self->poll_, status.ok(), call.info);
-                                 self->answered(true);
-                               });
+      call.info_reader = call.stub->PrepareAsyncInfo(&call.context, call.info_request, queue);
+      call.info_reader->StartCall();
+      call.info_reader->Finish(&call.info, &call.status,
+                               grpc_util::CompletionThread::tag([self, &call](bool) {
+                                 self->pool_->onInfo(call.address, self->poll_, call.status.ok(),
+                                                     call.info);
+                                 self->answered(call, true);
+                               }));
     } else {
-      call.stub->async()->Stats(&call.context, &call.stats_request, &call.stats,
-                                [self, &call](grpc::Status status) {
+      call.stats_reader = call.stub->PrepareAsyncStats(&call.context, call.stats_request, queue);
+      call.stats_reader->StartCall();
+      call.stats_reader->Finish(&call.stats, &call.status,
+                                grpc_util::CompletionThread::tag([self, &call](bool) {
                                   self->pool_->onStats(call.address, self->poll_, call.worker_id,
-                                                       status.ok(), call.stats);
-                                  self->answered(true);
-                                });
+                                                       call.status.ok(), call.stats);
+                                  self->answered(call, true);
+                                }));
     }
   }
 
   // one call done: the round ends after the last, else its slot goes on.
-  void answered(bool sent) {
+  void answered(const Call& call, bool sent) {
     bool last = false;
     {
       std::lock_guard lock(mu_);
@@ -279,7 +316,7 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
     if (last) {
       pool_->endRound(from_timer_, done_);
     } else if (sent) {
-      send(1);
+      send(1, call.first_contact);
     }
   }
 
@@ -293,8 +330,10 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
   const bool from_timer_;
   const std::function<void()> done_;
   std::mutex mu_;
-  int free_slots_;         // guarded by mu_
-  size_t next_ = 0;        // the next call to send; guarded by mu_
+  int free_slots_;           // guarded by mu_
+  int free_first_contacts_;  // guarded by mu_
+  size_t next_ = 0;          // where the next call on a connected channel is sought; guarded by mu_
+  size_t next_first_ = 0;    // where the next first contact is sought; guarded by mu_
   size_t answered_ = 0;    // guarded by mu_
   bool sending_ = false;   // a thread is in send()'s loop; guarded by mu_
 };
@@ -319,6 +358,8 @@ void WorkerPool::startRound(bool from_timer, std::function<void()> done) {
       call.address = address;
       if (e.state.has_info) call.worker_id = e.state.info.worker_id();
       call.stub = currentStubLocked(e);
+      call.first_contact = !e.contacted;
+      e.contacted = true;
     }
   }
   std::make_shared<PollRound>(std::move(out), this, poll, stop_generation_.load(), std::move(calls),

@@ -5,10 +5,11 @@
 // A poll timer (its own TimerQueue) starts a round every poll_interval:
 // Worker.Info to workers it knows only by address, Worker.Stats to the
 // others (deadline rpc_deadline), asynchronous calls, at most
-// max_polls_in_flight out at once, their answers applied on gRPC's
-// callback threads; no thread waits for a round, so the pool's threads do
-// not grow with its workers. A tick while the previous round is out is
-// skipped.
+// max_polls_in_flight out at once, their answers applied on the pool's one
+// completion thread (common/grpc/completion_thread.h, which the KV
+// subscriber's calls share); no thread waits for a round, so the pool's
+// threads do not grow with its workers. A tick while the previous round is
+// out is skipped.
 // failures_to_unhealthy consecutive failures make a worker unhealthy (it is
 // not routed to); one success makes it healthy again. A worker known only
 // by registration that stays unhealthy for drop_after is dropped; listed or
@@ -44,6 +45,7 @@
 
 #include "absl/status/status.h"
 #include "common/grpc/cluster_auth.h"
+#include "common/grpc/completion_thread.h"
 #include "common/outstanding.h"
 #include "common/timer_queue.h"
 #include "router/cluster/cluster_metrics.h"
@@ -66,6 +68,13 @@ struct WorkerPoolOptions {
   // the most Info/Stats calls of one round out at once: a pool of many
   // workers is polled in waves, never a burst of a call per worker.
   int max_polls_in_flight = 64;
+  // of those, the most to workers the pool never called on their channel
+  // yet: a burst of new connections (a router starting beside many
+  // workers) is opened a few at a time. gRPC 1.51 queues each connection's
+  // completion on its default executor, which adds a thread whenever three
+  // wait and never gives one back: 17 connections at once took it from 1 to
+  // 4 threads, two at a time kept it at 1 (tests/cli/serve_threads_test.cc).
+  int max_first_contacts = 2;
   std::chrono::milliseconds drop_after{10000};
   // what Register answers: how often a worker registers again.
   int heartbeat_interval_ms = 2000;
@@ -140,6 +149,10 @@ class WorkerPool {
   void reportFailure(const std::string& address);
 
   const WorkerPoolOptions& options() const { return options_; }
+  // the thread the pool's calls to workers complete on; the router's other
+  // background calls to them (the KV subscriber's) complete there too, and
+  // end before the pool is destroyed.
+  grpc_util::CompletionThread& calls() { return calls_; }
   // polls every worker once now and waits for the answers (tests, startup).
   void pollOnce();
 
@@ -151,6 +164,7 @@ class WorkerPool {
     std::chrono::steady_clock::time_point unhealthy_since;
     std::shared_ptr<tandem::v1::Worker::Stub> stub;
     uint64_t stub_tls_generation = 0;  // options_.auth->tlsGeneration() when stub was made
+    bool contacted = false;  // a poll was sent on stub's channel
     // the poll whose answer was last applied: an answer from an older poll
     // that arrives later (pollOnce runs on the poller and on demand) is stale.
     uint64_t answered_poll = 0;
@@ -193,6 +207,9 @@ class WorkerPool {
   Outstanding rounds_out_;
   // stop() calls so far: a round begun before the latest sends no more calls.
   std::atomic<uint64_t> stop_generation_{0};
+  // last, so destroyed first: once stop() returned, no call of the pool's
+  // is pending on it.
+  grpc_util::CompletionThread calls_{"pool-calls"};
 };
 
 }  // namespace tandem::router::cluster

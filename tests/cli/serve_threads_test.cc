@@ -1,11 +1,11 @@
 // The router's threads do not grow with the workers it fronts: `tandem
 // serve` with 16 decode workers runs its router on the same threads as
-// with 1 (KV subscriptions and worker polls are gRPC callback reactors and
-// async calls on a fixed set of threads). gRPC's own thread pools are
-// counted apart: gRPC core adds threads to them when work queues up (a burst
-// of new connections at startup), its default executor at most 2 per core,
-// and never gives one back, so their size follows the machine and the
-// moment, not the workers.
+// with 1 (KV subscriptions, worker polls and the registry are asynchronous
+// calls on completion queues drained by fixed threads; the pool opens new
+// channels a few at a time). gRPC's own thread pools are counted apart:
+// gRPC core adds threads to them when work queues up (a burst at startup),
+// its default executor at most 2 per core, and never gives one back, so
+// their size follows the machine and the moment, not the workers.
 #include <sys/types.h>
 
 #include <cstdio>

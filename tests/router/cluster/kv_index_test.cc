@@ -217,6 +217,7 @@ class KvSubscriberTest : public ::testing::Test {
     options.poll_interval = 30ms;
     pool_ = std::make_unique<WorkerPool>(options, nullptr);
     ASSERT_TRUE(pool_->registerWorker(worker_.info()).ok());
+    pool_->pollOnce();  // the subscriber takes workers that answered a poll
     KvSubscriberOptions sub;
     sub.reconcile_interval = 20ms;
     sub.retry_delay = 20ms;
@@ -313,6 +314,7 @@ TEST(KvSubscriberOutOfRangeTest, ResyncsWhenTheWorkerNoLongerKeepsTheEvents) {
   worker.out_of_range_once = true;
   WorkerPool pool(WorkerPoolOptions{}, nullptr);
   ASSERT_TRUE(pool.registerWorker(worker.info()).ok());
+  pool.pollOnce();  // the subscriber takes workers that answered a poll
   KvIndex index;
   prometheus::Registry registry;
   ClusterMetrics metrics(registry);
@@ -348,7 +350,9 @@ TEST(KvSubscriberReplicasTest, TwoRoutersAndARestartedOneEachKeepACorrectIndex) 
   options.retry_delay = 20ms;
   WorkerPool pool_a(WorkerPoolOptions{}, nullptr), pool_b(WorkerPoolOptions{}, nullptr);
   ASSERT_TRUE(pool_a.registerWorker(worker.info()).ok());
+  pool_a.pollOnce();  // the subscriber takes workers that answered a poll
   ASSERT_TRUE(pool_b.registerWorker(worker.info()).ok());
+  pool_b.pollOnce();  // the subscriber takes workers that answered a poll
   KvIndex index_a, index_b;
   auto sub_a = std::make_unique<KvSubscriber>(options, &pool_a, &index_a, nullptr);
   KvSubscriber sub_b(options, &pool_b, &index_b, nullptr);
@@ -382,6 +386,7 @@ TEST(KvSubscriberCapTest, AWorkerFloodingStoredEventsStaysWithinItsCapacity) {
   worker.start();
   WorkerPool pool(WorkerPoolOptions{}, nullptr);
   ASSERT_TRUE(pool.registerWorker(worker.info()).ok());
+  pool.pollOnce();  // the subscriber takes workers that answered a poll
   KvIndex index(KvIndexOptions{.max_blocks = 0, .capacity_slack = 2.0, .capacity_floor_blocks = 16});
   KvSubscriberOptions options;
   options.retry_delay = 20ms;

@@ -27,6 +27,7 @@ class KvSubscriberTest : public ::testing::Test {
   void start(FakeWorker& worker, KvSubscriberOptions options) {
     pool_ = std::make_unique<WorkerPool>(WorkerPoolOptions{}, nullptr);
     ASSERT_TRUE(pool_->registerWorker(worker.info()).ok());
+    pool_->pollOnce();  // the subscriber takes workers that answered a poll
     subscriber_ = std::make_unique<KvSubscriber>(options, pool_.get(), &index_, &metrics_);
     subscriber_->reconcile();
   }

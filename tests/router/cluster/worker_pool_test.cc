@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "router/cluster/registry_service.h"
+#include "router/cluster/registry_server.h"
 #include "router/cluster/worker_discovery.h"
 #include "tests/common/tls/test_pki.h"
 #include "tests/router/cluster/fake_worker.h"
@@ -39,16 +39,14 @@ class WorkerPoolTest : public ::testing::Test {
  protected:
   void SetUp() override {
     pool_.start();
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&registry_);
-    server_ = builder.BuildAndStart();
-    registry_stub_ = tandem::v1::Registry::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    absl::StatusOr<RegistryServerPtr> registry = RegistryServer::start({}, &pool_);
+    ASSERT_TRUE(registry.ok()) << registry.status();
+    registry_ = std::move(*registry);
+    registry_stub_ = tandem::v1::Registry::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(registry_->port()), grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
-    server_->Shutdown();
+    if (registry_ != nullptr) registry_->shutdown(std::chrono::seconds(5));
     pool_.stop();
   }
   grpc::Status registerWorker(const tandem::v1::WorkerInfo& info, int* heartbeat = nullptr) {
@@ -60,8 +58,7 @@ class WorkerPoolTest : public ::testing::Test {
   }
 
   WorkerPool pool_{fastOptions(), nullptr};
-  RegistryService registry_{&pool_, grpc_util::ClusterAuth::none()};
-  std::unique_ptr<grpc::Server> server_;
+  RegistryServerPtr registry_;
   std::unique_ptr<tandem::v1::Registry::Stub> registry_stub_;
 };
 
@@ -286,6 +283,45 @@ TEST(WorkerPoolWavesTest, ARoundKeepsAtMostMaxPollsInFlightCallsOut) {
     w->releaseStats();
   }
   round.join();
+  for (const auto& w : workers) EXPECT_TRUE(find(pool, w->address())->has_stats) << w->address();
+}
+
+// new channels are opened a few at a time: with one first contact allowed
+// out, the first round reaches 3 new workers one after another; the next
+// round, on connected channels, calls all 3 at once.
+TEST(WorkerPoolWavesTest, ARoundOpensAtMostMaxFirstContactsNewChannelsAtOnce) {
+  std::vector<std::unique_ptr<FakeWorker>> workers;
+  WorkerPoolOptions options = fastOptions();
+  options.rpc_deadline = 60s;  // held answers must not time out
+  options.max_polls_in_flight = 8;
+  options.max_first_contacts = 1;
+  WorkerPool pool(options, nullptr);  // not started: polls only here
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(std::make_unique<FakeWorker>(FakeWorkerConfig{.worker_id = "w" + std::to_string(i)}));
+    workers.back()->start();
+    workers.back()->holdStats(true);
+    ASSERT_TRUE(pool.registerWorker(workers.back()->info()).ok());
+  }
+  auto held = [&] {
+    int n = 0;
+    for (const auto& w : workers) n += w->heldStats();
+    return n;
+  };
+  std::thread round([&] { pool.pollOnce(); });
+  for (int answered = 0; answered < 3; ++answered) {
+    ASSERT_TRUE(waitFor([&] { return held() == 1; }));
+    for (const auto& w : workers) {
+      if (w->heldStats() == 1) w->releaseStats();
+    }
+  }
+  round.join();
+  std::thread next([&] { pool.pollOnce(); });
+  ASSERT_TRUE(waitFor([&] { return held() == 3; }));
+  for (const auto& w : workers) {
+    w->holdStats(false);
+    w->releaseStats();
+  }
+  next.join();
   for (const auto& w : workers) EXPECT_TRUE(find(pool, w->address())->has_stats) << w->address();
 }
 
