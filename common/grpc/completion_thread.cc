@@ -4,37 +4,12 @@
 
 #include <utility>
 
-#if defined(__SANITIZE_THREAD__)
-#include <sanitizer/tsan_interface.h>
-#endif
-
 namespace tandem::grpc_util {
 namespace {
 
 struct Operation {
   CompletionThread::Handler handler;
 };
-
-// Debian's gRPC is not built with ThreadSanitizer, so the queue's hand-off
-// of a tag from the thread that started the operation to this one is
-// invisible to it: what that thread wrote before making the tag (the call
-// object the handler reads) is ordered before the handler by gRPC; these
-// tell TSan so (no-ops in other builds).
-void releaseTo(void* op) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_release(op);
-#else
-  (void)op;
-#endif
-}
-
-void acquireFrom(void* op) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_acquire(op);
-#else
-  (void)op;
-#endif
-}
 
 }  // namespace
 
@@ -51,11 +26,15 @@ void CompletionThread::shutdown() {
   thread_.join();
 }
 
-void* CompletionThread::tag(Handler handler) {
-  auto* op = new Operation{std::move(handler)};
-  releaseTo(op);
-  return op;
-}
+void* CompletionThread::makeTag(Handler handler) { return new Operation{std::move(handler)}; }
+
+#if defined(__SANITIZE_THREAD__)
+void CompletionThread::lockHandOff() { hand_off_.lock(); }
+void CompletionThread::unlockHandOff() { hand_off_.unlock(); }
+#else
+void CompletionThread::lockHandOff() {}
+void CompletionThread::unlockHandOff() {}
+#endif
 
 void CompletionThread::run(std::string name) {
   if (!name.empty()) pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
@@ -63,7 +42,9 @@ void CompletionThread::run(std::string name) {
   bool ok = false;
   // false only once the queue is shut down and every operation drained.
   while (queue_->Next(&tag, &ok)) {
-    acquireFrom(tag);
+    // the start of this operation (under hand_off_) happened before.
+    lockHandOff();
+    unlockHandOff();
     std::unique_ptr<Operation> op(static_cast<Operation*>(tag));
     op->handler(ok);
   }

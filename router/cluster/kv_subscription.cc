@@ -32,12 +32,16 @@ class KvSubscription::SnapshotCall final {
   void start() {
     reader_ = owner_->stub_->PrepareAsyncKvSnapshot(&context_, request_,
                                                     owner_->shared_.calls->queue());
-    reader_->StartCall(CompletionThread::tag([this](bool ok) { ok ? read() : finish(); }));
+    calls().start([this](bool ok) { ok ? read() : finish(); },
+                  [this](void* tag) { reader_->StartCall(tag); });
   }
 
  private:
+  CompletionThread& calls() { return *owner_->shared_.calls; }
+
   void read() {
-    reader_->Read(&part_, CompletionThread::tag([this](bool ok) { ok ? onPart() : finish(); }));
+    calls().start([this](bool ok) { ok ? onPart() : finish(); },
+                  [this](void* tag) { reader_->Read(&part_, tag); });
   }
 
   void onPart() {
@@ -68,7 +72,7 @@ class KvSubscription::SnapshotCall final {
 
   // no read is out: the call's status, then done().
   void finish() {
-    reader_->Finish(&status_, CompletionThread::tag([this](bool) { done(); }));
+    calls().start([this](bool) { done(); }, [this](void* tag) { reader_->Finish(&status_, tag); });
   }
 
   void done() {
@@ -134,12 +138,16 @@ class KvSubscription::EventsCall final {
   grpc::ClientContext* context() { return &context_; }
   void start() {
     reader_ = owner_->stub_->PrepareAsyncKvEvents(&context_, request_, owner_->shared_.calls->queue());
-    reader_->StartCall(CompletionThread::tag([this](bool ok) { ok ? read() : finish(); }));
+    calls().start([this](bool ok) { ok ? read() : finish(); },
+                  [this](void* tag) { reader_->StartCall(tag); });
   }
 
  private:
+  CompletionThread& calls() { return *owner_->shared_.calls; }
+
   void read() {
-    reader_->Read(&batch_, CompletionThread::tag([this](bool ok) { ok ? onBatch() : finish(); }));
+    calls().start([this](bool ok) { ok ? onBatch() : finish(); },
+                  [this](void* tag) { reader_->Read(&batch_, tag); });
   }
 
   void onBatch() {
@@ -166,10 +174,12 @@ class KvSubscription::EventsCall final {
 
   // no read is out: waits for the call's end, then tells the owner.
   void finish() {
-    reader_->Finish(&status_, CompletionThread::tag([this](bool) {
-                      owner_->onEventsEnded(since_);
-                      delete this;
-                    }));
+    calls().start(
+        [this](bool) {
+          owner_->onEventsEnded(since_);
+          delete this;
+        },
+        [this](void* tag) { reader_->Finish(&status_, tag); });
   }
 
   // first, so released last, after the context and the owner reference:

@@ -21,7 +21,7 @@ absl::StatusOr<RegistryServerPtr> RegistryServer::start(const RegistryServerOpti
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for the worker registry on ", address));
   }
-  s->service_->serve(calls);
+  s->service_->serve(s->calls_.get(), calls);
   return s;
 }
 

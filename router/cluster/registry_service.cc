@@ -6,8 +6,6 @@
 namespace tandem::router::cluster {
 namespace {
 
-using grpc_util::CompletionThread;
-
 // one unary call from when it is awaited until its answer was sent.
 template <typename Request, typename Response>
 struct UnaryCall {
@@ -22,24 +20,30 @@ struct UnaryCall {
 template <typename Request, typename Response, typename RequestFn, typename HandleFn>
 void RegistryService::accept(RequestFn request, HandleFn handle) {
   auto* call = new UnaryCall<Request, Response>();
-  request(&call->context, &call->request, &call->responder,
-          CompletionThread::tag([this, call, request, handle](bool ok) mutable {
-            if (!ok) {  // the server shuts down: no call came
-              delete call;
-              return;
-            }
-            accept<Request, Response>(request, handle);
-            const grpc::Status status = handle(call->context, call->request, &call->response);
-            void* sent = CompletionThread::tag([call](bool) { delete call; });
-            if (status.ok()) {
-              call->responder.Finish(call->response, status, sent);
-            } else {
-              call->responder.FinishWithError(status, sent);
-            }
-          }));
+  calls_->start(
+      [this, call, request, handle](bool ok) mutable {
+        if (!ok) {  // the server shuts down: no call came
+          delete call;
+          return;
+        }
+        accept<Request, Response>(request, handle);
+        const grpc::Status status = handle(call->context, call->request, &call->response);
+        calls_->start([call](bool) { delete call; },
+                      [call, &status](void* sent) {
+                        if (status.ok()) {
+                          call->responder.Finish(call->response, status, sent);
+                        } else {
+                          call->responder.FinishWithError(status, sent);
+                        }
+                      });
+      },
+      [call, &request](void* tag) {
+        request(&call->context, &call->request, &call->responder, tag);
+      });
 }
 
-void RegistryService::serve(grpc::ServerCompletionQueue* queue) {
+void RegistryService::serve(grpc_util::CompletionThread* calls, grpc::ServerCompletionQueue* queue) {
+  calls_ = calls;
   queue_ = queue;
   accept<tandem::v1::WorkerInfo, tandem::v1::RegisterResponse>(
       [this](grpc::ServerContext* context, tandem::v1::WorkerInfo* request,

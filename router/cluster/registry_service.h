@@ -10,6 +10,7 @@
 #pragma once
 
 #include "common/grpc/cluster_auth.h"
+#include "common/grpc/completion_thread.h"
 #include "router/cluster/worker_pool.h"
 #include "tandem/v1/worker.grpc.pb.h"
 
@@ -23,9 +24,9 @@ class RegistryService {
 
   // what the server builder registers.
   grpc::Service* service() { return &service_; }
-  // takes calls from `queue` (the server's, drained on its completion
-  // thread) until the server shuts down; once, after the server started.
-  void serve(grpc::ServerCompletionQueue* queue);
+  // takes calls from `queue` (the server's, drained by `calls`) until the
+  // server shuts down; once, after the server started.
+  void serve(grpc_util::CompletionThread* calls, grpc::ServerCompletionQueue* queue);
 
  private:
   // waits for the next call of one method (`request` asks the service for
@@ -46,6 +47,7 @@ class RegistryService {
   WorkerPool* pool_;
   const grpc_util::ClusterAuthPtr auth_;
   tandem::v1::Registry::AsyncService service_;
+  grpc_util::CompletionThread* calls_ = nullptr;
   grpc::ServerCompletionQueue* queue_ = nullptr;
 };
 

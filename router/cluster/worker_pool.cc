@@ -286,23 +286,28 @@ class WorkerPool::PollRound : public std::enable_shared_from_this<PollRound> {
     grpc::CompletionQueue* queue = pool_->calls_.queue();
     auto self = shared_from_this();
     if (call.worker_id.empty()) {
-      call.info_reader = call.stub->PrepareAsyncInfo(&call.context, call.info_request, queue);
-      call.info_reader->StartCall();
-      call.info_reader->Finish(&call.info, &call.status,
-                               grpc_util::CompletionThread::tag([self, &call](bool) {
-                                 self->pool_->onInfo(call.address, self->poll_, call.status.ok(),
-                                                     call.info);
-                                 self->answered(call, true);
-                               }));
+      pool_->calls_.start(
+          [self, &call](bool) {
+            self->pool_->onInfo(call.address, self->poll_, call.status.ok(), call.info);
+            self->answered(call, true);
+          },
+          [&call, queue](void* tag) {
+            call.info_reader = call.stub->PrepareAsyncInfo(&call.context, call.info_request, queue);
+            call.info_reader->StartCall();
+            call.info_reader->Finish(&call.info, &call.status, tag);
+          });
     } else {
-      call.stats_reader = call.stub->PrepareAsyncStats(&call.context, call.stats_request, queue);
-      call.stats_reader->StartCall();
-      call.stats_reader->Finish(&call.stats, &call.status,
-                                grpc_util::CompletionThread::tag([self, &call](bool) {
-                                  self->pool_->onStats(call.address, self->poll_, call.worker_id,
-                                                       call.status.ok(), call.stats);
-                                  self->answered(call, true);
-                                }));
+      pool_->calls_.start(
+          [self, &call](bool) {
+            self->pool_->onStats(call.address, self->poll_, call.worker_id, call.status.ok(),
+                                 call.stats);
+            self->answered(call, true);
+          },
+          [&call, queue](void* tag) {
+            call.stats_reader = call.stub->PrepareAsyncStats(&call.context, call.stats_request, queue);
+            call.stats_reader->StartCall();
+            call.stats_reader->Finish(&call.stats, &call.status, tag);
+          });
     }
   }
 

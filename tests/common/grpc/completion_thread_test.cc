@@ -18,10 +18,11 @@ TEST(CompletionThreadTest, RunsEachHandlerOnceOnItsThreadWithTheOperationsOk) {
   std::promise<bool> cancelled;
   grpc::Alarm now;
   grpc::Alarm never;
-  now.Set(thread.queue(), std::chrono::system_clock::now(),
-          CompletionThread::tag([&](bool ok) { fired.set_value({ok, std::this_thread::get_id()}); }));
-  never.Set(thread.queue(), std::chrono::system_clock::now() + std::chrono::hours(1),
-            CompletionThread::tag([&](bool ok) { cancelled.set_value(ok); }));
+  thread.start([&](bool ok) { fired.set_value({ok, std::this_thread::get_id()}); },
+               [&](void* tag) { now.Set(thread.queue(), std::chrono::system_clock::now(), tag); });
+  thread.start([&](bool ok) { cancelled.set_value(ok); }, [&](void* tag) {
+    never.Set(thread.queue(), std::chrono::system_clock::now() + std::chrono::hours(1), tag);
+  });
   const auto [ok, on] = fired.get_future().get();
   EXPECT_TRUE(ok);
   EXPECT_NE(on, std::this_thread::get_id());
@@ -34,8 +35,9 @@ TEST(CompletionThreadTest, ShutdownReturnsOnlyAfterThePendingOperationsCompleted
   grpc::Alarm soon;
   {
     CompletionThread thread("test-cq");
-    soon.Set(thread.queue(), std::chrono::system_clock::now() + std::chrono::milliseconds(50),
-             CompletionThread::tag([&](bool) { ++ran; }));
+    thread.start([&](bool) { ++ran; }, [&](void* tag) {
+      soon.Set(thread.queue(), std::chrono::system_clock::now() + std::chrono::milliseconds(50), tag);
+    });
     thread.shutdown();
     EXPECT_EQ(ran.load(), 1);
     thread.shutdown();  // idempotent
