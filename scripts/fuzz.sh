@@ -6,7 +6,7 @@
 # timeout-*, leak-*, oom-*); new interesting inputs go to
 # build-fuzz/corpus/<target>/ (not the repository's seeds).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
-#   default 15 s per target (the CI smoke, test.sh); a campaign:
+#   default 10 s per target (the CI smoke, test.sh); a campaign:
 #   scripts/fuzz.sh 600            (every target, 10 minutes each)
 #   scripts/fuzz.sh 3600 gguf      (one target for an hour)
 # Reproduce a finding: build-fuzz/fuzz/fuzz_<target> <file>
@@ -15,7 +15,7 @@
 # inputs starved of CPU) may raise it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=${1:-15}
+seconds=${1:-10}
 shift || true
 build=${TANDEM_FUZZ_BUILD:-$root/build-fuzz}
 all=(http_request openai_request tokenizer_json gguf safetensors chat_template
