@@ -31,7 +31,11 @@ case $vendor in
   *) echo "unknown vendor $vendor" >&2; exit 2 ;;
 esac
 args+=(-DTANDEM_GPU_DEPS="$deps")  # empty: the system's (also after a prefix)
-command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# ccache with the paths under the checkout hashed relative to it: a fresh
+# clone at another path hits the cache too (absolute, a CI clone at a new
+# path rebuilt the CUDA objects for 93 s).
+command -v ccache >/dev/null &&
+  args+=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_BASEDIR=$root;CCACHE_NOHASHDIR=1;ccache")
 
 start=$(date +%s)
 mkdir -p "$build"

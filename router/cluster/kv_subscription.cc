@@ -5,56 +5,42 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/grpc/async_stream_reader.h"
 #include "router/cluster/kv_subscriber.h"
 
 namespace tandem::router::cluster {
 
-namespace {
-
-using grpc_util::CompletionThread;
-
-}  // namespace
-
 // reads one KvSnapshot's parts into one message (blocks of every part in
 // order, num_blocks = their count); cancels the call at the first part that
-// shows a problem. Each step runs on the completion thread after the one
-// before it; deletes itself when done.
-class KvSubscription::SnapshotCall final {
+// shows a problem. Deletes itself when done.
+class KvSubscription::SnapshotCall final
+    : public grpc_util::AsyncStreamReader<tandem::v1::KvSnapshotResponse> {
  public:
   explicit SnapshotCall(std::shared_ptr<KvSubscription> owner)
-      : alive_(owner->calls_alive_.take()),
+      : AsyncStreamReader(owner->calls_alive_.take(), owner->shared_.calls),
         owner_(std::move(owner)),
         out_(std::make_unique<tandem::v1::KvSnapshotResponse>()) {
-    context_.set_deadline(std::chrono::system_clock::now() +
-                          owner_->shared_.options->snapshot_deadline);
+    context()->set_deadline(std::chrono::system_clock::now() +
+                            owner_->shared_.options->snapshot_deadline);
   }
-  grpc::ClientContext* context() { return &context_; }
   void start() {
-    reader_ = owner_->stub_->PrepareAsyncKvSnapshot(&context_, request_,
-                                                    owner_->shared_.calls->queue());
-    calls().start([this](bool ok) { ok ? read() : finish(); },
-                  [this](void* tag) { reader_->StartCall(tag); });
+    startReading([this](grpc::ClientContext* context, grpc::CompletionQueue* queue) {
+      return owner_->stub_->PrepareAsyncKvSnapshot(context, request_, queue);
+    });
   }
 
  private:
-  CompletionThread& calls() { return *owner_->shared_.calls; }
-
-  void read() {
-    calls().start([this](bool ok) { ok ? onPart() : finish(); },
-                  [this](void* tag) { reader_->Read(&part_, tag); });
-  }
-
-  void onPart() {
+  bool onMessage(tandem::v1::KvSnapshotResponse& part) override {
     if (first_) {
-      declared_ = part_.num_blocks();
-      out_->set_worker_id(part_.worker_id());
-      out_->set_last_event_id(part_.last_event_id());
+      declared_ = part.num_blocks();
+      out_->set_worker_id(part.worker_id());
+      out_->set_last_event_id(part.last_event_id());
       first_ = false;
-    } else if (part_.worker_id() != out_->worker_id() ||
-               part_.last_event_id() != out_->last_event_id()) {
+    } else if (part.worker_id() != out_->worker_id() ||
+               part.last_event_id() != out_->last_event_id()) {
       return fail("its parts disagree on worker id or last event id", false);
     }
-    const uint64_t total = static_cast<uint64_t>(out_->blocks_size()) + part_.blocks_size();
+    const uint64_t total = static_cast<uint64_t>(out_->blocks_size()) + part.blocks_size();
     const auto most = static_cast<uint64_t>(owner_->max_blocks_);
     if (std::max(declared_, total) > most) {
       return fail(absl::StrFormat("it holds %d blocks, more than the %d this router accepts",
@@ -64,19 +50,14 @@ class KvSubscription::SnapshotCall final {
     if (total > declared_) {
       return fail(absl::StrFormat("it holds more blocks than the %d it announced", declared_), false);
     }
-    for (tandem::v1::KvBlockStored& block : *part_.mutable_blocks()) {
+    for (tandem::v1::KvBlockStored& block : *part.mutable_blocks()) {
       *out_->add_blocks() = std::move(block);
     }
-    read();
+    return true;
   }
 
-  // no read is out: the call's status, then done().
-  void finish() {
-    calls().start([this](bool) { done(); }, [this](void* tag) { reader_->Finish(&status_, tag); });
-  }
-
-  void done() {
-    if (problem_.empty() && status_.ok() &&
+  void onDone(const grpc::Status& status) override {
+    if (problem_.empty() && status.ok() &&
         (first_ || static_cast<uint64_t>(out_->blocks_size()) != declared_)) {
       problem_ = absl::StrFormat("it ended after %d of the %d blocks it announced",
                                  out_->blocks_size(), declared_);
@@ -89,7 +70,7 @@ class KvSubscription::SnapshotCall final {
       }
       std::fprintf(stderr, "tandem router: KV snapshot of worker %s refused: %s\n",
                    owner_->address_.c_str(), problem_.c_str());
-    } else if (status_.ok()) {
+    } else if (status.ok()) {
       out_->set_num_blocks(declared_);
       snapshot = std::move(out_);
     }
@@ -97,24 +78,18 @@ class KvSubscription::SnapshotCall final {
     delete this;
   }
 
-  void fail(std::string problem, bool refused) {
+  // the call is cancelled (onMessage's false).
+  bool fail(std::string problem, bool refused) {
     problem_ = std::move(problem);
     refused_ = refused;
-    context_.TryCancel();
-    finish();
+    return false;
   }
 
-  // first, so released last, after the context and the owner reference:
-  // stop() returns only once no call holds the subscription, which its
-  // owner (holding it through stop()) then destroys, never the completion
-  // thread.
-  const Outstanding::Token alive_;
+  // released before the reader's outstanding token (the base's): stop()
+  // returns only once no call holds the subscription, which its owner
+  // (holding it through stop()) then destroys, never the completion thread.
   const std::shared_ptr<KvSubscription> owner_;
-  grpc::ClientContext context_;
   tandem::v1::KvSnapshotRequest request_;
-  std::unique_ptr<grpc::ClientAsyncReader<tandem::v1::KvSnapshotResponse>> reader_;
-  tandem::v1::KvSnapshotResponse part_;
-  grpc::Status status_;
   std::unique_ptr<tandem::v1::KvSnapshotResponse> out_;
   bool first_ = true;
   uint64_t declared_ = 0;
@@ -123,79 +98,53 @@ class KvSubscription::SnapshotCall final {
 };
 
 // follows Worker.KvEvents after `last` into the index until a resync is
-// needed (it cancels the call then) or the stream ends. Each step runs on
-// the completion thread after the one before it; deletes itself.
-class KvSubscription::EventsCall final {
+// needed (it cancels the call then) or the stream ends. Deletes itself.
+class KvSubscription::EventsCall final : public grpc_util::AsyncStreamReader<tandem::v1::KvEventBatch> {
  public:
   EventsCall(std::shared_ptr<KvSubscription> owner, std::string worker_id, uint64_t last)
-      : alive_(owner->calls_alive_.take()),
+      : AsyncStreamReader(owner->calls_alive_.take(), owner->shared_.calls),
         owner_(std::move(owner)),
         worker_id_(std::move(worker_id)),
         last_(last),
         since_(std::chrono::steady_clock::now()) {
     request_.set_after_event_id(last);
   }
-  grpc::ClientContext* context() { return &context_; }
   void start() {
-    reader_ = owner_->stub_->PrepareAsyncKvEvents(&context_, request_, owner_->shared_.calls->queue());
-    calls().start([this](bool ok) { ok ? read() : finish(); },
-                  [this](void* tag) { reader_->StartCall(tag); });
+    startReading([this](grpc::ClientContext* context, grpc::CompletionQueue* queue) {
+      return owner_->stub_->PrepareAsyncKvEvents(context, request_, queue);
+    });
   }
 
  private:
-  CompletionThread& calls() { return *owner_->shared_.calls; }
-
-  void read() {
-    calls().start([this](bool ok) { ok ? onBatch() : finish(); },
-                  [this](void* tag) { reader_->Read(&batch_, tag); });
-  }
-
-  void onBatch() {
-    if (!batch_.worker_id().empty() && batch_.worker_id() != worker_id_) {
-      return cancel();  // the worker restarted
+  bool onMessage(tandem::v1::KvEventBatch& batch) override {
+    if (!batch.worker_id().empty() && batch.worker_id() != worker_id_) {
+      return false;  // the worker restarted
     }
-    for (const tandem::v1::KvEvent& event : batch_.events()) {
+    for (const tandem::v1::KvEvent& event : batch.events()) {
       if (event.event_id() <= last_) continue;  // already in the snapshot
       // a gap (events lost): the index refuses it too.
       if (event.event_id() != last_ + 1 || !owner_->shared_.index->applyEvent(owner_->address_, event)) {
         owner_->publishBlocks();
-        return cancel();
+        return false;
       }
       last_ = event.event_id();
     }
     owner_->publishBlocks();
-    read();
+    return true;
   }
 
-  void cancel() {
-    context_.TryCancel();
-    finish();
+  void onDone(const grpc::Status&) override {
+    owner_->onEventsEnded(since_);
+    delete this;
   }
 
-  // no read is out: waits for the call's end, then tells the owner.
-  void finish() {
-    calls().start(
-        [this](bool) {
-          owner_->onEventsEnded(since_);
-          delete this;
-        },
-        [this](void* tag) { reader_->Finish(&status_, tag); });
-  }
-
-  // first, so released last, after the context and the owner reference:
-  // stop() returns only once no call holds the subscription, which its
-  // owner (holding it through stop()) then destroys, never the completion
-  // thread.
-  const Outstanding::Token alive_;
+  // released before the reader's outstanding token (the base's), as in
+  // SnapshotCall.
   const std::shared_ptr<KvSubscription> owner_;
   const std::string worker_id_;
   uint64_t last_;
   const std::chrono::steady_clock::time_point since_;
-  grpc::ClientContext context_;
   tandem::v1::KvEventsRequest request_;
-  std::unique_ptr<grpc::ClientAsyncReader<tandem::v1::KvEventBatch>> reader_;
-  tandem::v1::KvEventBatch batch_;
-  grpc::Status status_;
 };
 
 KvSubscription::KvSubscription(const Shared& shared, std::string address, int64_t max_blocks,

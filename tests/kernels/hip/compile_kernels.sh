@@ -33,9 +33,12 @@ fi
 
 # through ccache when installed, as the builds are: a run after one that
 # compiled the same sources is all cache hits (this script ran ~100 s of the
-# warm CI's release pass for hipcc and ~60 s for nvcc without it)
+# warm CI's release pass for hipcc and ~60 s for nvcc without it). The
+# paths under the checkout are hashed relative to it, so a fresh clone
+# elsewhere hits too (with absolute ones a CI clone at a new path ran it
+# for 160 s and 97 s).
 launcher=()
-command -v ccache >/dev/null && launcher=(ccache)
+command -v ccache >/dev/null && launcher=(env CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1 ccache)
 
 failed=0
 for src in "$@"; do

@@ -1,5 +1,6 @@
 #include "router/cluster/worker_pool.h"
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -238,6 +239,23 @@ TEST(WorkerPoolOrderTest, AnOverlappingPollsOlderAnswerDoesNotReplaceANewerOne) 
   EXPECT_EQ(find(pool, worker.address())->stats.num_prefill_tokens_queued(), 0);
 }
 
+// `n` started fake workers that hold their Stats answers, registered with `pool`.
+void addHoldingWorkers(WorkerPool& pool, int n, std::vector<std::unique_ptr<FakeWorker>>* workers) {
+  for (int i = 0; i < n; ++i) {
+    workers->push_back(std::make_unique<FakeWorker>(FakeWorkerConfig{.worker_id = "w" + std::to_string(i)}));
+    workers->back()->start();
+    workers->back()->holdStats(true);
+    ASSERT_TRUE(pool.registerWorker(workers->back()->info()).ok());
+  }
+}
+
+// the Stats calls they hold, over all of them.
+int heldStats(const std::vector<std::unique_ptr<FakeWorker>>& workers) {
+  int n = 0;
+  for (const auto& w : workers) n += w->heldStats();
+  return n;
+}
+
 // a round in front of many workers polls them in waves: with 2 calls
 // allowed out, 4 workers that hold their answers see 2 calls, the other
 // 2 only once those were answered, and the round ends after all 4.
@@ -247,17 +265,8 @@ TEST(WorkerPoolWavesTest, ARoundKeepsAtMostMaxPollsInFlightCallsOut) {
   options.rpc_deadline = 60s;  // held answers must not time out
   options.max_polls_in_flight = 2;
   WorkerPool pool(options, nullptr);  // not started: polls only here
-  for (int i = 0; i < 4; ++i) {
-    workers.push_back(std::make_unique<FakeWorker>(FakeWorkerConfig{.worker_id = "w" + std::to_string(i)}));
-    workers.back()->start();
-    workers.back()->holdStats(true);
-    ASSERT_TRUE(pool.registerWorker(workers.back()->info()).ok());
-  }
-  auto held = [&] {
-    int n = 0;
-    for (const auto& w : workers) n += w->heldStats();
-    return n;
-  };
+  ASSERT_NO_FATAL_FAILURE(addHoldingWorkers(pool, 4, &workers));
+  auto held = [&] { return heldStats(workers); };
   std::atomic<bool> round_ended{false};
   std::thread round([&] {
     pool.pollOnce();
@@ -296,23 +305,15 @@ TEST(WorkerPoolWavesTest, ARoundOpensAtMostMaxFirstContactsNewChannelsAtOnce) {
   options.max_polls_in_flight = 8;
   options.max_first_contacts = 1;
   WorkerPool pool(options, nullptr);  // not started: polls only here
-  for (int i = 0; i < 3; ++i) {
-    workers.push_back(std::make_unique<FakeWorker>(FakeWorkerConfig{.worker_id = "w" + std::to_string(i)}));
-    workers.back()->start();
-    workers.back()->holdStats(true);
-    ASSERT_TRUE(pool.registerWorker(workers.back()->info()).ok());
-  }
-  auto held = [&] {
-    int n = 0;
-    for (const auto& w : workers) n += w->heldStats();
-    return n;
-  };
+  ASSERT_NO_FATAL_FAILURE(addHoldingWorkers(pool, 3, &workers));
+  auto held = [&] { return heldStats(workers); };
   std::thread round([&] { pool.pollOnce(); });
   for (int answered = 0; answered < 3; ++answered) {
-    ASSERT_TRUE(waitFor([&] { return held() == 1; }));
-    for (const auto& w : workers) {
-      if (w->heldStats() == 1) w->releaseStats();
-    }
+    ASSERT_TRUE(waitFor([&] { return held() == 1; })) << "held " << held() << " after " << answered;
+    // only the one held now: the next may arrive while this one is released
+    auto one = std::find_if(workers.begin(), workers.end(), [](const auto& w) { return w->heldStats() == 1; });
+    ASSERT_NE(one, workers.end());
+    (*one)->releaseStats();
   }
   round.join();
   std::thread next([&] { pool.pollOnce(); });
