@@ -1,8 +1,7 @@
 #include "router/cluster/kv_subscriber.h"
 
-#include <set>
-
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "router/cluster/kv_subscription.h"
