@@ -75,9 +75,11 @@ TEST_F(HipMoeRunnerTest, MixtralQ8MatchesLlamaCppAtWave32) {
   expectOracle({0, 2, 3, 4, 5, 6, 7});
 }
 
+// two prompts batched only: a third prompt alone ran too (91 s of the
+// Release pass, 35 of them that prompt), and a lone prompt's path is the
+// Mixtral test's above.
 TEST_F(HipMoeRunnerTest, SixtyFourExpertsF16MatchLlamaCppAtWave64) {
   start(64, "qwen3moe_e64", "f16");
-  expectOracle({3});
   expectOracle({0, 1});
 }
 
