@@ -178,6 +178,10 @@ void registerPlannerSimulateCommand(CLI::App* planner) {
                   "also run the perfect-foresight bound (knows the future, pays the cold start), calibrated to "
                   "meet the SLOs, and report each policy's fraction_of_possible_savings against static")
       ->capture_default_str();
+  cmd->add_option("--decode-spill", args->options.decode_spill,
+                  "decode workers prefill a prompt themselves while the prefill worker chosen "
+                  "predicts a first token past the TTFT SLO and they predict sooner")
+      ->capture_default_str();
   cmd->add_option("--router-learns-rates", args->options.router_learns_rates,
                   "the router learns each prefill worker's rate from its first tokens (its default)")
       ->capture_default_str();

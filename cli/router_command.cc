@@ -140,6 +140,7 @@ absl::Status runRouter(RouterArgs args) {
   KvSubscriber subscriber(KvSubscriberOptions{}, &pool, &index, &metrics);
   subscriber.start();
   generator_options.planner.ttft_slo_s = args.ttft_slo_ms / 1000;
+  generator_options.planner.spill_prefill_over_s = args.ttft_slo_ms / 1000;
   generator_options.no_worker_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(args.migration_timeout_s * 1000));
   RemoteGenerator generator(generator_options, &pool, &index, &metrics);
@@ -234,7 +235,8 @@ void registerRouterCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--ttft-slo-ms", args->ttft_slo_ms,
                   "refuse (429 with Retry-After) a request no worker is predicted to start within "
-                  "this many ms (0 = never)")
+                  "this many ms, and have a decode worker prefill a prompt itself while the prefill "
+                  "workers would start it later and it can within (0 = neither)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--kv-index-max-blocks", args->kv_index_max_blocks,

@@ -534,9 +534,11 @@ absl::StatusOr<PlannerPolicyResult> ClusterRun::run() {
   RoutePlannerOptions ro;
   ro.policy = "kv";
   ro.seed = options_.seed * 1000003 + 1;
-  // every uncached prompt goes to a prefill worker while one is routable:
-  // the planner sizes the prefill pool for it.
+  // every uncached prompt goes to a prefill worker while one is routable
+  // (the planner sizes the prefill pool for it), unless D lends its compute
+  // while the pool is short (decode_spill).
   ro.max_prefill_queue_tokens = int64_t{1} << 50;
+  if (options_.decode_spill) ro.spill_prefill_over_s = options_.ttft_slo_ms / 1000;
   ro.load.default_prefill_tokens_per_s = profile_.prefillTokensPerS(2048);
   ro.load.default_decode_s_per_step = profile_.decodeItlMs(1, 2048) / 1000;
   // the router learns each worker's speed against the profile's shape (the

@@ -51,6 +51,11 @@ struct PlannerSimOptions {
   // all (to show what the learned rates cost: they depend on the prompt
   // lengths a worker last served, and mislead long prompts' routing).
   bool router_learns_rates = true;
+  // the router has a decode worker prefill a prompt itself while the prefill
+  // worker chosen predicts a first token past the TTFT SLO and D predicts
+  // sooner (RoutePlannerOptions::spill_prefill_over_s); false: every
+  // uncached prompt goes to a prefill worker while one is routable.
+  bool decode_spill = true;
   // sla's burst envelope (planner::PolicyConfig::burst_quantile, burst_window_s).
   double burst_quantile = 1;
   double burst_window_s = 1200;

@@ -166,10 +166,15 @@ absl::StatusOr<RouteDecision> RoutePlanner::plan(const RouteQuery& query,
   }
   if (!prefill.empty()) {
     const RouteCandidate p = prefill[policy_->choose(ask, prefill, rng_)];
-    decision.prefill_address = *p.address;
-    decision.predicted_cached_tokens = prompt_tokens - uncachedTokens(ask, p);
-    decision.predicted_ttft_s = estimateTtft(ask, p, options_.costs);
+    const double p_ttft = estimateTtft(ask, p, options_.costs);
     for (const RouteCandidate& c : prefill) best_ttft = std::min(best_ttft, estimateTtft(ask, c, options_.costs));
+    const bool spill = options_.spill_prefill_over_s > 0 && p_ttft > options_.spill_prefill_over_s &&
+                       decision.predicted_ttft_s <= options_.spill_prefill_over_s;
+    if (!spill) {
+      decision.prefill_address = *p.address;
+      decision.predicted_cached_tokens = prompt_tokens - uncachedTokens(ask, p);
+      decision.predicted_ttft_s = p_ttft;
+    }
   }
   if (query.may_shed && options_.ttft_slo_s > 0 && best_ttft > options_.ttft_slo_s) {
     return absl::ResourceExhaustedError(absl::StrFormat(

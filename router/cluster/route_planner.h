@@ -7,7 +7,10 @@
 // when the prompt tokens D does not hold exceed max_local_prefill_tokens
 // and a healthy prefill worker has fewer than max_prefill_queue_tokens
 // queued; P is chosen by the same policy (its own prefix cache counts, and
-// the transfer of the blocks D lacks). With a TTFT SLO, a request no worker
+// the transfer of the blocks D lacks). While the prefill pool is short (the
+// P chosen predicts its first token later than spill_prefill_over_s), D
+// prefills the prompt itself when it predicts sooner: decode workers lend
+// their compute to a burst until new prefill workers are up. With a TTFT SLO, a request no worker
 // can start within it is refused (ResourceExhausted: the front ends answer
 // 429 with Retry-After) rather than queued.
 //
@@ -37,6 +40,10 @@ struct RoutePlannerOptions {
   // 64 measured (bench/RESULTS.md, "Remote prefill threshold").
   int max_local_prefill_tokens = 64;
   int64_t max_prefill_queue_tokens = 16384;
+  // seconds: a prompt whose prefill worker predicts its first token later
+  // than this is prefilled by D when D predicts sooner (the TTFT SLO is the
+  // natural value: beyond it P's head start is no use); 0 = never.
+  double spill_prefill_over_s = 0;
   // routing_policy.h; an unknown name is refused by RoutePlanner::create.
   std::string policy = "kv";
   RoutingCosts costs;

@@ -99,7 +99,7 @@ void WorkerLoadModel::onRouted(uint64_t key, const std::string& address, int64_t
   w.own_queued_s += r.own_s;
   ++w.own_running;
   w.own_blocks += r.blocks;
-  w.waiting.emplace(now, key);
+  if (r.prefill_tokens > 0) w.waiting.emplace(now, key);
   requests_[key] = std::move(r);
 }
 

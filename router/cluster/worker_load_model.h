@@ -141,7 +141,9 @@ class WorkerLoadModel {
     double taken_s = 0;
     double last_first_token_at = -1e300;
     double decode_step = 0;
-    // requests waiting for their first token: routed_at -> key.
+    // requests waiting for the first token of a prefill this worker runs
+    // (not those another worker prefills: a decode worker waiting for a
+    // prefill worker's KV is not stalled): routed_at -> key.
     std::multimap<double, uint64_t> waiting;
   };
 

@@ -106,6 +106,31 @@ TEST_F(RoutePlannerTest, PrefillsLocallyWithoutAHealthyIdlePrefillWorker) {
   EXPECT_EQ(plan(20, {plannerWorker("d1", "both", 0, 0, 500)}).prefill_address, "");
 }
 
+TEST_F(RoutePlannerTest, DecodeWorkerPrefillsWhileThePrefillWorkersQueueWouldMissTheSlo) {
+  // 8000 tokens/s: p1's 8000 queued tokens are 1 s, past the 0.5 s.
+  RoutePlannerOptions options{.max_local_prefill_tokens = 8, .max_prefill_queue_tokens = 1 << 20};
+  options.load.default_prefill_tokens_per_s = 8000;
+  options.spill_prefill_over_s = 0.5;
+  std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 1, 0, 500),
+                                      plannerWorker("p1", "prefill", 0, 0, 500, /*queued=*/8000)};
+  RoutePlanner spill(options, &index_);
+  const RouteDecision d = *spill.plan(plannerPrompt(40), 16, workers, {}, {});
+  EXPECT_EQ(d.prefill_address, "");
+  EXPECT_LT(d.predicted_ttft_s, 0.5);
+  // p1 can meet it again: it prefills.
+  workers[1].stats.set_num_prefill_tokens_queued(800);
+  EXPECT_EQ(spill.plan(plannerPrompt(40), 16, workers, {}, {})->prefill_address, "p1");
+  // d1 could not meet it either (its own queue): p1 keeps it, D keeps decoding.
+  workers[1].stats.set_num_prefill_tokens_queued(8000);
+  workers[0].stats.set_num_prefill_tokens_queued(8000);
+  EXPECT_EQ(spill.plan(plannerPrompt(40), 16, workers, {}, {})->prefill_address, "p1");
+  // without the option, p1 takes it however long its queue.
+  workers[0].stats.set_num_prefill_tokens_queued(0);
+  options.spill_prefill_over_s = 0;
+  RoutePlanner no_spill(options, &index_);
+  EXPECT_EQ(no_spill.plan(plannerPrompt(40), 16, workers, {}, {})->prefill_address, "p1");
+}
+
 TEST_F(RoutePlannerTest, PicksThePrefillWorkerWithTheShortestQueue) {
   const std::vector<WorkerState> workers = {plannerWorker("d1", "decode", 0, 0, 500),
                                             plannerWorker("p1", "prefill", 0, 0, 500, 50),

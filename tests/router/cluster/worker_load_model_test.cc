@@ -98,6 +98,17 @@ TEST(WorkerLoadModelTest, AStaleQueueReportDoesNotMakeTheWorkerLookFast) {
   EXPECT_NEAR(model.load("d1", 11, 1000).prefill_tokens_per_s, 2000, 1);
 }
 
+TEST(WorkerLoadModelTest, ADecodeWorkerWaitingForAPrefillWorkersKvIsNotStalled) {
+  WorkerLoadModel model(shaped());
+  // d1 decodes a request that p1 prefills (no prefill tokens on d1); its
+  // first token is 10 s late. d1 prefills nothing, so it is no slower.
+  model.onRouted(1, "d1", 0, 1, 0, 4000);
+  model.onRouted(2, "p1", 4000, 0, 0, 4000);
+  EXPECT_NEAR(model.load("d1", 10, 1000).prefill_tokens_per_s, 2000, 1e-9);
+  // p1, with the prefill 10 s overdue (2 s expected), reads slower.
+  EXPECT_LT(model.load("p1", 10, 1000).prefill_tokens_per_s, 1000);
+}
+
 WorkerState queuedWorker(const std::string& address, int64_t queued) {
   WorkerState w;
   w.address = address;
