@@ -10,6 +10,7 @@ PACKAGES=(
   libboost-dev libssl-dev nlohmann-json3-dev libsimdjson-dev libcli11-dev
   libicu-dev libyaml-cpp-dev libgtest-dev libgmock-dev ccache libucx-dev
   python3 curl
+  lld  # the linker when present (CMakeLists.txt, TANDEM_LLD): half GNU ld's link time
 )
 # Debian's HIP toolchain (kernels' emulator tests, the hip backend); an
 # image whose ROCm comes from AMD sets TANDEM_DEPS_NO_HIP=1.
