@@ -4,6 +4,7 @@
 # without a GPU it must end with the runtime's "no GPU device".
 #   bench/gpu/build_check.sh cuda|hip|emu BUILD [DEPS]
 # DEPS: a prefix made by pack_deps.sh (default: the system's packages).
+# TANDEM_GPU_WERROR=ON: the GPU compilers' warnings are errors.
 # A missing nvcc exits 77 (skipped, said so): it is NVIDIA's toolkit, not a
 # Debian package; a missing hipcc fails (scripts/install-deps.sh installs it).
 set -uo pipefail
@@ -31,6 +32,9 @@ case $vendor in
   *) echo "unknown vendor $vendor" >&2; exit 2 ;;
 esac
 args+=(-DTANDEM_GPU_DEPS="$deps")  # empty: the system's (also after a prefix)
+# TANDEM_GPU_WERROR=ON: a warning fails the GPU compiles (the CI's ctests, whose
+# compilers are known; a lent machine's nvcc may warn where this one does not)
+args+=(-DTANDEM_GPU_WERROR="${TANDEM_GPU_WERROR:-OFF}")
 # ccache with the paths under the checkout hashed relative to it: a fresh
 # clone at another path hits the cache too (absolute, a CI clone at a new
 # path rebuilt the CUDA objects for 93 s).
@@ -39,6 +43,11 @@ command -v ccache >/dev/null &&
 
 start=$(date +%s)
 mkdir -p "$build"
+# hipcc (clang) leaves an empty directory in TMPDIR for each offload target of
+# each compile: a private one, removed at the end
+TMPDIR=$(mktemp -d)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 if ! cmake -S "$root/bench/gpu" -B "$build" -G Ninja "${args[@]}" > "$build/configure.log" 2>&1; then
   cat "$build/configure.log"
   echo "FAILED: configuring tandem_gpu_check for $vendor"

@@ -32,9 +32,17 @@ esac
 
 start=$(date +%s)
 mkdir -p "$build"
-# tests off: only the binary is wanted
+# hipcc (clang) leaves an empty directory in TMPDIR for each offload target of
+# each compile: a private one, removed at the end
+TMPDIR=$(mktemp -d)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+# tests off: only the binary is wanted. TANDEM_GPU_WERROR: a warning in a
+# kernel fails this test (the compilers here are known), and the kernels'
+# command line is the one tests/bench/gpu's build of tandem_gpu_check uses,
+# so ccache compiles each kernel once for both (kernels/hip/gpu_objects.cmake).
 if ! cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF \
-      "${option[@]}" > "$build/configure.log" 2>&1; then
+      -DTANDEM_GPU_WERROR=ON "${option[@]}" > "$build/configure.log" 2>&1; then
   cat "$build/configure.log"
   echo "FAILED: configuring $kind build"
   exit 1
