@@ -43,11 +43,6 @@ command -v ccache >/dev/null &&
 
 start=$(date +%s)
 mkdir -p "$build"
-# hipcc (clang) leaves an empty directory in TMPDIR for each offload target of
-# each compile: a private one, removed at the end
-TMPDIR=$(mktemp -d)
-export TMPDIR
-trap 'rm -rf "$TMPDIR"' EXIT
 if ! cmake -S "$root/bench/gpu" -B "$build" -G Ninja "${args[@]}" > "$build/configure.log" 2>&1; then
   cat "$build/configure.log"
   echo "FAILED: configuring tandem_gpu_check for $vendor"

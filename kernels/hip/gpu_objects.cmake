@@ -47,17 +47,21 @@ function(tandem_gpu_objects out)
     endif()
   endforeach()
 
-  set(objects)
   if(NOT CMAKE_CURRENT_BINARY_DIR STREQUAL "${CMAKE_BINARY_DIR}/kernels/hip")
     message(FATAL_ERROR "tandem_gpu_objects: call it from <build>/kernels/hip, not ${CMAKE_CURRENT_BINARY_DIR}")
   endif()
   set(obj_dir ${CMAKE_CURRENT_BINARY_DIR}/gpu_objects_${arg_VENDOR})
+  # hipcc (clang) leaves an empty directory in TMPDIR for each offload target
+  # of each compile (4 386 had piled up in /tmp): they go in the build's own.
+  set(tmp_dir ${obj_dir}/tmp)
+  set(objects)
   foreach(src ${arg_SOURCES})
     get_filename_component(stem ${src} NAME_WE)
     set(obj ${obj_dir}/${stem}.o)
     add_custom_command(OUTPUT ${obj}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${obj_dir}
-      COMMAND ${arg_LAUNCHER} ${arg_COMPILER} ${flags} -MD -MF ${obj}.d -c ${root}/${src} -o ${obj}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${tmp_dir}
+      COMMAND ${CMAKE_COMMAND} -E env TMPDIR=${tmp_dir}
+              ${arg_LAUNCHER} ${arg_COMPILER} ${flags} -MD -MF ${obj}.d -c ${root}/${src} -o ${obj}
       DEPENDS ${root}/${src}
       DEPFILE ${obj}.d
       COMMENT "${arg_VENDOR}: ${src}"

@@ -24,3 +24,10 @@ set(TANDEM_HIP_KERNEL_SOURCES
   hip_backend_sampling.cc
   kv_cache.cc
   sampling.cc)
+
+# the sources a GPU compiler builds (the kernels and the hip backend), from
+# the repository root (kernels/hip/gpu_objects.cmake takes them so).
+set(TANDEM_GPU_SOURCES)
+foreach(src ${TANDEM_HIP_KERNEL_SOURCES} hip_backend.cc)
+  list(APPEND TANDEM_GPU_SOURCES kernels/hip/${src})
+endforeach()

@@ -32,11 +32,6 @@ esac
 
 start=$(date +%s)
 mkdir -p "$build"
-# hipcc (clang) leaves an empty directory in TMPDIR for each offload target of
-# each compile: a private one, removed at the end
-TMPDIR=$(mktemp -d)
-export TMPDIR
-trap 'rm -rf "$TMPDIR"' EXIT
 # tests off: only the binary is wanted. TANDEM_GPU_WERROR: a warning in a
 # kernel fails this test (the compilers here are known), and the kernels'
 # command line is the one tests/bench/gpu's build of tandem_gpu_check uses,
