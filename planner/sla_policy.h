@@ -48,9 +48,9 @@
 //  - scale-down waits max(scale_down_after, a cold start + an interval)
 //    intervals in a row of lower need (a worker stopped and asked for again
 //    within a cold start costs more than one kept), none while requests
-//    wait on the role (decode: any waiting to join a batch; prefill: a
-//    queue of half the TTFT SLO a worker), and takes at most a fifth of the
-//    role at a time (never below what the sizing needs).
+//    wait on the role (decode: as many waiting to join a batch as it has
+//    workers; prefill: a queue of half the TTFT SLO a worker), and takes at
+//    most a fifth of the role at a time (never below what the sizing needs).
 // The corrections are observed / predicted mean latency (TTFT against the
 // queue model's mean at the ready workers; ITL against the profile at the
 // batch there was), smoothed and bounded to [0.5, 2] (TTFT's to [1, 2]: a
@@ -59,11 +59,12 @@
 // interval that met its SLO pulls them towards 1 (ITL's may still learn a
 // faster decode than the profile's; a correction above 1 there only buys
 // workers the SLO does not need: on the shared traces it cost 20-40% more
-// GPU-hours than the counts that meet it); TTFT's only
-// where the modelled wait is a small part of the TTFT (it scales the
-// prefill time, not the queue); none from an overloaded pool (requests
-// waiting to join a decode batch, or prefill offered at or above its
-// workers). Means, because the TTFT quantiles of heavy-tailed prompt
+// GPU-hours than the counts that meet it); TTFT's only where the modelled
+// wait is a small part of the TTFT (it scales the prefill time, not the
+// queue) and no prefill backlog stood at the interval's start or end (its
+// first tokens waited in that queue); none from an overloaded pool
+// (requests waiting to join a decode batch, or prefill offered at or above
+// its workers). Means, because the TTFT quantiles of heavy-tailed prompt
 // lengths say more about the longest prompts than about the queue. The
 // cold start is learned from the policy's own scale-ups (the time until
 // the ready count grew), the configured one until then.
@@ -123,6 +124,9 @@ class SlaPolicy : public ScalingPolicy {
 
  private:
   void learn(const LoadSample& observed, const RoleCounts& current);
+  // each prefill worker's queued work would wait over kBacklogShareOfSlo of
+  // the TTFT SLO (prompts of isl tokens).
+  bool prefillBacklogged(const LoadSample& observed, double isl) const;
   void learnColdStart(const PolicyInputs& in);
   double prefillServiceS(double isl, double cached_fraction) const;
   int decodeWorkers(double rate, double isl, double osl) const;
@@ -156,6 +160,7 @@ class SlaPolicy : public ScalingPolicy {
   double learned_cold_start_s_ = 0;
   double last_queued_s_ = 0;  // prefill worker-seconds queued at the last decision
   double last_rate_window_s_ = 1;  // the seconds the last rate in rates_ was counted over
+  bool backlogged_before_ = false;  // prefillBacklogged at the last decision
 };
 
 }  // namespace tandem::planner

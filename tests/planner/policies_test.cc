@@ -305,13 +305,36 @@ TEST(SlaPolicyTest, NeverStepsDownARoleRequestsWaitOn) {
   c.burst_window_s = 10;
   SlaPolicy sla(c);
   // light traffic, sized for 1 decode worker, but requests wait to join a
-  // batch on the 4 there are (a profile faster than the serving path): hold.
+  // batch on the 4 there are, one a worker (a profile faster than the
+  // serving path): no step down (the scale-up on the queue asks for more).
   LoadSample s = traffic(1, 200, 100);
   s.ready = {1, 4};
+  s.decode_queue_requests = 1;
+  for (int i = 0; i < 5; ++i) EXPECT_GE(sla.decide(inputs(s, {1, 4})).desired.decode, 4) << i;
+  // two waiting on four workers is a moment's wait for a batch slot: down.
   s.decode_queue_requests = 0.5;
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(sla.decide(inputs(s, {1, 4})).desired.decode, 4) << i;
-  s.decode_queue_requests = 0;
   EXPECT_EQ(sla.decide(inputs(s, {1, 4})).desired.decode, 3);
+}
+
+TEST(SlaPolicyTest, LearnsNothingFromTheFirstTokensOfAPrefillBacklog) {
+  SlaPolicy sla(config());
+  const RoleCounts sized = sla.size(20, 8000, 20, 0);
+  // a burst left 20 000 tokens queued a prefill worker (2 s each, four
+  // times the SLO): the interval's first tokens waited in that queue, not
+  // in a prefill slower than the profile.
+  LoadSample backlog = traffic(20, 8000, 20);
+  backlog.prefill_queue_tokens = 20000;
+  backlog.ready = sized;
+  backlog.ttft_mean_ms = 4000;
+  backlog.ttft_slo_attainment = 0.2;
+  sla.decide(inputs(backlog, sized));
+  // nor the interval after, whose first tokens include the backlog's last.
+  backlog.prefill_queue_tokens = 0;
+  sla.decide(inputs(backlog, sized));
+  EXPECT_EQ(sla.ttftCorrection(), 1);
+  // the next one is the prefill's own again.
+  sla.decide(inputs(backlog, sized));
+  EXPECT_GT(sla.ttftCorrection(), 1.5);
 }
 
 TEST(SlaPolicyTest, LearnsTheColdStartFromItsOwnWorkersArriving) {
