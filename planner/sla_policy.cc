@@ -275,21 +275,29 @@ bool SlaPolicy::prefillBacklogged(const LoadSample& o, double isl) const {
                                            kBacklogShareOfSlo * config_.ttft_slo_ms / 1000;
 }
 
-int SlaPolicy::backlogPrefillWorkers(const LoadSample& o, double isl) {
+int SlaPolicy::backlogPrefillWorkers(const LoadSample& o, double isl, int served) {
   const double queued_s = o.prefill_queue_tokens * o.ready.prefill / profile_.prefillTokensPerS(std::max(1.0, isl));
   const double grew_s = queued_s - last_queued_s_;
   last_queued_s_ = queued_s;
   if (o.ready.prefill <= 0 || queued_s <= kBacklogShareOfSlo * config_.ttft_slo_ms / 1000 * o.ready.prefill) return 0;
   // a queued prompt stays at its worker: workers added now serve only the
   // prompts still to come. The queue grew by what the arrivals asked beyond
-  // the ready workers: that many more serve them.
+  // the workers that served the interval: that many more serve them. Those
+  // that served it, not those ready at its end: counting the workers that
+  // came up at its end as well asked for 25 prefill workers where the
+  // growth said 14 (the on-off trace at seed 1, bench/RESULTS.md
+  // "Autoscaling on traffic it was not tuned on").
   if (grew_s <= 0) return 0;
-  return o.ready.prefill + static_cast<int>(std::ceil(grew_s / config_.interval_s));
+  return served + static_cast<int>(std::ceil(grew_s / config_.interval_s));
 }
 
 ScalingDecision SlaPolicy::decide(const PolicyInputs& in) {
   observe(in.observed);
   learn(in.observed, in.current);
+  // the prefill workers that served the interval: those ready at its start
+  // and still at its end (the current count where the source reports none).
+  const int ready_prefill = in.observed.ready.prefill > 0 ? in.observed.ready.prefill : in.current.prefill;
+  const int served_prefill = last_ready_.prefill > 0 ? std::min(last_ready_.prefill, ready_prefill) : ready_prefill;
   learnColdStart(in);
   rates_.add(std::max(in.observed.request_rate, in.observed.peak_request_rate));
   // the busiest half's rate is counted over half the interval, a mean rate
@@ -314,7 +322,7 @@ ScalingDecision SlaPolicy::decide(const PolicyInputs& in) {
     const double waiting = o.decode_queue_requests * o.ready.decode;
     sized.decode = std::max(sized.decode, o.ready.decode + static_cast<int>(std::ceil(waiting / batch)));
   }
-  sized.prefill = std::max(sized.prefill, backlogPrefillWorkers(o, isl));
+  sized.prefill = std::max(sized.prefill, backlogPrefillWorkers(o, isl, served_prefill));
   const RoleCounts need = clampToBounds(sized, in.bounds);
   // a worker stopped and asked for again within a cold start costs more
   // than one kept: hold at least that long.

@@ -41,9 +41,9 @@
 //    workers through lulls shorter than their recurrence;
 //  - queued prefill work whose share per worker would wait half the TTFT
 //    SLO and that grew since the last decision asks at once (past any
-//    hysteresis) for the ready workers plus what its growth says the
-//    arrivals needed beyond them (an absolute count: those starting count
-//    towards it). Not more: a queued prompt stays at the worker it was
+//    hysteresis) for the workers that served the interval (ready at its
+//    start and end) plus what its growth says the arrivals needed beyond
+//    them (an absolute count: those starting count towards it). Not more: a queued prompt stays at the worker it was
 //    routed to, so workers added serve only the prompts still to come;
 //  - scale-down waits max(scale_down_after, a cold start + an interval)
 //    intervals in a row of lower need (a worker stopped and asked for again
@@ -143,8 +143,9 @@ class SlaPolicy : public ScalingPolicy {
   // the intervals of a cold start and one interval.
   int horizonIntervals() const;
   // the fast path on queued prefill work: 0, or the prefill workers that
-  // serve the arrivals the queue's growth says the ready ones could not.
-  int backlogPrefillWorkers(const LoadSample& observed, double isl);
+  // serve the arrivals the queue's growth says the `served` ones (ready
+  // through the interval) could not.
+  int backlogPrefillWorkers(const LoadSample& observed, double isl, int served);
 
   const PolicyConfig config_;
   const WorkerProfile& profile_;

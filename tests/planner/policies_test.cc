@@ -214,6 +214,23 @@ TEST(SlaPolicyTest, APrefillBacklogThatGrewAsksAtOnceForWhatItsGrowthSaysOnce) {
   EXPECT_EQ(SlaPolicy(config()).decide(inputs(backlog, sized)).desired.prefill, sized.prefill);
 }
 
+TEST(SlaPolicyTest, TheBacklogFastPathCountsOnlyTheWorkersThatServedTheInterval) {
+  PolicyConfig c = config();
+  c.burst_window_s = 10;
+  SlaPolicy sla(c);
+  // 5 prefill workers up for light traffic; 20 more asked for.
+  LoadSample light = traffic(1, 8000, 20);
+  light.ready = {5, 1};
+  sla.decide(inputs(light, {25, 1}));
+  // the 20 came up at the interval's end, in which the queue grew to 20 000
+  // tokens a ready worker: 500 000 tokens, 50 s of prefill the 5 could not
+  // serve in 10 s, 5 workers' worth beyond them.
+  LoadSample backlog = traffic(1, 8000, 20);
+  backlog.ready = {25, 1};
+  backlog.prefill_queue_tokens = 20000;
+  EXPECT_EQ(sla.decide(inputs(backlog, {25, 1})).desired.prefill, 25);  // 5 + 5 are up: not 25 + 5
+}
+
 TEST(SlaPolicyTest, TheBurstEnvelopeProvisionsForTheRisesSeenAndHoldsThroughALull) {
   PolicyConfig c = config();
   c.cold_start_s = 20;  // a horizon of 3 intervals: the hold too
