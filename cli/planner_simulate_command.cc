@@ -34,6 +34,7 @@ struct PlannerSimulateArgs {
   std::string cold_start = "30s";
   std::string json_out;
   std::string plot_out;
+  std::string decisions_out;  // JSON lines (--decisions)
   std::vector<int> static_counts;
   std::vector<std::string> window;  // FROM,LENGTH of the trace (durations)
 };
@@ -88,6 +89,7 @@ absl::Status runPlannerSimulate(PlannerSimulateArgs args) {
   std::fprintf(stderr, "%s: %zu requests over %.0f s; profile %s\n", trace.name.c_str(), trace.requests.size(),
                trace.requests.empty() ? 0.0 : trace.requests.back().arrival_s, args.profile.c_str());
   args.options.progress = true;
+  args.options.record_decisions = !args.decisions_out.empty();
   absl::StatusOr<bench::PlannerSimResult> result = bench::simulatePlanner(trace, *profile, args.options);
   if (!result.ok()) return result.status();
   std::fprintf(stderr, "static: %d prefill + %d decode workers (the sizing model at the busiest interval: %d + %d)\n",
@@ -113,7 +115,16 @@ absl::Status runPlannerSimulate(PlannerSimulateArgs args) {
     std::fprintf(stderr, "\n");
   }
   if (absl::Status s = writeFile(args.json_out, result->toJson().dump(2) + "\n"); !s.ok()) return s;
-  if (!args.plot_out.empty()) return writeFile(args.plot_out, result->toSvg());
+  if (!args.plot_out.empty()) {
+    if (absl::Status s = writeFile(args.plot_out, result->toSvg()); !s.ok()) return s;
+  }
+  if (!args.decisions_out.empty()) {
+    std::string lines;
+    for (const bench::PlannerPolicyResult& p : result->policies) {
+      for (const std::string& line : p.decisions) absl::StrAppend(&lines, line, "\n");
+    }
+    return writeFile(args.decisions_out, lines);
+  }
   return absl::OkStatus();
 }
 
@@ -187,6 +198,9 @@ void registerPlannerSimulateCommand(CLI::App* planner) {
       ->capture_default_str();
   cmd->add_option("--json", args->json_out, "write the results here (JSON)")->required();
   cmd->add_option("--plot", args->plot_out, "an SVG of offered load, workers per role and attainment over time");
+  cmd->add_option("--decisions", args->decisions_out,
+                  "write every policy's decision each interval here, one JSON line each as the live planner logs "
+                  "it (what it observed and predicted, its counts, its reason)");
   setAction(cmd, [args] { return runPlannerSimulate(*args); });
 }
 

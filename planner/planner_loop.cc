@@ -5,31 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "planner/decision_json.h"
 #include "planner/policies.h"
 
 namespace tandem::planner {
 namespace {
 
 constexpr Role kRoles[] = {Role::kPrefill, Role::kDecode};
-
-nlohmann::json countsJson(const RoleCounts& c) { return {{"prefill", c.prefill}, {"decode", c.decode}}; }
-
-nlohmann::json sampleJson(const LoadSample& s) {
-  return {{"request_rate", s.request_rate},
-          {"input_tokens", s.mean_input_tokens},
-          {"output_tokens", s.mean_output_tokens},
-          {"cached_fraction", s.cached_fraction},
-          {"ttft_p50_ms", s.ttft_p50_ms},
-          {"ttft_p95_ms", s.ttft_p95_ms},
-          {"itl_p50_ms", s.itl_p50_ms},
-          {"itl_p95_ms", s.itl_p95_ms},
-          {"ttft_slo_attainment", s.ttft_slo_attainment},
-          {"itl_slo_attainment", s.itl_slo_attainment},
-          {"prefill_queue_tokens", s.prefill_queue_tokens},
-          {"decode_kv_utilization", s.decode_kv_utilization},
-          {"decode_queue_requests", s.decode_queue_requests},
-          {"ready", countsJson(s.ready)}};
-}
 
 double round3(double v) { return std::round(v * 1000) / 1000; }
 
@@ -117,13 +99,10 @@ absl::Status PlannerLoop::tickLocked(double now_s) {
     log(line.dump());
     return current.status();
   }
-  const ScalingDecision decision =
-      policy_->decide({.observed = *observed, .predicted = predicted, .current = *current, .bounds = options_.bounds});
+  const PolicyInputs inputs{.observed = *observed, .predicted = predicted, .current = *current, .bounds = options_.bounds};
+  const ScalingDecision decision = policy_->decide(inputs);
   const RoleCounts desired = clampToBounds(decision.desired, options_.bounds);
-  line["current"] = countsJson(*current);
-  line["desired"] = countsJson(desired);
-  line["reason"] = decision.reason;
-  if (!(desired == decision.desired)) line["policy_asked"] = countsJson(decision.desired);
+  line.update(decisionJson(now_s, policy_->name(), inputs, decision, desired));
   if (metrics_ != nullptr) metrics_->recordDecision(*observed, predicted, *current, desired);
   absl::Status first_error;
   nlohmann::json changes = nlohmann::json::array();

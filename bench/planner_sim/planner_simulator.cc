@@ -15,6 +15,7 @@
 #include "bench/planner_sim/sim_prefill_worker.h"
 #include "common/parallel_jobs.h"
 #include "planner/arrival_burst.h"
+#include "planner/decision_json.h"
 #include "planner/policies.h"
 #include "planner/predictors.h"
 #include "planner/sla_policy.h"
@@ -414,6 +415,9 @@ void ClusterRun::decide(double now) {
   const planner::PolicyInputs in{.observed = o, .predicted = predictor_->predict(), .current = current,
                                  .bounds = options_.bounds};
   const planner::ScalingDecision decision = scaling_->decide(in);
+  if (options_.record_decisions) {
+    result_.decisions.push_back(planner::decisionJson(now, scaling_->name(), in, decision, decision.desired).dump());
+  }
   for (Role role : {Role::kPrefill, Role::kDecode}) {
     int delta = decision.desired[role] - current[role];
     if (delta != 0) ++result_.scale_events;

@@ -67,6 +67,9 @@ struct PlannerSimOptions {
   // static's own, where static reaches less: some traces' prompts exceed
   // the TTFT SLO by their prefill alone).
   double target_attainment = 0.99;
+  // keep each decision as the live planner logs it
+  // (PlannerPolicyResult::decisions; `--decisions FILE`).
+  bool record_decisions = false;
 };
 
 struct IntervalPoint {
@@ -110,6 +113,9 @@ struct PlannerPolicyResult {
   std::optional<double> fraction_of_possible_savings;
   std::vector<IntervalPoint> timeline;
   std::vector<MissBucket> by_prompt;  // prompt ranges up to 2k, 8k, 32k, 64k, 96k, longer
+  // with options.record_decisions: one JSON line per interval, the live
+  // planner's (planner/decision_json.h), in time order.
+  std::vector<std::string> decisions;
 };
 
 struct PlannerSimResult {

@@ -4,6 +4,7 @@
 #include "bench/planner_sim/planner_simulator.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "bench/planner_sim/foresight_policy.h"
@@ -137,6 +138,22 @@ PlannerSimOptions smallCluster() {
   return o;
 }
 
+// the repository's Mooncake excerpt, four overlaid copies, and the shipped
+// MI300X profile: a small cluster's worth of traffic.
+struct TraceSlice {
+  SimTrace trace;
+  WorkerProfile profile;
+};
+std::optional<TraceSlice> mooncakeSlice() {
+  absl::StatusOr<SimTrace> raw = loadSimTrace("mooncake:" + traceFile("mooncake_conversation_first400.jsonl"), 64);
+  EXPECT_TRUE(raw.ok()) << raw.status();
+  absl::StatusOr<WorkerProfile> profile =
+      WorkerProfile::load(tandem::testing::sourceDir() + "/planner/profiles/mi300x-llama3-8b.json");
+  EXPECT_TRUE(profile.ok()) << profile.status();
+  if (!raw.ok() || !profile.ok()) return std::nullopt;
+  return TraceSlice{scaleTrace(*raw, TraceScale{.replicas = 4, .speedup = 1}), *profile};
+}
+
 TEST(ScaledTraceTest, JitteredCopiesWrapSoTheStartDoesNotRampUp) {
   // one request a second for 1000 s, 20 copies jittered by up to 200 s:
   // the first 100 s hold as many arrivals as any other 100 s.
@@ -150,13 +167,11 @@ TEST(ScaledTraceTest, JitteredCopiesWrapSoTheStartDoesNotRampUp) {
 }
 
 TEST(PlannerSimulatorTest, RunsEveryPolicyOnATraceSliceAndReportsTheJsonShape) {
-  absl::StatusOr<SimTrace> raw = loadSimTrace("mooncake:" + traceFile("mooncake_conversation_first400.jsonl"), 64);
-  ASSERT_TRUE(raw.ok()) << raw.status();
-  const SimTrace trace = scaleTrace(*raw, TraceScale{.replicas = 4, .speedup = 1});
-  absl::StatusOr<WorkerProfile> profile =
-      WorkerProfile::load(tandem::testing::sourceDir() + "/planner/profiles/mi300x-llama3-8b.json");
-  ASSERT_TRUE(profile.ok()) << profile.status();
-  absl::StatusOr<PlannerSimResult> result = simulatePlanner(trace, *profile, smallCluster());
+  const std::optional<TraceSlice> slice = mooncakeSlice();
+  ASSERT_TRUE(slice.has_value());
+  const SimTrace& trace = slice->trace;
+  const WorkerProfile& profile = slice->profile;
+  absl::StatusOr<PlannerSimResult> result = simulatePlanner(trace, profile, smallCluster());
   ASSERT_TRUE(result.ok()) << result.status();
   const nlohmann::json j = result->toJson();
   ASSERT_TRUE(j["policies"].is_object());
@@ -197,6 +212,41 @@ TEST(PlannerSimulatorTest, RunsEveryPolicyOnATraceSliceAndReportsTheJsonShape) {
   }
   EXPECT_GE(j["foresight_headroom"]["prefill"].get<double>(), 1);
   EXPECT_GE(j["foresight_headroom"]["decode"].get<double>(), 1);
+}
+
+TEST(PlannerSimulatorTest, RecordsEachDecisionAsTheLivePlannerLogsIt) {
+  const std::optional<TraceSlice> slice = mooncakeSlice();
+  ASSERT_TRUE(slice.has_value());
+  const SimTrace& trace = slice->trace;
+  const WorkerProfile& profile = slice->profile;
+  PlannerSimOptions options = smallCluster();
+  options.policies = {"sla", "load"};
+  options.foresight = false;
+  options.record_decisions = true;
+  absl::StatusOr<PlannerSimResult> result = simulatePlanner(trace, profile, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const PlannerPolicyResult& p : result->policies) {
+    ASSERT_EQ(p.decisions.size(), p.timeline.size()) << p.policy;
+    nlohmann::json last;
+    for (size_t i = 0; i < p.decisions.size(); ++i) {
+      const nlohmann::json line = nlohmann::json::parse(p.decisions[i]);
+      EXPECT_EQ(line["policy"], p.policy);
+      EXPECT_DOUBLE_EQ(line["time_s"].get<double>(), p.timeline[i].time_s) << p.policy << " " << i;
+      for (const char* key : {"observed", "predicted", "current", "desired"}) {
+        ASSERT_TRUE(line[key].is_object()) << p.policy << " " << key;
+      }
+      EXPECT_TRUE(line["observed"]["request_rate"].is_number()) << p.policy;
+      EXPECT_TRUE(line["reason"].is_string()) << p.policy;
+      // each line's counts are the ones the last decision left.
+      if (!last.is_null()) EXPECT_EQ(line["current"], last["desired"]) << p.policy << " " << i;
+      last = line;
+    }
+  }
+  // without asking, none are kept.
+  options.record_decisions = false;
+  absl::StatusOr<PlannerSimResult> quiet = simulatePlanner(trace, profile, options);
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  for (const PlannerPolicyResult& p : quiet->policies) EXPECT_TRUE(p.decisions.empty()) << p.policy;
 }
 
 planner::LoadSample arrivals(double rate) {
