@@ -279,7 +279,7 @@ int SlaPolicy::backlogPrefillWorkers(const LoadSample& o, double isl, int served
   const double queued_s = o.prefill_queue_tokens * o.ready.prefill / profile_.prefillTokensPerS(std::max(1.0, isl));
   const double grew_s = queued_s - last_queued_s_;
   last_queued_s_ = queued_s;
-  if (o.ready.prefill <= 0 || queued_s <= kBacklogShareOfSlo * config_.ttft_slo_ms / 1000 * o.ready.prefill) return 0;
+  if (o.ready.prefill <= 0 || !prefillBacklogged(o, isl)) return 0;
   // a queued prompt stays at its worker: workers added now serve only the
   // prompts still to come. The queue grew by what the arrivals asked beyond
   // the workers that served the interval: that many more serve them. Those

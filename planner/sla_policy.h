@@ -43,8 +43,9 @@
 //    SLO and that grew since the last decision asks at once (past any
 //    hysteresis) for the workers that served the interval (ready at its
 //    start and end) plus what its growth says the arrivals needed beyond
-//    them (an absolute count: those starting count towards it). Not more: a queued prompt stays at the worker it was
-//    routed to, so workers added serve only the prompts still to come;
+//    them (an absolute count: those starting count towards it). Not more:
+//    a queued prompt stays at the worker it was routed to, so workers
+//    added serve only the prompts still to come;
 //  - scale-down waits max(scale_down_after, a cold start + an interval)
 //    intervals in a row of lower need (a worker stopped and asked for again
 //    within a cold start costs more than one kept), none while requests
