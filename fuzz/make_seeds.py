@@ -271,6 +271,11 @@ def chat_seeds():
         write("chat_template", n + ".jinja", json.load(open(p))["chat_template"])
     write("chat_template", "llama2.jinja", LLAMA2)
     write("chat_template", "constructs.jinja", CONSTRUCTS)
+    # the fuzzer's find: a namespace set to hold itself (a reference cycle
+    # that leaked, and printed forever); refused now, kept as a regression seed.
+    write("chat_template", "namespace_cycle.jinja",
+          "{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns }}"
+          "{% set a = namespace() %}{% set b = namespace(x=[a]) %}{% set a.y = b %}{{ a }}")
     write("chat_template", "plain.jinja", "{{ bos_token }}{% for message in messages %}{{ message['content'] }}"
           "{% if not loop.last %}{{ '\\n' }}{% endif %}{% endfor %}")
 

@@ -206,6 +206,10 @@ absl::Status Renderer::assign(const Expr& target, Value value) {
       return fail(absl::StrCat("cannot assign attribute on non-namespace object '",
                                target.children[0]->name, "'"));
     }
+    if (value.holdsNamespace(ns)) {
+      return fail(absl::StrCat("cannot set '", target.children[0]->name, ".", target.name,
+                               "' to a value that holds the namespace itself"));
+    }
     ns.mutableDict().set(target.name, std::move(value));
     return absl::OkStatus();
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "text/chat/unicode.h"
@@ -76,6 +77,26 @@ Value Value::makeNamespace(ValueDict attrs) {
   Value v = dict(std::move(attrs));
   v.kind_ = Kind::kNamespace;
   return v;
+}
+
+bool Value::holdsNamespace(const Value& ns) const {
+  if (!ns.isNamespace()) return false;
+  // each container once: shared lists and dicts make a graph, not a tree.
+  absl::flat_hash_set<const void*> seen;
+  std::vector<const Value*> todo = {this};
+  while (!todo.empty()) {
+    const Value* v = todo.back();
+    todo.pop_back();
+    if (v->isSequenceLike()) {
+      if (!seen.insert(v->list_.get()).second) continue;
+      for (const Value& item : *v->list_) todo.push_back(&item);
+    } else if (v->isDict() || v->isNamespace()) {
+      if (v->dict_ == ns.dict_) return true;
+      if (!seen.insert(v->dict_.get()).second) continue;
+      for (const auto& [key, item] : v->dict_->items) todo.push_back(&item);
+    }
+  }
+  return false;
 }
 
 Value Value::function(NativeFunction fn) {

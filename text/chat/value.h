@@ -102,6 +102,11 @@ class Value {
 
   // python ==; int 1 equals float 1.0 and True.
   bool equals(const Value& other) const;
+  // whether this value is `ns`'s namespace or holds it, through lists,
+  // tuples, dicts and namespaces: what a namespace attribute may not be set
+  // to, since a namespace that holds itself is a reference cycle (its
+  // memory never freed) and prints forever.
+  bool holdsNamespace(const Value& ns) const;
   // python <, or InvalidArgument when the types are not ordered.
   static absl::StatusOr<bool> less(const Value& a, const Value& b);
 

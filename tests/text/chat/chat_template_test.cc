@@ -127,6 +127,26 @@ TEST_F(ChatTemplateTest, ReportsEvaluationErrorsLikeJinja) {
   EXPECT_EQ(div.status().message(), "division by zero");
 }
 
+TEST_F(ChatTemplateTest, RefusesANamespaceThatWouldHoldItself) {
+  // a namespace set to hold itself, directly or through containers and
+  // another namespace, would be a reference cycle: memory never freed (the
+  // fuzzer's find) and a print that never ends.
+  for (const char* source : {
+           "{% set ns = namespace(n=0) %}{% set ns.n = ns %}",
+           "{% set ns = namespace() %}{% set ns.l = [1, {'k': (2, ns)}] %}",
+           "{% set a = namespace() %}{% set b = namespace(x=[a]) %}{% set a.y = b %}",
+       }) {
+    auto out = renderSource(source, ordered_json::object());
+    ASSERT_FALSE(out.ok()) << source;
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << source;
+    EXPECT_NE(out.status().message().find("holds the namespace itself"), std::string::npos) << out.status();
+  }
+  // one namespace inside another, and the same list twice, are no cycle.
+  EXPECT_EQ(render("{% set a = namespace(n=1) %}{% set b = namespace() %}{% set l = [a, a] %}"
+                   "{% set b.pair = [l, l] %}{% set b.a = a %}{{ b.a.n }}{{ b.pair | length }}"),
+            "12");
+}
+
 TEST_F(ChatTemplateTest, BoundsRecursionNestingAndWork) {
   // deep expression and block nesting are syntax errors, not stack overflows
   EXPECT_FALSE(ChatTemplate::parse("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}").ok());
