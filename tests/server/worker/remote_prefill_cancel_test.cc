@@ -4,6 +4,8 @@
 // frees D's request; a D whose cache has no room for a prompt now prefills
 // it locally (queued) instead of asking P.
 #include <atomic>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -15,7 +17,8 @@
 namespace tandem::worker {
 namespace {
 
-// answers Prefill only when the caller gives up.
+// answers Prefill only when the caller gives up, or when the test says
+// (release(): UNAVAILABLE to every call waiting).
 class StallingPrefillService final : public tandem::v1::Worker::CallbackService {
  public:
   class Reactor final : public grpc::ServerUnaryReactor {
@@ -23,23 +26,50 @@ class StallingPrefillService final : public tandem::v1::Worker::CallbackService 
     explicit Reactor(StallingPrefillService* service) : service_(service) {}
     void OnCancel() override {
       ++service_->cancelled;
-      Finish(grpc::Status::CANCELLED);
+      finishOnce(grpc::Status::CANCELLED);
     }
-    void OnDone() override { delete this; }
+    void OnDone() override {
+      service_->forget(this);
+      delete this;
+    }
+    // the first of a cancel and a release answers; the other does nothing.
+    void finishOnce(const grpc::Status& status) {
+      if (!finished_.exchange(true)) Finish(status);
+    }
 
    private:
     StallingPrefillService* service_;
+    std::atomic<bool> finished_{false};
   };
 
   grpc::ServerUnaryReactor* Prefill(grpc::CallbackServerContext* ctx,
                                     const tandem::v1::PrefillRequest* request,
                                     tandem::v1::PrefillResponse* response) override {
+    auto* reactor = new Reactor(this);
+    {
+      std::lock_guard lock(mu_);
+      waiting_.insert(reactor);
+    }
     ++received;
-    return new Reactor(this);
+    return reactor;
+  }
+
+  void release() {
+    std::lock_guard lock(mu_);
+    for (Reactor* r : waiting_) r->finishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "released by the test"));
   }
 
   std::atomic<int> received{0};
   std::atomic<int> cancelled{0};
+
+ private:
+  void forget(Reactor* r) {
+    std::lock_guard lock(mu_);
+    waiting_.erase(r);
+  }
+
+  std::mutex mu_;
+  std::set<Reactor*> waiting_;
 };
 
 class StalledPrefillTest : public ::testing::Test {
@@ -127,12 +157,14 @@ TEST_F(StalledPrefillTest, CancelledGenerateCancelsThePrefillCall) {
   EXPECT_EQ(testing::metricValue(d_->metrics().render(), "tandem:kv_transfer_failures_total{reason=\"timeout\"}"), 0);
 }
 
-// a request awaiting P's KV holds 18 of D's 20 blocks (P stalls until D's
-// prefill timeout); a remote-prefill request for 3 blocks then finds no room,
-// so D queues it for a local prefill without calling P, and it completes
-// with the oracle's tokens once the blocks come free.
+// a request awaiting P's KV holds 18 of D's 20 blocks (P stalls until the
+// test releases it, well inside D's prefill timeout); a remote-prefill
+// request for 3 blocks then finds no room, so D queues it for a local
+// prefill without calling P, and it completes with the oracle's tokens once
+// the blocks come free. Released, not timed out: a 1 s timeout ran out
+// before the checks under ASan on a loaded machine.
 TEST_F(StalledPrefillTest, FullDecodeWorkerPrefillsLocallyInsteadOfWaitingForP) {
-  startDecodeWorker(std::chrono::milliseconds(1000), /*num_blocks=*/20);
+  startDecodeWorker(std::chrono::milliseconds(60000), /*num_blocks=*/20);
   ASSERT_EQ(d_->info().num_blocks(), 20);
   const std::string p_address = "127.0.0.1:" + std::to_string(port_);
   std::vector<int32_t> filler(72);  // 18 blocks of 4
@@ -142,10 +174,18 @@ TEST_F(StalledPrefillTest, FullDecodeWorkerPrefillsLocallyInsteadOfWaitingForP) 
       [&] { filler_result = testing::generate(d_->info().address(), filler, 4, p_address); });
   ASSERT_TRUE(waitFor([&] { return service_.received.load() == 1; }));
   EXPECT_EQ(d_->loop().stats().num_free_blocks, 2);
+  EXPECT_EQ(d_->loop().stats().num_waiting, 0);  // the filler awaits its KV, it does not wait here
 
   const auto& c = tandem::testing::storiesOracle()[1];  // 12 prompt tokens: 3 blocks
-  testing::GenerateResult r = testing::generate(
-      d_->info().address(), c.prompt_ids, static_cast<int>(c.completion_ids.size()), p_address);
+  testing::GenerateResult r;
+  std::thread second([&] {
+    r = testing::generate(d_->info().address(), c.prompt_ids, static_cast<int>(c.completion_ids.size()), p_address);
+  });
+  // queued here for its blocks, P not asked: then P gives up on the filler.
+  EXPECT_TRUE(waitFor([&] { return d_->loop().stats().num_waiting >= 1; }));
+  EXPECT_EQ(service_.received.load(), 1);
+  service_.release();
+  second.join();
   filler_thread.join();
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(r.prefill, "local");
