@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +83,9 @@ struct Fiber::Impl {
   void* scheduler_fake_stack = nullptr;
   const void* scheduler_stack_lo = nullptr;
   size_t scheduler_stack_bytes = 0;
+  // the lowest address of the stack a frame still open at a switch away
+  // reached: below it every frame returned, so ASan unpoisoned it.
+  char* open_frames_lo = nullptr;
 #endif
 };
 
@@ -91,6 +95,16 @@ namespace {
 // called first thing on the fiber after each switch onto it.
 void asanArrivedOnFiber(Fiber::Impl* f) {
   __sanitizer_finish_switch_fiber(nullptr, &f->scheduler_stack_lo, &f->scheduler_stack_bytes);
+}
+
+// called on the fiber before each switch away: the frames open now (this
+// one's and its callers', up to the top) may keep their redzones poisoned if
+// the run is abandoned, so the next start() unpoisons down to here. 256
+// bytes below for the switch's own pushes.
+__attribute__((noinline)) void asanLeavingFiber(Fiber::Impl* f) {
+  char* here = static_cast<char*>(__builtin_frame_address(0)) - 256;
+  here = std::max(here, f->stack_lo);
+  if (f->open_frames_lo == nullptr || here < f->open_frames_lo) f->open_frames_lo = here;
 }
 #endif
 
@@ -135,8 +149,15 @@ void Fiber::start(Entry entry, void* arg) {
   f->entry = entry;
   f->arg = arg;
 #ifdef TANDEM_EMU_ASAN
-  // frames of an earlier run of this stack ended without unwinding
-  ASAN_UNPOISON_MEMORY_REGION(f->stack_lo, f->stack_bytes);
+  // frames of an earlier run of this stack ended without unwinding: only
+  // those open at a switch away, never below the lowest of them. Unpoisoning
+  // the whole 512 KiB stack at every start was most of the ASan pass's
+  // emulator time (bench/RESULTS.md "CI time: fresh clones, warm and cold").
+  if (f->open_frames_lo != nullptr) {
+    char* top = f->stack_lo + f->stack_bytes;
+    ASAN_UNPOISON_MEMORY_REGION(f->open_frames_lo, static_cast<size_t>(top - f->open_frames_lo));
+    f->open_frames_lo = nullptr;
+  }
 #endif
 #if defined(__x86_64__)
   // the frame tandemEmuSwitch pops: r15 r14 r13 r12 rbx rbp, then the return
@@ -180,6 +201,7 @@ void Fiber::resume() {
 void Fiber::yieldToScheduler() {
   Impl* f = impl_.get();
 #ifdef TANDEM_EMU_ASAN
+  asanLeavingFiber(f);
   void* fake_stack = nullptr;
   __sanitizer_start_switch_fiber(&fake_stack, f->scheduler_stack_lo, f->scheduler_stack_bytes);
 #endif
@@ -196,6 +218,7 @@ void Fiber::yieldToScheduler() {
 void Fiber::finishToScheduler() {
   Impl* f = impl_.get();
 #ifdef TANDEM_EMU_ASAN
+  asanLeavingFiber(f);
   // nullptr: this stack is abandoned, ASan may drop its fake frames
   __sanitizer_start_switch_fiber(nullptr, f->scheduler_stack_lo, f->scheduler_stack_bytes);
 #endif
