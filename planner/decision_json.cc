@@ -23,15 +23,18 @@ nlohmann::json sampleJson(const LoadSample& s) {
           {"ready", countsJson(s.ready)}};
 }
 
+nlohmann::json decisionHeader(double time_s, const char* policy) {
+  return {{"time_s", std::round(time_s * 1000) / 1000}, {"policy", policy}};
+}
+
 nlohmann::json decisionJson(double time_s, const char* policy, const PolicyInputs& in, const ScalingDecision& decision,
                             const RoleCounts& desired) {
-  nlohmann::json line = {{"time_s", std::round(time_s * 1000) / 1000},
-                         {"policy", policy},
-                         {"observed", sampleJson(in.observed)},
-                         {"predicted", sampleJson(in.predicted)},
-                         {"current", countsJson(in.current)},
-                         {"desired", countsJson(desired)},
-                         {"reason", decision.reason}};
+  nlohmann::json line = decisionHeader(time_s, policy);
+  line["observed"] = sampleJson(in.observed);
+  line["predicted"] = sampleJson(in.predicted);
+  line["current"] = countsJson(in.current);
+  line["desired"] = countsJson(desired);
+  line["reason"] = decision.reason;
   if (!(desired == decision.desired)) line["policy_asked"] = countsJson(decision.desired);
   return line;
 }

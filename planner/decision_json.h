@@ -15,7 +15,11 @@ nlohmann::json countsJson(const RoleCounts& counts);
 // the sample's rates, lengths, latencies, attainment, queues and ready workers.
 nlohmann::json sampleJson(const LoadSample& sample);
 
-// {"time_s", "policy", "observed", "predicted", "current", "desired",
+// {"time_s" (to the millisecond), "policy"}: what every line starts with,
+// a decision or the error that kept one from being made.
+nlohmann::json decisionHeader(double time_s, const char* policy);
+
+// the header and {"observed", "predicted", "current", "desired",
 //  "reason"}, and "policy_asked" where the bounds changed what the policy
 // asked for (`desired` is what was applied).
 nlohmann::json decisionJson(double time_s, const char* policy, const PolicyInputs& inputs,

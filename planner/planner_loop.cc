@@ -13,8 +13,6 @@ namespace {
 
 constexpr Role kRoles[] = {Role::kPrefill, Role::kDecode};
 
-double round3(double v) { return std::round(v * 1000) / 1000; }
-
 }  // namespace
 
 absl::Status validateBounds(const ScalingBounds& bounds) {
@@ -77,8 +75,9 @@ absl::Status PlannerLoop::tick(double now_s) {
 }
 
 absl::Status PlannerLoop::tickLocked(double now_s) {
-  nlohmann::json line = {{"time_s", round3(now_s)}, {"policy", policy_->name()},
-                         {"predictor", predictor_->name()}, {"connector", connector_->name()}};
+  nlohmann::json line = decisionHeader(now_s, policy_->name());
+  line["predictor"] = predictor_->name();
+  line["connector"] = connector_->name();
   absl::StatusOr<LoadSample> observed = source_->next(now_s);
   if (!observed.ok()) {
     if (metrics_ != nullptr) metrics_->countError("metrics");

@@ -83,17 +83,17 @@ bool Value::holdsNamespace(const Value& ns) const {
   if (!ns.isNamespace()) return false;
   // each container once: shared lists and dicts make a graph, not a tree.
   absl::flat_hash_set<const void*> seen;
-  std::vector<const Value*> todo = {this};
-  while (!todo.empty()) {
-    const Value* v = todo.back();
-    todo.pop_back();
+  std::vector<const Value*> pending = {this};
+  while (!pending.empty()) {
+    const Value* v = pending.back();
+    pending.pop_back();
     if (v->isSequenceLike()) {
       if (!seen.insert(v->list_.get()).second) continue;
-      for (const Value& item : *v->list_) todo.push_back(&item);
+      for (const Value& item : *v->list_) pending.push_back(&item);
     } else if (v->isDict() || v->isNamespace()) {
       if (v->dict_ == ns.dict_) return true;
       if (!seen.insert(v->dict_.get()).second) continue;
-      for (const auto& [key, item] : v->dict_->items) todo.push_back(&item);
+      for (const auto& [key, item] : v->dict_->items) pending.push_back(&item);
     }
   }
   return false;
